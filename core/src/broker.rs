@@ -1,0 +1,1374 @@
+//! The broker: every topic, channel and client, driven by `handle_*(now, …)` and drained with
+//! `poll_*`. See the crate docs for the run loop.
+
+use crate::channel::{Channel, InFlight};
+use crate::client::Client;
+use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
+use crate::message::{Body, Message, MessageId};
+use crate::options::{Options, TimerStrategy};
+use crate::pqueue::PQueue;
+use crate::protocol::decode::{decode, ClientState, DecodeContext, Decoded};
+use crate::protocol::identify::{ClientSettings, IdentifyData, IdentifyResponse, Upgrades};
+use crate::protocol::{
+    encode_frame, encode_message_frame, is_valid_name, Command, ProtocolError, CLOSE_WAIT,
+    FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE, HEARTBEAT, MAGIC_V2, OK,
+};
+use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
+use crate::topic::Topic;
+use crate::{ChannelId, ClientId};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// Something to do on a client's transport, in order per client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transmit {
+    /// Write these bytes.
+    Data { client: ClientId, data: Vec<u8> },
+    /// Upgrade the transport (after writing everything before), then continue with what
+    /// follows (nsqd sends an `OK` frame over each upgraded stream).
+    Upgrade { client: ClientId, upgrade: Upgrade },
+    /// Close the connection after writing everything before.
+    Close { client: ClientId },
+}
+
+/// A transport upgrade negotiated by IDENTIFY.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upgrade {
+    Tls,
+    Snappy,
+    Deflate { level: u32 },
+}
+
+/// Why an HTTP-style publish (or topic/channel admin call) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    #[error("INVALID_TOPIC")]
+    InvalidTopic,
+    #[error("INVALID_CHANNEL")]
+    InvalidChannel,
+    #[error("TOPIC_NOT_FOUND")]
+    TopicNotFound,
+    #[error("CHANNEL_NOT_FOUND")]
+    ChannelNotFound,
+    #[error("INVALID_DEFER")]
+    InvalidDefer,
+}
+
+const TIMER_CHANNEL: u64 = 1 << 56;
+const TIMER_HEARTBEAT: u64 = 2 << 56;
+const TIMER_READ: u64 = 3 << 56;
+const TIMER_SCAN: u64 = 4 << 56;
+const TIMER_KIND_MASK: u64 = 0xff << 56;
+
+/// nsqd's queue-scan cadence and channel-list refresh (only for [`TimerStrategy::ScanLoop`]).
+const SCAN_INTERVAL: Nanos = 100 * MILLISECOND;
+const SCAN_REFRESH: Nanos = 5 * SECOND;
+
+#[derive(Debug, Default)]
+struct ScanState {
+    channels: Vec<ChannelId>,
+    next_refresh: Time,
+}
+
+/// The sans-IO NSQ broker.
+pub struct Broker {
+    opts: Options,
+    clock: Clock,
+    rng: Xoshiro256PlusPlus,
+    topics: BTreeMap<Name, Topic>,
+    channels: Vec<Option<Channel>>,
+    free_channels: Vec<u32>,
+    clients: BTreeMap<ClientId, Client>,
+    next_client: u64,
+    timers: PQueue<u64>,
+    transmits: VecDeque<Transmit>,
+    dirty: VecDeque<ClientId>,
+    events: VecDeque<Event>,
+    scan: ScanState,
+}
+
+impl Broker {
+    /// A broker with `opts`, randomness from `seed`, starting at `now`.
+    pub fn new(opts: Options, seed: u64, now: Time) -> Self {
+        let mut b = Broker {
+            opts,
+            clock: Clock::new(now),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            topics: BTreeMap::new(),
+            channels: Vec::new(),
+            free_channels: Vec::new(),
+            clients: BTreeMap::new(),
+            next_client: 1,
+            timers: PQueue::indexed(),
+            transmits: VecDeque::new(),
+            dirty: VecDeque::new(),
+            events: VecDeque::new(),
+            scan: ScanState::default(),
+        };
+        if b.opts.timer_strategy == TimerStrategy::ScanLoop {
+            b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
+            b.scan.next_refresh = now;
+        }
+        b
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// The latest `now` seen.
+    pub fn now(&self) -> Time {
+        self.clock.now()
+    }
+
+    // ---------------------------------------------------------------- outputs
+
+    /// The next thing to do on a client's transport.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        if let Some(t) = self.transmits.pop_front() {
+            return Some(t);
+        }
+        while let Some(id) = self.dirty.pop_front() {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.out_queued = false;
+                if !c.out.is_empty() {
+                    return Some(Transmit::Data {
+                        client: id,
+                        data: std::mem::take(&mut c.out),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The next event (only with [`Options::events`]).
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Broker::handle_timeout`] must next be called, if anything is pending.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.timers.peek_key()
+    }
+
+    // ---------------------------------------------------------------- inputs
+
+    /// A new connection. Its first bytes must be the V2 magic.
+    pub fn connect(&mut self, now: Time, remote_address: impl Into<String>) -> ClientId {
+        let now = self.clock.advance(now);
+        let id = ClientId(self.next_client);
+        self.next_client += 1;
+        let c = Client::new(
+            id,
+            remote_address.into(),
+            now,
+            ClientSettings::defaults(&self.opts),
+        );
+        self.clients.insert(id, c);
+        self.emit(now, EventKind::ClientConnected { client: id });
+        self.arm_client_timers(id, now, true);
+        id
+    }
+
+    /// The transport closed. Messages the client had in flight stay in flight until they time
+    /// out, as in nsqd.
+    pub fn disconnect(&mut self, now: Time, client: ClientId) {
+        let now = self.clock.advance(now);
+        if self.clients.contains_key(&client) {
+            self.remove_client(now, client, CloseReason::Disconnected, false);
+        }
+    }
+
+    /// Bytes from a client. Complete commands are executed; a partial one waits for more.
+    pub fn handle_bytes(&mut self, now: Time, client: ClientId, data: &[u8]) {
+        let now = self.clock.advance(now);
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        let mut buf = std::mem::take(&mut c.inbuf);
+        let owned = !buf.is_empty();
+        if owned {
+            buf.extend_from_slice(data);
+        }
+        let input: &[u8] = if owned { &buf } else { data };
+        let used = self.process_input(now, client, input);
+        if let Some(c) = self.clients.get_mut(&client) {
+            if owned {
+                buf.drain(..used);
+                c.inbuf = buf;
+            } else {
+                c.inbuf = data[used..].to_vec();
+            }
+        }
+    }
+
+    /// Process as many whole commands as `input` holds; returns the bytes used.
+    fn process_input(&mut self, now: Time, id: ClientId, input: &[u8]) -> usize {
+        let mut pos = 0;
+        let Some(c) = self.clients.get_mut(&id) else {
+            return 0;
+        };
+        if !c.magic_ok {
+            if input.len() < 4 {
+                return 0;
+            }
+            if &input[..4] != MAGIC_V2 {
+                self.send_frame(id, FRAME_TYPE_ERROR, b"E_BAD_PROTOCOL");
+                self.remove_client(now, id, CloseReason::BadInput, true);
+                return 0;
+            }
+            c.magic_ok = true;
+            pos = 4;
+        }
+        loop {
+            let Some(c) = self.clients.get(&id) else {
+                return pos;
+            };
+            let opts = &self.opts;
+            let ctx = DecodeContext {
+                state: c.state,
+                heartbeats_enabled: c.settings.heartbeat_interval.is_some(),
+                tls_ok: !opts.tls_required || c.tls,
+                limits: opts.limits(),
+                max_rdy_count: opts.max_rdy_count,
+                max_req_timeout_ms: opts.max_req_timeout / MILLISECOND,
+                check_auth: &crate::protocol::decode::no_auth,
+            };
+            let res = decode(&input[pos..], &ctx);
+            match res {
+                Ok(Decoded::Incomplete) => return pos,
+                Ok(Decoded::Close) => {
+                    self.remove_client(now, id, CloseReason::BadInput, true);
+                    return pos;
+                }
+                Ok(Decoded::Ignored(n)) => {
+                    pos += n;
+                    self.command_done(now, id);
+                }
+                Ok(Decoded::Command(cmd, n)) => {
+                    pos += n;
+                    if let Err(e) = self.exec(now, id, cmd) {
+                        if !self.fail(now, id, e) {
+                            return pos;
+                        }
+                    }
+                    self.command_done(now, id);
+                }
+                Err(e) => {
+                    self.fail(now, id, e);
+                    return pos;
+                }
+            }
+        }
+    }
+
+    /// Send an error frame; close when fatal. Returns whether the client is still there.
+    fn fail(&mut self, now: Time, id: ClientId, e: ProtocolError) -> bool {
+        self.send_frame(id, FRAME_TYPE_ERROR, e.to_string().as_bytes());
+        if e.fatal {
+            self.remove_client(now, id, CloseReason::ProtocolError(e.to_string()), true);
+            false
+        } else {
+            true
+        }
+    }
+
+    fn command_done(&mut self, now: Time, id: ClientId) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.read_base = now;
+            self.arm_client_timers(id, now, false);
+        }
+    }
+
+    /// Everything due at or before `now`: deferred messages become ready, in-flight messages
+    /// time out, heartbeats are sent, silent clients are closed.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let now = self.clock.advance(now);
+        while let Some(e) = self.timers.pop_due(now) {
+            let key = e.item;
+            let id = key & !TIMER_KIND_MASK;
+            match key & TIMER_KIND_MASK {
+                TIMER_CHANNEL => {
+                    let ch = ChannelId(id as u32);
+                    self.process_channel_timers(now, ch);
+                    self.rearm_channel(ch);
+                }
+                TIMER_HEARTBEAT => self.heartbeat(now, ClientId(id), e.key),
+                TIMER_READ => {
+                    let cid = ClientId(id);
+                    match self.clients.get(&cid).and_then(|c| c.read_deadline()) {
+                        Some(d) if d <= now => {
+                            self.remove_client(now, cid, CloseReason::ReadTimeout, true)
+                        }
+                        Some(d) => {
+                            self.timers.upsert(d, TIMER_READ | cid.0);
+                        }
+                        None => {}
+                    }
+                }
+                TIMER_SCAN => self.scan_loop(now),
+                _ => unreachable!("unknown timer kind {key:#x}"),
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- HTTP-style API
+
+    /// Publish bodies to a topic (nsqd's `/pub` and `/mpub`), creating it if needed.
+    /// `defer` (DPUB / `/pub?defer=`) is range-checked against `max_req_timeout`.
+    pub fn publish(
+        &mut self,
+        now: Time,
+        topic: &str,
+        bodies: Vec<Body>,
+        defer: Option<Nanos>,
+    ) -> Result<Vec<MessageId>, AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        if let Some(d) = defer {
+            if d > self.opts.max_req_timeout {
+                return Err(AdminError::InvalidDefer);
+            }
+        }
+        Ok(self.publish_inner(now, topic, bodies, defer, None))
+    }
+
+    pub fn create_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        self.get_or_create_topic(now, topic);
+        Ok(())
+    }
+
+    pub fn delete_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        self.delete_topic_inner(now, &name);
+        Ok(())
+    }
+
+    pub fn empty_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        t.queue.clear();
+        t.held_due.clear();
+        self.emit(now, EventKind::TopicEmptied { topic: name });
+        Ok(())
+    }
+
+    pub fn pause_topic(&mut self, now: Time, topic: &str, paused: bool) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        self.topics.get_mut(&name).expect("topic exists").paused = paused;
+        if paused {
+            self.emit(now, EventKind::TopicPaused { topic: name });
+        } else {
+            self.emit(
+                now,
+                EventKind::TopicUnpaused {
+                    topic: name.clone(),
+                },
+            );
+            self.flush_topic(now, &name);
+        }
+        Ok(())
+    }
+
+    pub fn create_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        if !is_valid_name(channel) {
+            return Err(AdminError::InvalidChannel);
+        }
+        let t = self.get_or_create_topic(now, topic);
+        self.get_or_create_channel(now, &t, channel);
+        Ok(())
+    }
+
+    pub fn delete_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        self.delete_channel_inner(now, ch);
+        Ok(())
+    }
+
+    pub fn empty_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
+        c.queue.clear();
+        c.deferred.clear();
+        c.in_flight.clear();
+        let (t, n) = (c.topic.clone(), c.name.clone());
+        for cid in c.clients.clone() {
+            if let Some(cl) = self.clients.get_mut(&cid) {
+                cl.in_flight_count = 0;
+            }
+        }
+        self.drain_heap_trace(now, ch);
+        self.emit(
+            now,
+            EventKind::ChannelEmptied {
+                topic: t,
+                channel: n,
+            },
+        );
+        self.rearm_channel(ch);
+        self.pump(now, ch);
+        Ok(())
+    }
+
+    pub fn pause_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+        paused: bool,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
+        c.paused = paused;
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        if paused {
+            self.emit(now, EventKind::ChannelPaused { topic, channel });
+        } else {
+            self.emit(now, EventKind::ChannelUnpaused { topic, channel });
+            self.pump(now, ch);
+        }
+        Ok(())
+    }
+
+    // ---------------------------------------------------------------- read access
+
+    pub fn topics(&self) -> impl Iterator<Item = &Topic> {
+        self.topics.values()
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&Topic> {
+        self.topics.get(name)
+    }
+
+    pub fn channel_by_id(&self, id: ChannelId) -> Option<&Channel> {
+        self.channels.get(id.0 as usize)?.as_ref()
+    }
+
+    pub fn channel(&self, topic: &str, channel: &str) -> Option<&Channel> {
+        let id = *self.topics.get(topic)?.channels.get(channel)?;
+        self.channel_by_id(id)
+    }
+
+    pub fn clients(&self) -> impl Iterator<Item = &Client> {
+        self.clients.values()
+    }
+
+    pub fn client(&self, id: ClientId) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    fn emit(&mut self, at: Time, kind: EventKind) {
+        if self.opts.events {
+            self.events.push_back(Event { at, kind });
+        }
+    }
+
+    fn topic_name(&self, topic: &str) -> Result<Name, AdminError> {
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        self.topics
+            .get_key_value(topic)
+            .map(|(k, _)| k.clone())
+            .ok_or(AdminError::TopicNotFound)
+    }
+
+    fn channel_id(&self, topic: &str, channel: &str) -> Result<ChannelId, AdminError> {
+        let t = self.topic_name(topic)?;
+        if !is_valid_name(channel) {
+            return Err(AdminError::InvalidChannel);
+        }
+        self.topics[&t]
+            .channels
+            .get(channel)
+            .copied()
+            .ok_or(AdminError::ChannelNotFound)
+    }
+
+    fn ch(&mut self, id: ChannelId) -> &mut Channel {
+        self.channels[id.0 as usize].as_mut().expect("live channel")
+    }
+
+    fn get_or_create_topic(&mut self, now: Time, name: &str) -> Name {
+        if let Some((k, _)) = self.topics.get_key_value(name) {
+            return k.clone();
+        }
+        let name: Name = Arc::from(name);
+        self.topics
+            .insert(name.clone(), Topic::new(name.clone(), self.opts.node_id));
+        self.emit(
+            now,
+            EventKind::TopicCreated {
+                topic: name.clone(),
+            },
+        );
+        name
+    }
+
+    fn get_or_create_channel(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
+        let name: Name = Arc::from(name);
+        let ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
+        let id = match self.free_channels.pop() {
+            Some(i) => {
+                self.channels[i as usize] = Some(ch);
+                ChannelId(i)
+            }
+            None => {
+                self.channels.push(Some(ch));
+                ChannelId(self.channels.len() as u32 - 1)
+            }
+        };
+        self.topics
+            .get_mut(topic)
+            .expect("topic exists")
+            .channels
+            .insert(name.clone(), id);
+        self.emit(
+            now,
+            EventKind::ChannelCreated {
+                topic: topic.clone(),
+                channel: name,
+            },
+        );
+        self.flush_topic(now, topic);
+        id
+    }
+
+    fn publish_inner(
+        &mut self,
+        now: Time,
+        topic: &str,
+        bodies: Vec<Body>,
+        defer: Option<Nanos>,
+        from: Option<ClientId>,
+    ) -> Vec<MessageId> {
+        let name = self.get_or_create_topic(now, topic);
+        let due = defer.filter(|&d| d > 0).map(|d| now.saturating_add(d));
+        let mut ids = Vec::with_capacity(bodies.len());
+        let n = bodies.len() as u64;
+        for body in bodies {
+            let t = self.topics.get_mut(&name).expect("topic exists");
+            let id = t.guid.next(now);
+            t.message_count += 1;
+            t.message_bytes += body.len() as u64;
+            let size = body.len();
+            let msg = Message::new(id, now, body);
+            ids.push(id);
+            self.emit(
+                now,
+                EventKind::Published {
+                    topic: name.clone(),
+                    id,
+                    size,
+                    due,
+                    client: from,
+                },
+            );
+            self.route(now, &name, msg, due, false);
+        }
+        if let Some(cid) = from {
+            if let Some(c) = self.clients.get_mut(&cid) {
+                *c.pub_counts.entry(name.clone()).or_default() += n;
+            }
+        }
+        let chans: Vec<ChannelId> = self.topics[&name].channels.values().copied().collect();
+        for ch in chans {
+            self.pump(now, ch);
+        }
+        ids
+    }
+
+    /// Hand a message to the topic's channels, or hold it in the topic.
+    fn route(&mut self, now: Time, topic: &Name, msg: Message, due: Option<Time>, pump: bool) {
+        let mem = self.opts.mem_queue_size;
+        let t = self.topics.get_mut(topic).expect("topic exists");
+        if t.paused || t.channels.is_empty() {
+            let id = msg.id;
+            if let Some(d) = due {
+                t.held_due.insert(id, d);
+            }
+            let place = if t.queue.put(msg, mem) {
+                Place::Backend
+            } else {
+                Place::Memory
+            };
+            self.emit(
+                now,
+                EventKind::HeldInTopic {
+                    topic: topic.clone(),
+                    id,
+                    place,
+                },
+            );
+            return;
+        }
+        let chans: Vec<ChannelId> = t.channels.values().copied().collect();
+        for ch in chans {
+            self.ch(ch).message_count += 1;
+            self.enter_channel(now, ch, msg.clone(), due);
+            if pump {
+                self.pump(now, ch);
+            }
+        }
+    }
+
+    /// A message enters a channel: deferred if it is not due yet, else queued.
+    fn enter_channel(&mut self, now: Time, ch: ChannelId, msg: Message, due: Option<Time>) {
+        match due {
+            Some(due) if due > now => {
+                let c = self.ch(ch);
+                let id = msg.id;
+                c.deferred.push(due, msg);
+                let (topic, channel) = (c.topic.clone(), c.name.clone());
+                self.emit(
+                    now,
+                    EventKind::Deferred {
+                        topic,
+                        channel,
+                        id,
+                        due,
+                    },
+                );
+                self.drain_heap_trace(now, ch);
+                self.rearm_channel(ch);
+            }
+            _ => self.queue(now, ch, msg),
+        }
+    }
+
+    fn queue(&mut self, now: Time, ch: ChannelId, msg: Message) {
+        let mem = self.opts.mem_queue_size;
+        let c = self.ch(ch);
+        let id = msg.id;
+        // An ephemeral channel has no backend: nsqd drops what does not fit in memory.
+        if c.ephemeral && c.queue.memory.len() >= mem.max(1) {
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            self.emit(now, EventKind::Dropped { topic, channel, id });
+            return;
+        }
+        let place = if c.queue.put(msg, mem) {
+            Place::Backend
+        } else {
+            Place::Memory
+        };
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        self.emit(
+            now,
+            EventKind::Queued {
+                topic,
+                channel,
+                id,
+                place,
+            },
+        );
+    }
+
+    /// Hand held topic messages to its channels, if it has some and is not paused.
+    fn flush_topic(&mut self, now: Time, topic: &Name) {
+        loop {
+            let t = self.topics.get_mut(topic).expect("topic exists");
+            if t.paused || t.channels.is_empty() {
+                return;
+            }
+            let Some(msg) = t.queue.pop() else { break };
+            let due = t.held_due.remove(&msg.id);
+            self.route(now, topic, msg, due, false);
+        }
+        let chans: Vec<ChannelId> = self.topics[topic].channels.values().copied().collect();
+        for ch in chans {
+            self.pump(now, ch);
+        }
+    }
+
+    /// Send queued messages to ready clients, round-robin, as long as both last.
+    fn pump(&mut self, now: Time, ch: ChannelId) {
+        let Broker {
+            channels,
+            clients,
+            rng,
+            opts,
+            events,
+            dirty,
+            ..
+        } = self;
+        let Some(c) = channels[ch.0 as usize].as_mut() else {
+            return;
+        };
+        let mut sent = false;
+        while !c.paused && !c.queue.is_empty() && !c.clients.is_empty() {
+            let n = c.clients.len();
+            let mut found = None;
+            for k in 0..n {
+                let idx = (c.next_client + k) % n;
+                if clients.get(&c.clients[idx]).is_some_and(|cl| cl.is_ready()) {
+                    found = Some(idx);
+                    break;
+                }
+            }
+            let Some(idx) = found else { break };
+            c.next_client = (idx + 1) % n;
+            let cid = c.clients[idx];
+            let cl = clients.get_mut(&cid).expect("ready client exists");
+            let mut msg = c.queue.pop().expect("queue not empty");
+            let rate = cl.settings.sample_rate;
+            if rate > 0 && (rng.next_u64() % 100) as i32 > rate {
+                if opts.events {
+                    events.push_back(Event {
+                        at: now,
+                        kind: EventKind::Unsampled {
+                            topic: c.topic.clone(),
+                            channel: c.name.clone(),
+                            id: msg.id,
+                            client: cid,
+                        },
+                    });
+                }
+                continue;
+            }
+            msg.attempts = msg.attempts.saturating_add(1);
+            let deadline = now.saturating_add(cl.settings.msg_timeout);
+            encode_message_frame(&mut cl.out, &msg);
+            if !cl.out_queued {
+                cl.out_queued = true;
+                dirty.push_back(cid);
+            }
+            cl.in_flight_count += 1;
+            cl.message_count += 1;
+            if opts.events {
+                events.push_back(Event {
+                    at: now,
+                    kind: EventKind::Sent {
+                        topic: c.topic.clone(),
+                        channel: c.name.clone(),
+                        id: msg.id,
+                        client: cid,
+                        attempts: msg.attempts,
+                        deadline,
+                    },
+                });
+            }
+            c.in_flight.push(
+                deadline,
+                InFlight {
+                    msg,
+                    client: cid,
+                    delivered_at: now,
+                },
+            );
+            sent = true;
+        }
+        if sent {
+            self.drain_heap_trace(now, ch);
+            self.rearm_channel(ch);
+        }
+    }
+
+    /// Move recorded heap operations into the event stream.
+    fn drain_heap_trace(&mut self, now: Time, ch: ChannelId) {
+        if !self.opts.heap_trace {
+            return;
+        }
+        let c = self.ch(ch);
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        let d = c.deferred.drain_trace();
+        let f = c.in_flight.drain_trace();
+        for (heap, ops) in [(HeapKind::Deferred, d), (HeapKind::InFlight, f)] {
+            for op in ops {
+                self.emit(
+                    now,
+                    EventKind::Heap {
+                        topic: topic.clone(),
+                        channel: channel.clone(),
+                        heap,
+                        op,
+                    },
+                );
+            }
+        }
+    }
+
+    fn rearm_channel(&mut self, ch: ChannelId) {
+        if self.opts.timer_strategy != TimerStrategy::Exact {
+            return;
+        }
+        let key = TIMER_CHANNEL | ch.0 as u64;
+        match self.channels[ch.0 as usize]
+            .as_ref()
+            .and_then(|c| c.next_due())
+        {
+            Some(due) => self.timers.upsert(due, key),
+            None => {
+                self.timers.remove(key);
+            }
+        }
+    }
+
+    /// Process a channel's due deferred messages and in-flight timeouts; returns whether
+    /// anything was due (nsqd's "dirty").
+    fn process_channel_timers(&mut self, now: Time, ch: ChannelId) -> bool {
+        if self.channels.get(ch.0 as usize).is_none_or(|c| c.is_none()) {
+            return false;
+        }
+        let mut dirty = false;
+        loop {
+            let c = self.ch(ch);
+            let Some(e) = c.deferred.pop_due(now) else {
+                break;
+            };
+            dirty = true;
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            let (id, due) = (e.item.id, e.key);
+            self.emit(
+                now,
+                EventKind::BecameDue {
+                    topic,
+                    channel,
+                    id,
+                    due,
+                },
+            );
+            self.queue(now, ch, e.item);
+        }
+        loop {
+            let c = self.ch(ch);
+            let Some(e) = c.in_flight.pop_due(now) else {
+                break;
+            };
+            dirty = true;
+            c.timeout_count += 1;
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            let InFlight { msg, client, .. } = e.item;
+            if let Some(cl) = self.clients.get_mut(&client) {
+                cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
+            }
+            let id = msg.id;
+            self.emit(
+                now,
+                EventKind::TimedOut {
+                    topic,
+                    channel,
+                    id,
+                    client,
+                },
+            );
+            self.queue(now, ch, msg);
+        }
+        if dirty {
+            self.drain_heap_trace(now, ch);
+            self.pump(now, ch);
+        }
+        dirty
+    }
+
+    /// nsqd's queueScanLoop: sample up to `queue_scan_selection_count` channels at random,
+    /// process them, and go again at once while more than a quarter were dirty.
+    fn scan_loop(&mut self, now: Time) {
+        if now >= self.scan.next_refresh {
+            self.scan.channels = (0..self.channels.len() as u32)
+                .filter(|&i| self.channels[i as usize].is_some())
+                .map(ChannelId)
+                .collect();
+            self.scan.next_refresh = now + SCAN_REFRESH;
+        }
+        loop {
+            let n = self.scan.channels.len();
+            let num = self.opts.queue_scan_selection_count.min(n);
+            if num == 0 {
+                break;
+            }
+            // A partial Fisher-Yates shuffle picks `num` distinct channels.
+            let mut pool = self.scan.channels.clone();
+            let mut dirty = 0;
+            for i in 0..num {
+                let j = i + (self.rng.next_u64() % (n - i) as u64) as usize;
+                pool.swap(i, j);
+                if self.process_channel_timers(now, pool[i]) {
+                    dirty += 1;
+                }
+            }
+            self.emit(
+                now,
+                EventKind::Scan {
+                    channels: num,
+                    dirty,
+                },
+            );
+            if dirty * 4 <= num {
+                break;
+            }
+        }
+        self.timers.upsert(now + SCAN_INTERVAL, TIMER_SCAN);
+    }
+
+    fn heartbeat(&mut self, now: Time, id: ClientId, was_due: Time) {
+        let Some(c) = self.clients.get(&id) else {
+            return;
+        };
+        let Some(hb) = c.settings.heartbeat_interval else {
+            return;
+        };
+        self.send_frame(id, FRAME_TYPE_RESPONSE, HEARTBEAT);
+        let mut next = was_due.saturating_add(hb);
+        if next <= now {
+            next = now.saturating_add(hb);
+        }
+        self.timers.upsert(next, TIMER_HEARTBEAT | id.0);
+    }
+
+    fn arm_client_timers(&mut self, id: ClientId, now: Time, reset_heartbeat: bool) {
+        let Some(c) = self.clients.get(&id) else {
+            return;
+        };
+        let (hb, read) = (c.settings.heartbeat_interval, c.read_deadline());
+        match read {
+            Some(d) => self.timers.upsert(d, TIMER_READ | id.0),
+            None => {
+                self.timers.remove(TIMER_READ | id.0);
+            }
+        }
+        if reset_heartbeat {
+            match hb {
+                Some(hb) => self
+                    .timers
+                    .upsert(now.saturating_add(hb), TIMER_HEARTBEAT | id.0),
+                None => {
+                    self.timers.remove(TIMER_HEARTBEAT | id.0);
+                }
+            }
+        }
+    }
+
+    fn send_frame(&mut self, id: ClientId, frame_type: i32, data: &[u8]) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            encode_frame(&mut c.out, frame_type, data);
+            if !c.out_queued {
+                c.out_queued = true;
+                self.dirty.push_back(id);
+            }
+        }
+    }
+
+    /// Move a client's pending bytes into the ordered queue (before an upgrade or close).
+    fn flush_ordered(&mut self, id: ClientId) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            if !c.out.is_empty() {
+                self.transmits.push_back(Transmit::Data {
+                    client: id,
+                    data: std::mem::take(&mut c.out),
+                });
+            }
+        }
+    }
+
+    /// Forget a client: unsubscribe (deleting an ephemeral channel it leaves empty), cancel its
+    /// timers, and (when `close`) ask the transport to close after what was already queued.
+    fn remove_client(&mut self, now: Time, id: ClientId, reason: CloseReason, close: bool) {
+        self.flush_ordered(id);
+        let Some(c) = self.clients.remove(&id) else {
+            return;
+        };
+        if close {
+            self.transmits.push_back(Transmit::Close { client: id });
+        }
+        self.timers.remove(TIMER_HEARTBEAT | id.0);
+        self.timers.remove(TIMER_READ | id.0);
+        self.emit(now, EventKind::ClientClosed { client: id, reason });
+        if let Some(ch) = c.channel {
+            if let Some(chan) = self.channels[ch.0 as usize].as_mut() {
+                chan.remove_client(id);
+                if chan.ephemeral && chan.clients.is_empty() {
+                    self.delete_channel_inner(now, ch);
+                }
+            }
+        }
+    }
+
+    fn delete_channel_inner(&mut self, now: Time, ch: ChannelId) {
+        let Some(c) = self.channels[ch.0 as usize].take() else {
+            return;
+        };
+        self.free_channels.push(ch.0);
+        self.timers.remove(TIMER_CHANNEL | ch.0 as u64);
+        self.scan.channels.retain(|&x| x != ch);
+        let topic = c.topic.clone();
+        if let Some(t) = self.topics.get_mut(&topic) {
+            t.channels.remove(&c.name);
+        }
+        self.emit(
+            now,
+            EventKind::ChannelDeleted {
+                topic: topic.clone(),
+                channel: c.name.clone(),
+            },
+        );
+        for cid in c.clients {
+            if let Some(cl) = self.clients.get_mut(&cid) {
+                cl.channel = None;
+            }
+            self.remove_client(now, cid, CloseReason::ChannelDeleted, true);
+        }
+        if let Some(t) = self.topics.get(&topic) {
+            if t.ephemeral && t.channels.is_empty() {
+                self.delete_topic_inner(now, &topic);
+            }
+        }
+    }
+
+    fn delete_topic_inner(&mut self, now: Time, topic: &Name) {
+        let Some(t) = self.topics.get(topic) else {
+            return;
+        };
+        let chans: Vec<ChannelId> = t.channels.values().copied().collect();
+        // Mark non-ephemeral so deleting its last channel does not recurse.
+        for ch in chans {
+            if let Some(t) = self.topics.get_mut(topic) {
+                t.ephemeral = false;
+            }
+            self.delete_channel_inner(now, ch);
+        }
+        if self.topics.remove(topic).is_some() {
+            self.emit(
+                now,
+                EventKind::TopicDeleted {
+                    topic: topic.clone(),
+                },
+            );
+        }
+    }
+
+    // ---------------------------------------------------------------- commands
+
+    fn exec(&mut self, now: Time, id: ClientId, cmd: Command) -> Result<(), ProtocolError> {
+        match cmd {
+            Command::Nop => Ok(()),
+            Command::Identify(body) => self.identify(now, id, &body),
+            Command::Auth(_) => {
+                if !self.opts.auth_enabled {
+                    return Err(ProtocolError::fatal("E_AUTH_DISABLED", "AUTH disabled"));
+                }
+                Err(ProtocolError::fatal("E_AUTH_FAILED", "AUTH failed"))
+            }
+            Command::Sub { topic, channel } => self.sub(now, id, &topic, &channel),
+            Command::Pub { topic, body } => {
+                self.publish_inner(now, &topic, vec![body], None, Some(id));
+                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                Ok(())
+            }
+            Command::Mpub { topic, bodies } => {
+                self.publish_inner(now, &topic, bodies, None, Some(id));
+                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                Ok(())
+            }
+            Command::Dpub {
+                topic,
+                defer_ms,
+                body,
+            } => {
+                let defer = defer_ms.saturating_mul(MILLISECOND);
+                self.publish_inner(now, &topic, vec![body], Some(defer), Some(id));
+                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                Ok(())
+            }
+            Command::Rdy(n) => {
+                let c = self.clients.get_mut(&id).expect("client exists");
+                c.ready_count = n;
+                let ch = c.channel;
+                self.emit(
+                    now,
+                    EventKind::ClientReady {
+                        client: id,
+                        count: n,
+                    },
+                );
+                if let Some(ch) = ch {
+                    self.pump(now, ch);
+                }
+                Ok(())
+            }
+            Command::Fin(raw) => self.fin(now, id, &raw),
+            Command::Req {
+                id: raw,
+                timeout_ms,
+            } => self.req(now, id, &raw, timeout_ms),
+            Command::Touch(raw) => self.touch(now, id, &raw),
+            Command::Cls => {
+                let c = self.clients.get_mut(&id).expect("client exists");
+                c.ready_count = 0;
+                c.state = ClientState::Closing;
+                self.send_frame(id, FRAME_TYPE_RESPONSE, CLOSE_WAIT);
+                self.emit(now, EventKind::ClientClosing { client: id });
+                Ok(())
+            }
+        }
+    }
+
+    fn identify(&mut self, now: Time, id: ClientId, body: &[u8]) -> Result<(), ProtocolError> {
+        let data = IdentifyData::parse(body)?;
+        let opts = &self.opts;
+        let c = self.clients.get_mut(&id).expect("client exists");
+        c.identify = IdentifyData {
+            client_id: data.client_id.clone(),
+            hostname: data.hostname.clone(),
+            user_agent: data.user_agent.clone(),
+            ..c.identify.clone()
+        };
+        c.settings
+            .apply(&data, opts)
+            .map_err(|e| ProtocolError::fatal("E_BAD_BODY", format!("IDENTIFY {e}")))?;
+        let s = c.settings.clone();
+        self.emit(
+            now,
+            EventKind::ClientIdentified {
+                client: id,
+                client_id: data.client_id.clone(),
+                hostname: data.hostname.clone(),
+                user_agent: data.user_agent.clone(),
+                msg_timeout: s.msg_timeout,
+                heartbeat_interval: s.heartbeat_interval,
+            },
+        );
+        self.arm_client_timers(id, now, true);
+        if !data.feature_negotiation {
+            self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+            return Ok(());
+        }
+        let (resp, up) = IdentifyResponse::negotiate(&data, &s, &self.opts)?;
+        let json = serde_json::to_vec(&resp).expect("identify reply serialises");
+        self.send_frame(id, FRAME_TYPE_RESPONSE, &json);
+        let c = self.clients.get_mut(&id).expect("client exists");
+        let Upgrades {
+            tls,
+            snappy,
+            deflate,
+        } = up;
+        c.tls = tls;
+        c.snappy = snappy;
+        c.deflate = deflate.is_some();
+        for u in [
+            tls.then_some(Upgrade::Tls),
+            snappy.then_some(Upgrade::Snappy),
+            deflate.map(|level| Upgrade::Deflate { level }),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.flush_ordered(id);
+            self.transmits.push_back(Transmit::Upgrade {
+                client: id,
+                upgrade: u,
+            });
+            self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+            self.flush_ordered(id);
+        }
+        Ok(())
+    }
+
+    fn sub(
+        &mut self,
+        now: Time,
+        id: ClientId,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), ProtocolError> {
+        let t = self.get_or_create_topic(now, topic);
+        let ch = self.get_or_create_channel(now, &t, channel);
+        let max = self.opts.max_channel_consumers;
+        let c = self.ch(ch);
+        if max != 0 && c.clients.len() >= max {
+            return Err(ProtocolError::fatal(
+                "E_SUB_FAILED",
+                format!("SUB failed consumers for {topic}:{channel} exceeds limit of {max}"),
+            ));
+        }
+        c.clients.push(id);
+        let (tn, cn) = (c.topic.clone(), c.name.clone());
+        let cl = self.clients.get_mut(&id).expect("client exists");
+        cl.state = ClientState::Subscribed;
+        cl.channel = Some(ch);
+        self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+        self.emit(
+            now,
+            EventKind::ClientSubscribed {
+                client: id,
+                topic: tn,
+                channel: cn,
+            },
+        );
+        Ok(())
+    }
+
+    /// Find an in-flight message owned by `client`, or nsqd's error text.
+    fn owned_in_flight(
+        &mut self,
+        id: ClientId,
+        raw: &[u8; 16],
+    ) -> Result<(ChannelId, MessageId), String> {
+        let ch = self
+            .clients
+            .get(&id)
+            .and_then(|c| c.channel)
+            .ok_or_else(|| "ID not in flight".to_string())?;
+        let mid = MessageId::from_hex(raw).ok_or_else(|| "ID not in flight".to_string())?;
+        match self.ch(ch).in_flight_owner(mid) {
+            None => Err("ID not in flight".into()),
+            Some(owner) if owner != id => Err("client does not own message".into()),
+            Some(_) => Ok((ch, mid)),
+        }
+    }
+
+    fn fin(&mut self, now: Time, id: ClientId, raw: &[u8; 16]) -> Result<(), ProtocolError> {
+        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
+            ProtocolError::soft(
+                "E_FIN_FAILED",
+                format!("FIN {} failed {e}", String::from_utf8_lossy(raw)),
+            )
+        })?;
+        let c = self.ch(ch);
+        c.in_flight.remove(mid.0);
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        let cl = self.clients.get_mut(&id).expect("client exists");
+        cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
+        cl.finish_count += 1;
+        self.emit(
+            now,
+            EventKind::Finished {
+                topic,
+                channel,
+                id: mid,
+                client: id,
+            },
+        );
+        self.drain_heap_trace(now, ch);
+        self.rearm_channel(ch);
+        self.pump(now, ch);
+        Ok(())
+    }
+
+    fn req(
+        &mut self,
+        now: Time,
+        id: ClientId,
+        raw: &[u8; 16],
+        timeout_ms: u64,
+    ) -> Result<(), ProtocolError> {
+        // nsqd: time.Duration(ms) * time.Millisecond, clamped to 0..=max-req-timeout.
+        let ns = (timeout_ms as i64).wrapping_mul(MILLISECOND as i64);
+        let delay = if ns < 0 {
+            0
+        } else {
+            (ns as u64).min(self.opts.max_req_timeout)
+        };
+        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
+            ProtocolError::soft(
+                "E_REQ_FAILED",
+                format!("REQ {} failed {e}", String::from_utf8_lossy(raw)),
+            )
+        })?;
+        let c = self.ch(ch);
+        let e = c.in_flight.remove(mid.0).expect("owned in-flight exists");
+        c.requeue_count += 1;
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        let cl = self.clients.get_mut(&id).expect("client exists");
+        cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
+        cl.requeue_count += 1;
+        self.emit(
+            now,
+            EventKind::Requeued {
+                topic,
+                channel,
+                id: mid,
+                client: id,
+                delay,
+            },
+        );
+        let due = (delay > 0).then(|| now.saturating_add(delay));
+        self.enter_channel(now, ch, e.item.msg, due);
+        self.drain_heap_trace(now, ch);
+        self.rearm_channel(ch);
+        self.pump(now, ch);
+        Ok(())
+    }
+
+    fn touch(&mut self, now: Time, id: ClientId, raw: &[u8; 16]) -> Result<(), ProtocolError> {
+        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
+            ProtocolError::soft(
+                "E_TOUCH_FAILED",
+                format!("TOUCH {} failed {e}", String::from_utf8_lossy(raw)),
+            )
+        })?;
+        let msg_timeout = self.clients[&id].settings.msg_timeout;
+        let max = self.opts.max_msg_timeout;
+        let c = self.ch(ch);
+        let delivered = c
+            .in_flight
+            .get(mid.0)
+            .expect("owned in-flight exists")
+            .item
+            .delivered_at;
+        let mut deadline = now.saturating_add(msg_timeout);
+        if deadline.saturating_sub(delivered) >= max {
+            deadline = delivered.saturating_add(max);
+        }
+        c.in_flight.rekey(mid.0, deadline);
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        self.emit(
+            now,
+            EventKind::Touched {
+                topic,
+                channel,
+                id: mid,
+                client: id,
+                deadline,
+            },
+        );
+        self.drain_heap_trace(now, ch);
+        self.rearm_channel(ch);
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! A connected client, as the broker tracks it.
+
+use crate::event::Name;
+use crate::protocol::decode::ClientState;
+use crate::protocol::identify::{ClientSettings, IdentifyData};
+use crate::time::Time;
+use crate::{ChannelId, ClientId};
+use std::collections::BTreeMap;
+
+#[derive(Debug)]
+pub struct Client {
+    pub id: ClientId,
+    pub remote_address: String,
+    /// The 4-byte magic has been read.
+    pub(crate) magic_ok: bool,
+    pub state: ClientState,
+    /// Bytes received but not yet a whole command.
+    pub(crate) inbuf: Vec<u8>,
+    pub settings: ClientSettings,
+    pub identify: IdentifyData,
+    pub channel: Option<ChannelId>,
+    pub ready_count: i64,
+    pub in_flight_count: u64,
+    pub message_count: u64,
+    pub finish_count: u64,
+    pub requeue_count: u64,
+    pub connect_ts: Time,
+    /// When nsqd would have started reading the current command (the read deadline counts
+    /// from here).
+    pub(crate) read_base: Time,
+    pub tls: bool,
+    pub snappy: bool,
+    pub deflate: bool,
+    /// Messages published per topic (nsqd's `pub_counts`).
+    pub pub_counts: BTreeMap<Name, u64>,
+    /// Frames waiting for the next `poll_transmit`.
+    pub(crate) out: Vec<u8>,
+    pub(crate) out_queued: bool,
+}
+
+impl Client {
+    pub(crate) fn new(
+        id: ClientId,
+        remote_address: String,
+        now: Time,
+        settings: ClientSettings,
+    ) -> Self {
+        // nsqd starts client_id and hostname as the host part of the remote address.
+        let host = match remote_address.rsplit_once(':') {
+            Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            None => remote_address.clone(),
+        };
+        let identify = IdentifyData {
+            client_id: host.clone(),
+            hostname: host,
+            ..IdentifyData::default()
+        };
+        Self {
+            id,
+            remote_address,
+            magic_ok: false,
+            state: ClientState::Init,
+            inbuf: Vec::new(),
+            settings,
+            identify,
+            channel: None,
+            ready_count: 0,
+            in_flight_count: 0,
+            message_count: 0,
+            finish_count: 0,
+            requeue_count: 0,
+            connect_ts: now,
+            read_base: now,
+            tls: false,
+            snappy: false,
+            deflate: false,
+            pub_counts: BTreeMap::new(),
+            out: Vec::new(),
+            out_queued: false,
+        }
+    }
+
+    /// nsqd's `IsReadyForMessages`: subscribed, and fewer messages in flight than its RDY.
+    pub fn is_ready(&self) -> bool {
+        self.state == ClientState::Subscribed
+            && self.ready_count > 0
+            && (self.in_flight_count as i64) < self.ready_count
+    }
+
+    /// When the client is closed for not sending anything, if heartbeats are on.
+    pub(crate) fn read_deadline(&self) -> Option<Time> {
+        self.settings
+            .heartbeat_interval
+            .map(|hb| self.read_base.saturating_add(hb.saturating_mul(2)))
+    }
+}

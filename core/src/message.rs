@@ -1,0 +1,261 @@
+//! Messages, their IDs and their wire encoding.
+//!
+//! # Format
+//!
+//! A message travels inside a message frame (type 2) as
+//!
+//! ```text
+//! [8-byte timestamp, ns, big-endian][2-byte attempts][16-byte hex ID][body]
+//! ```
+//!
+//! exactly as nsqd encodes it.
+
+use crate::time::Time;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::sync::Arc;
+
+/// A message body. Shared, not copied, between the channels of a topic.
+pub type Body = Arc<[u8]>;
+
+/// Length of a message ID on the wire: 16 lowercase hex characters.
+pub const MSG_ID_LENGTH: usize = 16;
+
+/// Bytes before the body in the message encoding.
+pub const MSG_HEADER_LENGTH: usize = 8 + 2 + MSG_ID_LENGTH;
+
+/// A message ID: a 64-bit value shown as 16 lowercase hex characters, as nsqd's `guid.Hex()`.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct MessageId(pub u64);
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+impl MessageId {
+    /// The 16 ASCII bytes clients see.
+    pub fn to_hex(self) -> [u8; MSG_ID_LENGTH] {
+        let mut out = [0u8; MSG_ID_LENGTH];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = HEX[((self.0 >> (60 - 4 * i)) & 0xf) as usize];
+        }
+        out
+    }
+
+    /// Parse the 16 bytes a client sends back. Only nsqd's own form (lowercase hex) names a
+    /// message nsqd could have sent; anything else cannot be in flight, so it is `None`.
+    pub fn from_hex(b: &[u8]) -> Option<MessageId> {
+        if b.len() != MSG_ID_LENGTH {
+            return None;
+        }
+        let mut v = 0u64;
+        for &c in b {
+            let d = match c {
+                b'0'..=b'9' => c - b'0',
+                b'a'..=b'f' => c - b'a' + 10,
+                _ => return None,
+            };
+            v = (v << 4) | d as u64;
+        }
+        Some(MessageId(v))
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Safe: HEX is ASCII.
+        f.write_str(std::str::from_utf8(&self.to_hex()).unwrap_or("????????????????"))
+    }
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "MessageId({self})")
+    }
+}
+
+impl Serialize for MessageId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        MessageId::from_hex(s.as_bytes())
+            .ok_or_else(|| serde::de::Error::custom("message id must be 16 lowercase hex digits"))
+    }
+}
+
+/// A message as a channel holds it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Message {
+    pub id: MessageId,
+    /// Publish time in nanoseconds (nsqd's `Timestamp`, `UnixNano` on a real server).
+    pub timestamp: Time,
+    /// Delivery attempts so far; incremented on every send to a client.
+    pub attempts: u16,
+    pub body: Body,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Message")
+            .field("id", &self.id)
+            .field("timestamp", &self.timestamp)
+            .field("attempts", &self.attempts)
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+impl Message {
+    pub fn new(id: MessageId, timestamp: Time, body: Body) -> Self {
+        Self {
+            id,
+            timestamp,
+            attempts: 0,
+            body,
+        }
+    }
+
+    /// Length of [`Message::encode`]'s output.
+    pub fn encoded_len(&self) -> usize {
+        MSG_HEADER_LENGTH + self.body.len()
+    }
+
+    /// Append nsqd's message encoding (without the frame header).
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.timestamp.to_be_bytes());
+        out.extend_from_slice(&self.attempts.to_be_bytes());
+        out.extend_from_slice(&self.id.to_hex());
+        out.extend_from_slice(&self.body);
+    }
+
+    /// Parse nsqd's message encoding (the inverse of [`Message::encode`]).
+    pub fn decode(b: &[u8]) -> Option<Message> {
+        if b.len() < MSG_HEADER_LENGTH {
+            return None;
+        }
+        let timestamp = u64::from_be_bytes(b[0..8].try_into().ok()?);
+        let attempts = u16::from_be_bytes([b[8], b[9]]);
+        let id = MessageId::from_hex(&b[10..26])?;
+        Some(Message {
+            id,
+            timestamp,
+            attempts,
+            body: Arc::from(&b[26..]),
+        })
+    }
+}
+
+const NODE_ID_BITS: u64 = 10;
+const SEQUENCE_BITS: u64 = 12;
+const SEQUENCE_MASK: u64 = (1 << SEQUENCE_BITS) - 1;
+const TIMESTAMP_SHIFT: u64 = NODE_ID_BITS + SEQUENCE_BITS;
+/// nsqd's epoch: 2012-10-28 16:23:42 UTC in `UnixNano >> 20` units.
+const TWEPOCH: u64 = 1_288_834_974_288;
+
+/// nsqd's message ID scheme, made deterministic: the timestamp comes from `now` (an input), not
+/// a clock, and where nsqd would fail (sequence exhausted within one pseudo-millisecond, or time
+/// going backwards) this factory borrows the next pseudo-millisecond instead, so IDs stay unique
+/// and increasing.
+#[derive(Debug, Clone)]
+pub struct GuidFactory {
+    node_id: u64,
+    last_ts: u64,
+    sequence: u64,
+    started: bool,
+}
+
+impl GuidFactory {
+    pub fn new(node_id: u16) -> Self {
+        Self {
+            node_id: node_id as u64 & ((1 << NODE_ID_BITS) - 1),
+            last_ts: 0,
+            sequence: 0,
+            started: false,
+        }
+    }
+
+    pub fn next(&mut self, now: Time) -> MessageId {
+        let ts = now >> 20;
+        if !self.started || ts > self.last_ts {
+            self.started = true;
+            self.last_ts = ts;
+            self.sequence = 0;
+        } else {
+            self.sequence += 1;
+            if self.sequence > SEQUENCE_MASK {
+                self.last_ts += 1;
+                self.sequence = 0;
+            }
+        }
+        let v = (self.last_ts.wrapping_sub(TWEPOCH) << TIMESTAMP_SHIFT)
+            | (self.node_id << SEQUENCE_BITS)
+            | self.sequence;
+        MessageId(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn hex_round_trip_and_lowercase_only() {
+        let id = MessageId(0x0a1b_2c3d_4e5f_6789);
+        assert_eq!(&id.to_hex(), b"0a1b2c3d4e5f6789");
+        assert_eq!(MessageId::from_hex(b"0a1b2c3d4e5f6789"), Some(id));
+        assert_eq!(MessageId::from_hex(b"0A1B2C3D4E5F6789"), None);
+        assert_eq!(MessageId::from_hex(b"0a1b2c3d4e5f678"), None);
+        assert_eq!(id.to_string(), "0a1b2c3d4e5f6789");
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn guid_matches_nsqd_layout() {
+        let mut f = GuidFactory::new(7);
+        // 2020-01-01T00:00:00Z in ns.
+        let now = 1_577_836_800_000_000_000u64;
+        let a = f.next(now);
+        let b = f.next(now);
+        let ts = (now >> 20) - TWEPOCH;
+        assert_eq!(a.0, (ts << 22) | (7 << 12));
+        assert_eq!(b.0, a.0 + 1);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn guid_stays_unique_past_sequence_exhaustion_and_backwards_time() {
+        let mut f = GuidFactory::new(1);
+        let mut last = None;
+        for i in 0..10_000u64 {
+            let now = if i % 3 == 0 { 5_000_000 } else { 4_000_000 };
+            let id = f.next(now);
+            if let Some(prev) = last {
+                assert!(id > prev, "ids must increase");
+            }
+            last = Some(id);
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn message_encoding_as_nsqd() {
+        let m = Message {
+            id: MessageId(0x1234),
+            timestamp: 0x0102_0304_0506_0708,
+            attempts: 3,
+            body: Arc::from(&b"hi"[..]),
+        };
+        let mut out = Vec::new();
+        m.encode(&mut out);
+        assert_eq!(out.len(), m.encoded_len());
+        assert_eq!(&out[0..8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&out[8..10], &[0, 3]);
+        assert_eq!(&out[10..26], b"0000000000001234");
+        assert_eq!(&out[26..], b"hi");
+        assert_eq!(Message::decode(&out), Some(m));
+    }
+}

@@ -1,0 +1,491 @@
+//! An indexed binary min-heap: the deferred queue, the in-flight queue and the timer table.
+//!
+//! Entries are ordered by `(key, seq)`: `key` is a due time, `seq` the insertion sequence, so
+//! entries due at the same instant leave in the order they came. With an index (in-flight and
+//! timer queues) an entry can be found, re-keyed or removed by its ID in O(log n); without one
+//! (the deferred queue) the heap is a plain array of entries.
+//!
+//! Every structural change can be recorded as a [`HeapOp`] (push, each sift swap, take, move)
+//! so the visualiser can replay a push or pop one swap at a time.
+
+use crate::message::MessageId;
+use crate::time::Time;
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+/// What a heap entry must tell the heap: its ID for the index.
+pub trait HeapItem {
+    fn heap_id(&self) -> u64;
+}
+
+/// One heap slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry<T> {
+    /// When the entry is due.
+    pub key: Time,
+    /// Insertion sequence: breaks ties between equal keys, first in first out.
+    pub seq: u64,
+    pub item: T,
+}
+
+/// One recorded heap operation. Positions are array indices (children of `i` are `2i+1` and
+/// `2i+2`); `id` is the entry's [`HeapItem::heap_id`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum HeapOp {
+    /// A new entry was appended at index `at`.
+    Push { id: MessageId, key: Time, at: usize },
+    /// Sift step: the entries at `child` and `parent` swapped because the child is due sooner
+    /// (or as soon, but came first).
+    Swap { child: usize, parent: usize },
+    /// The entry at `at` left the heap (`at` is 0 for a pop).
+    Take { id: MessageId, at: usize },
+    /// The last entry moved from `from` into the hole at `to`, before sifting.
+    Move { from: usize, to: usize },
+    /// The entry at `at` got a new key (it then sifts).
+    Rekey { id: MessageId, key: Time, at: usize },
+    /// Every entry was removed.
+    Clear,
+}
+
+/// The indexed min-heap.
+#[derive(Debug, Clone)]
+pub struct PQueue<T> {
+    heap: Vec<Entry<T>>,
+    index: Option<FxHashMap<u64, u32>>,
+    next_seq: u64,
+    trace: Option<Vec<HeapOp>>,
+}
+
+impl<T: HeapItem> PQueue<T> {
+    /// A heap with an ID index (removal and re-keying by ID).
+    pub fn indexed() -> Self {
+        Self {
+            heap: Vec::new(),
+            index: Some(FxHashMap::default()),
+            next_seq: 0,
+            trace: None,
+        }
+    }
+
+    /// A heap without an index: push, peek and pop only (smaller).
+    pub fn plain() -> Self {
+        Self {
+            heap: Vec::new(),
+            index: None,
+            next_seq: 0,
+            trace: None,
+        }
+    }
+
+    /// Start or stop recording [`HeapOp`]s.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// Take the recorded operations.
+    pub fn drain_trace(&mut self) -> Vec<HeapOp> {
+        match &mut self.trace {
+            Some(t) => std::mem::take(t),
+            None => Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    /// The entries in array order (index 0 is the root).
+    pub fn entries(&self) -> &[Entry<T>] {
+        &self.heap
+    }
+
+    /// The entry due first.
+    pub fn peek(&self) -> Option<&Entry<T>> {
+        self.heap.first()
+    }
+
+    /// The key of the entry due first.
+    pub fn peek_key(&self) -> Option<Time> {
+        self.heap.first().map(|e| e.key)
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.position(id).is_some()
+    }
+
+    /// The entry with this ID (indexed heaps only).
+    pub fn get(&self, id: u64) -> Option<&Entry<T>> {
+        self.position(id).map(|p| &self.heap[p])
+    }
+
+    /// The entry's item, mutably (its key cannot change this way: use [`PQueue::rekey`]).
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let p = self.position(id)?;
+        Some(&mut self.heap[p].item)
+    }
+
+    fn position(&self, id: u64) -> Option<usize> {
+        self.index.as_ref()?.get(&id).map(|&p| p as usize)
+    }
+
+    fn record(&mut self, op: HeapOp) {
+        if let Some(t) = &mut self.trace {
+            t.push(op);
+        }
+    }
+
+    /// Insert `item` due at `key`; returns its array index after sifting.
+    pub fn push(&mut self, key: Time, item: T) -> usize {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let at = self.heap.len();
+        let id = item.heap_id();
+        if let Some(ix) = &mut self.index {
+            let prev = ix.insert(id, at as u32);
+            debug_assert!(prev.is_none(), "duplicate heap id {id}");
+        }
+        self.heap.push(Entry { key, seq, item });
+        self.record(HeapOp::Push {
+            id: MessageId(id),
+            key,
+            at,
+        });
+        self.sift_up(at)
+    }
+
+    /// Remove and return the entry due first.
+    pub fn pop(&mut self) -> Option<Entry<T>> {
+        if self.heap.is_empty() {
+            None
+        } else {
+            Some(self.remove_at(0))
+        }
+    }
+
+    /// Pop the first entry if it is due at or before `now`.
+    pub fn pop_due(&mut self, now: Time) -> Option<Entry<T>> {
+        match self.heap.first() {
+            Some(e) if e.key <= now => self.pop(),
+            _ => None,
+        }
+    }
+
+    /// Remove the entry with this ID (indexed heaps only).
+    pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
+        let p = self.position(id)?;
+        Some(self.remove_at(p))
+    }
+
+    /// Give the entry with this ID a new key and a fresh sequence number, as if re-inserted.
+    /// Returns false when the ID is not in the heap.
+    pub fn rekey(&mut self, id: u64, key: Time) -> bool {
+        let Some(at) = self.position(id) else {
+            return false;
+        };
+        self.heap[at].key = key;
+        self.heap[at].seq = self.next_seq;
+        self.next_seq += 1;
+        self.record(HeapOp::Rekey {
+            id: MessageId(id),
+            key,
+            at,
+        });
+        let at = self.sift_up(at);
+        self.sift_down(at);
+        true
+    }
+
+    /// Insert, or re-key when the ID is already present (timer tables).
+    pub fn upsert(&mut self, key: Time, item: T) {
+        let id = item.heap_id();
+        match self.position(id) {
+            Some(at) if self.heap[at].key == key => {}
+            Some(_) => {
+                self.rekey(id, key);
+            }
+            None => {
+                self.push(key, item);
+            }
+        }
+    }
+
+    /// Remove every entry, returning them in array order.
+    pub fn clear(&mut self) -> Vec<Entry<T>> {
+        if let Some(ix) = &mut self.index {
+            ix.clear();
+        }
+        self.record(HeapOp::Clear);
+        std::mem::take(&mut self.heap)
+    }
+
+    /// Bytes of heap and index storage per entry currently held (capacity included).
+    pub fn memory_bytes(&self) -> usize {
+        let heap = self.heap.capacity() * std::mem::size_of::<Entry<T>>();
+        let index = self.index.as_ref().map_or(0, |ix| {
+            // hashbrown: one control byte per bucket plus the (key, value) pair.
+            ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+        });
+        heap + index
+    }
+
+    fn remove_at(&mut self, at: usize) -> Entry<T> {
+        let last = self.heap.len() - 1;
+        let id = self.heap[at].item.heap_id();
+        self.record(HeapOp::Take {
+            id: MessageId(id),
+            at,
+        });
+        let entry = self.heap.swap_remove(at);
+        if let Some(ix) = &mut self.index {
+            ix.remove(&id);
+        }
+        if at != last {
+            self.record(HeapOp::Move { from: last, to: at });
+            self.set_index(at);
+            let at = self.sift_up(at);
+            self.sift_down(at);
+        }
+        entry
+    }
+
+    #[inline]
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.heap[a], &self.heap[b]);
+        (x.key, x.seq) < (y.key, y.seq)
+    }
+
+    #[inline]
+    fn set_index(&mut self, at: usize) {
+        if let Some(ix) = &mut self.index {
+            let id = self.heap[at].item.heap_id();
+            ix.insert(id, at as u32);
+        }
+    }
+
+    fn swap(&mut self, child: usize, parent: usize) {
+        self.heap.swap(child, parent);
+        self.set_index(child);
+        self.set_index(parent);
+        self.record(HeapOp::Swap { child, parent });
+    }
+
+    fn sift_up(&mut self, mut at: usize) -> usize {
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if !self.less(at, parent) {
+                break;
+            }
+            self.swap(at, parent);
+            at = parent;
+        }
+        at
+    }
+
+    fn sift_down(&mut self, mut at: usize) -> usize {
+        let len = self.heap.len();
+        loop {
+            let l = 2 * at + 1;
+            if l >= len {
+                return at;
+            }
+            let r = l + 1;
+            let c = if r < len && self.less(r, l) { r } else { l };
+            if !self.less(c, at) {
+                return at;
+            }
+            self.swap(c, at);
+            at = c;
+        }
+    }
+}
+
+impl HeapItem for u64 {
+    fn heap_id(&self) -> u64 {
+        *self
+    }
+}
+
+impl HeapItem for crate::message::Message {
+    fn heap_id(&self) -> u64 {
+        self.id.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_invariant<T: HeapItem>(q: &PQueue<T>) {
+        let h = q.entries();
+        for i in 1..h.len() {
+            let p = (i - 1) / 2;
+            assert!(
+                (h[p].key, h[p].seq) <= (h[i].key, h[i].seq),
+                "heap order at {i}"
+            );
+        }
+        if let Some(ix) = &q.index {
+            assert_eq!(ix.len(), h.len());
+            for (i, e) in h.iter().enumerate() {
+                assert_eq!(ix[&e.item.heap_id()] as usize, i);
+            }
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn pops_in_key_then_insertion_order() {
+        let mut q = PQueue::indexed();
+        for (id, key) in [(1u64, 50), (2, 10), (3, 50), (4, 10), (5, 30)] {
+            q.push(key, id);
+            check_invariant(&q);
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
+        assert_eq!(order, vec![2, 4, 5, 1, 3]);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn remove_and_rekey_by_id() {
+        let mut q = PQueue::indexed();
+        for id in 0..20u64 {
+            q.push(100 - id, id);
+        }
+        assert!(q.remove(7).is_some());
+        assert!(q.remove(7).is_none());
+        assert!(q.rekey(3, 1));
+        check_invariant(&q);
+        assert_eq!(q.pop().unwrap().item, 3);
+        assert_eq!(q.pop().unwrap().item, 19);
+        assert_eq!(q.len(), 17);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn trace_records_push_and_swaps() {
+        let mut q = PQueue::plain();
+        q.set_trace(true);
+        q.push(30, 1u64);
+        q.push(20, 2u64);
+        q.push(10, 3u64);
+        let t = q.drain_trace();
+        assert_eq!(
+            t,
+            vec![
+                HeapOp::Push {
+                    id: MessageId(1),
+                    key: 30,
+                    at: 0
+                },
+                HeapOp::Push {
+                    id: MessageId(2),
+                    key: 20,
+                    at: 1
+                },
+                HeapOp::Swap {
+                    child: 1,
+                    parent: 0
+                },
+                HeapOp::Push {
+                    id: MessageId(3),
+                    key: 10,
+                    at: 2
+                },
+                HeapOp::Swap {
+                    child: 2,
+                    parent: 0
+                },
+            ]
+        );
+        q.pop();
+        let t = q.drain_trace();
+        assert_eq!(
+            t[0],
+            HeapOp::Take {
+                id: MessageId(3),
+                at: 0
+            }
+        );
+        assert_eq!(t[1], HeapOp::Move { from: 2, to: 0 });
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Push(u8),
+            Pop,
+            Remove(u8),
+            Rekey(u8, u8),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                3 => any::<u8>().prop_map(Op::Push),
+                2 => Just(Op::Pop),
+                1 => any::<u8>().prop_map(Op::Remove),
+                1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rekey(a, b)),
+            ]
+        }
+
+        proptest! {
+            /// The heap behaves exactly like a reference model: a sorted map keyed by
+            /// (key, seq) with an id lookup.
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            fn heap_matches_reference_model(ops in proptest::collection::vec(op(), 0..300)) {
+                let mut q: PQueue<u64> = PQueue::indexed();
+                let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+                let mut by_id: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+                let mut seq = 0u64;
+                let mut next_id = 0u64;
+                for op in ops {
+                    match op {
+                        Op::Push(k) => {
+                            q.push(k as u64, next_id);
+                            model.insert((k as u64, seq), next_id);
+                            by_id.insert(next_id, (k as u64, seq));
+                            seq += 1;
+                            next_id += 1;
+                        }
+                        Op::Pop => {
+                            let got = q.pop().map(|e| (e.key, e.seq, e.item));
+                            let want = model.pop_first().map(|((k, s), id)| (k, s, id));
+                            if let Some((_, _, id)) = want { by_id.remove(&id); }
+                            prop_assert_eq!(got, want);
+                        }
+                        Op::Remove(i) => {
+                            let id = i as u64 % (next_id + 1);
+                            let got = q.remove(id).map(|e| e.item);
+                            let want = by_id.remove(&id).map(|ks| model.remove(&ks).unwrap());
+                            prop_assert_eq!(got, want);
+                        }
+                        Op::Rekey(i, k) => {
+                            let id = i as u64 % (next_id + 1);
+                            let got = q.rekey(id, k as u64);
+                            if let Some(ks) = by_id.remove(&id) {
+                                model.remove(&ks);
+                                model.insert((k as u64, seq), id);
+                                by_id.insert(id, (k as u64, seq));
+                            }
+                            if got { seq += 1; }
+                            prop_assert_eq!(got, by_id.contains_key(&id));
+                        }
+                    }
+                    check_invariant(&q);
+                    prop_assert_eq!(q.len(), model.len());
+                    prop_assert_eq!(q.peek().map(|e| e.item), model.first_key_value().map(|(_, &id)| id));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,661 @@
+//! Check-then-parse decoding of V2 commands, in nsqd's order of checks.
+//!
+//! [`decode`] looks at the front of a client's input buffer. It returns
+//! [`Decoded::Incomplete`] while a line or body is not all there (that is not an error), the
+//! validated [`Command`] and its length once it is, or nsqd's error. nsqd checks state,
+//! parameters, names and sizes before it reads a body, so this decoder takes the client's state
+//! in a [`DecodeContext`] and reports the same error nsqd would, as soon as the bytes that
+//! decide it have arrived: a huge size prefix is refused at once, not buffered.
+//!
+//! Every error the decoder returns is fatal, as in nsqd.
+
+use super::command::{Command, RawId};
+use super::error::{go_quote_bytes, ProtocolError};
+use super::is_valid_name;
+use crate::options::Limits;
+use std::sync::Arc;
+
+/// nsqd reads lines through a 16 KiB `bufio.Reader`; a longer line ends the connection.
+pub const MAX_LINE_LENGTH: usize = 16 * 1024;
+
+/// The client's protocol state, as nsqd's `stateInit` / `stateSubscribed` / `stateClosing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientState {
+    Init,
+    Subscribed,
+    Closing,
+}
+
+/// What the decoder needs to know about the client and the server.
+pub struct DecodeContext<'a> {
+    pub state: ClientState,
+    /// The client's heartbeat interval is not disabled.
+    pub heartbeats_enabled: bool,
+    /// TLS is not required, or the client already upgraded.
+    pub tls_ok: bool,
+    pub limits: Limits,
+    pub max_rdy_count: i64,
+    /// `--max-req-timeout` in milliseconds (bounds DPUB).
+    pub max_req_timeout_ms: u64,
+    /// nsqd's `CheckAuth(cmd, topic, channel)`; MPUB calls it before reading its body.
+    pub check_auth: &'a dyn Fn(&str, &str, &str) -> Result<(), ProtocolError>,
+}
+
+/// The result of looking at the front of a buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded {
+    /// More bytes are needed.
+    Incomplete,
+    /// A command, and how many bytes it used.
+    Command(Command, usize),
+    /// A command nsqd accepts and ignores (RDY after CLS), and its length.
+    Ignored(usize),
+    /// nsqd closes the connection without a frame (a line longer than its read buffer).
+    Close,
+}
+
+type Res = Result<Decoded, ProtocolError>;
+
+fn fatal(code: &'static str, text: impl Into<String>) -> ProtocolError {
+    ProtocolError::fatal(code, text)
+}
+
+/// nsqd's `protocol.ByteToBase10`: decimal digits only, wrapping on overflow.
+fn base10(b: &[u8]) -> Option<u64> {
+    if b.is_empty() {
+        // nsqd accepts an empty number as 0.
+        return Some(0);
+    }
+    let mut n: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.wrapping_mul(10).wrapping_add((c - b'0') as u64);
+    }
+    Some(n)
+}
+
+/// nsqd's `readLen`: a big-endian int32.
+fn read_len(buf: &[u8], at: usize) -> Option<i32> {
+    let b = buf.get(at..at + 4)?;
+    Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn message_id(b: &[u8]) -> Result<RawId, ProtocolError> {
+    b.try_into()
+        .map_err(|_| fatal("E_INVALID", "invalid message ID"))
+}
+
+/// Decode the command at the front of `buf` (after the magic).
+pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
+    let window = &buf[..buf.len().min(MAX_LINE_LENGTH)];
+    let Some(nl) = window.iter().position(|&c| c == b'\n') else {
+        return Ok(if buf.len() >= MAX_LINE_LENGTH {
+            Decoded::Close
+        } else {
+            Decoded::Incomplete
+        });
+    };
+    let mut line = &buf[..nl];
+    if let [rest @ .., b'\r'] = line {
+        line = rest;
+    }
+    let body_at = nl + 1;
+    let params: Vec<&[u8]> = line.split(|&c| c == b' ').collect();
+    let name = params[0];
+
+    if name == b"IDENTIFY" {
+        return identify(buf, body_at, ctx);
+    }
+    if !ctx.tls_ok {
+        return Err(fatal(
+            "E_INVALID",
+            format!("cannot {} in current state (TLS required)", lossy(name)),
+        ));
+    }
+    match name {
+        b"FIN" => fin(&params, ctx, body_at),
+        b"RDY" => rdy(&params, ctx, body_at),
+        b"REQ" => req(&params, ctx, body_at),
+        b"PUB" => publish(buf, &params, body_at, ctx),
+        b"MPUB" => mpub(buf, &params, body_at, ctx),
+        b"DPUB" => dpub(buf, &params, body_at, ctx),
+        b"NOP" => Ok(Decoded::Command(Command::Nop, body_at)),
+        b"TOUCH" => touch(&params, ctx, body_at),
+        b"SUB" => sub(&params, ctx, body_at),
+        b"CLS" => {
+            if ctx.state != ClientState::Subscribed {
+                return Err(fatal("E_INVALID", "cannot CLS in current state"));
+            }
+            Ok(Decoded::Command(Command::Cls, body_at))
+        }
+        b"AUTH" => auth(buf, &params, body_at, ctx),
+        _ => Err(fatal(
+            "E_INVALID",
+            format!("invalid command {}", lossy(name)),
+        )),
+    }
+}
+
+fn identify(buf: &[u8], at: usize, ctx: &DecodeContext<'_>) -> Res {
+    if ctx.state != ClientState::Init {
+        return Err(fatal("E_INVALID", "cannot IDENTIFY in current state"));
+    }
+    let Some(len) = read_len(buf, at) else {
+        return Ok(Decoded::Incomplete);
+    };
+    let max = ctx.limits.max_body_size;
+    if len as i64 > max as i64 {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("IDENTIFY body too big {len} > {max}"),
+        ));
+    }
+    if len <= 0 {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("IDENTIFY invalid body size {len}"),
+        ));
+    }
+    let end = at + 4 + len as usize;
+    let Some(body) = buf.get(at + 4..end) else {
+        return Ok(Decoded::Incomplete);
+    };
+    Ok(Decoded::Command(Command::Identify(body.to_vec()), end))
+}
+
+fn auth(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res {
+    if ctx.state != ClientState::Init {
+        return Err(fatal("E_INVALID", "cannot AUTH in current state"));
+    }
+    if params.len() != 1 {
+        return Err(fatal("E_INVALID", "AUTH invalid number of parameters"));
+    }
+    let Some(len) = read_len(buf, at) else {
+        return Ok(Decoded::Incomplete);
+    };
+    let max = ctx.limits.max_body_size;
+    if len as i64 > max as i64 {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("AUTH body too big {len} > {max}"),
+        ));
+    }
+    if len <= 0 {
+        return Err(fatal("E_BAD_BODY", format!("AUTH invalid body size {len}")));
+    }
+    let end = at + 4 + len as usize;
+    let Some(body) = buf.get(at + 4..end) else {
+        return Ok(Decoded::Incomplete);
+    };
+    Ok(Decoded::Command(Command::Auth(body.to_vec()), end))
+}
+
+fn sub(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
+    if ctx.state != ClientState::Init {
+        return Err(fatal("E_INVALID", "cannot SUB in current state"));
+    }
+    if !ctx.heartbeats_enabled {
+        return Err(fatal("E_INVALID", "cannot SUB with heartbeats disabled"));
+    }
+    if params.len() < 3 {
+        return Err(fatal("E_INVALID", "SUB insufficient number of parameters"));
+    }
+    let topic = valid_name(params[1], "E_BAD_TOPIC", "SUB topic")?;
+    let channel = valid_name(params[2], "E_BAD_CHANNEL", "SUB channel")?;
+    (ctx.check_auth)("SUB", &topic, &channel)?;
+    Ok(Decoded::Command(Command::Sub { topic, channel }, end))
+}
+
+fn valid_name(b: &[u8], code: &'static str, what: &str) -> Result<String, ProtocolError> {
+    match std::str::from_utf8(b) {
+        Ok(s) if is_valid_name(s) => Ok(s.to_string()),
+        _ => Err(fatal(
+            code,
+            format!("{what} name {} is not valid", go_quote_bytes(b)),
+        )),
+    }
+}
+
+fn rdy(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
+    match ctx.state {
+        ClientState::Closing => return Ok(Decoded::Ignored(end)),
+        ClientState::Subscribed => {}
+        ClientState::Init => return Err(fatal("E_INVALID", "cannot RDY in current state")),
+    }
+    let mut count: i64 = 1;
+    if params.len() > 1 {
+        match base10(params[1]) {
+            Some(n) => count = n as i64,
+            None => {
+                return Err(fatal(
+                    "E_INVALID",
+                    format!("RDY could not parse count {}", lossy(params[1])),
+                ))
+            }
+        }
+    }
+    if count < 0 || count > ctx.max_rdy_count {
+        return Err(fatal(
+            "E_INVALID",
+            format!("RDY count {count} out of range 0-{}", ctx.max_rdy_count),
+        ));
+    }
+    Ok(Decoded::Command(Command::Rdy(count), end))
+}
+
+fn in_flight_state(ctx: &DecodeContext<'_>, cmd: &str) -> Result<(), ProtocolError> {
+    match ctx.state {
+        ClientState::Subscribed | ClientState::Closing => Ok(()),
+        ClientState::Init => Err(fatal("E_INVALID", format!("cannot {cmd} in current state"))),
+    }
+}
+
+fn fin(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
+    in_flight_state(ctx, "FIN")?;
+    if params.len() < 2 {
+        return Err(fatal("E_INVALID", "FIN insufficient number of params"));
+    }
+    Ok(Decoded::Command(Command::Fin(message_id(params[1])?), end))
+}
+
+fn touch(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
+    in_flight_state(ctx, "TOUCH")?;
+    if params.len() < 2 {
+        return Err(fatal("E_INVALID", "TOUCH insufficient number of params"));
+    }
+    Ok(Decoded::Command(
+        Command::Touch(message_id(params[1])?),
+        end,
+    ))
+}
+
+fn req(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
+    in_flight_state(ctx, "REQ")?;
+    if params.len() < 3 {
+        return Err(fatal("E_INVALID", "REQ insufficient number of params"));
+    }
+    let id = message_id(params[1])?;
+    let Some(timeout_ms) = base10(params[2]) else {
+        return Err(fatal(
+            "E_INVALID",
+            format!("REQ could not parse timeout {}", lossy(params[2])),
+        ));
+    };
+    Ok(Decoded::Command(Command::Req { id, timeout_ms }, end))
+}
+
+/// A `[4-byte size][body]` message body, with nsqd's PUB/DPUB checks.
+fn message_body(
+    buf: &[u8],
+    at: usize,
+    cmd: &str,
+    ctx: &DecodeContext<'_>,
+) -> Result<Option<(Vec<u8>, usize)>, ProtocolError> {
+    let Some(len) = read_len(buf, at) else {
+        return Ok(None);
+    };
+    if len <= 0 {
+        return Err(fatal(
+            "E_BAD_MESSAGE",
+            format!("{cmd} invalid message body size {len}"),
+        ));
+    }
+    let max = ctx.limits.max_msg_size;
+    if len as i64 > max as i64 {
+        return Err(fatal(
+            "E_BAD_MESSAGE",
+            format!("{cmd} message too big {len} > {max}"),
+        ));
+    }
+    let end = at + 4 + len as usize;
+    Ok(buf.get(at + 4..end).map(|b| (b.to_vec(), end)))
+}
+
+fn publish(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res {
+    if params.len() < 2 {
+        return Err(fatal("E_INVALID", "PUB insufficient number of parameters"));
+    }
+    let topic = valid_name(params[1], "E_BAD_TOPIC", "PUB topic")?;
+    let Some((body, end)) = message_body(buf, at, "PUB", ctx)? else {
+        return Ok(Decoded::Incomplete);
+    };
+    (ctx.check_auth)("PUB", &topic, "")?;
+    Ok(Decoded::Command(
+        Command::Pub {
+            topic,
+            body: Arc::from(body),
+        },
+        end,
+    ))
+}
+
+fn dpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res {
+    if params.len() < 3 {
+        return Err(fatal("E_INVALID", "DPUB insufficient number of parameters"));
+    }
+    let topic = valid_name(params[1], "E_BAD_TOPIC", "DPUB topic")?;
+    let Some(defer_ms) = base10(params[2]) else {
+        return Err(fatal(
+            "E_INVALID",
+            format!("DPUB could not parse timeout {}", lossy(params[2])),
+        ));
+    };
+    // nsqd multiplies into a time.Duration (int64 ns) and range-checks that.
+    let ns = (defer_ms as i64).wrapping_mul(1_000_000);
+    let max_ms = ctx.max_req_timeout_ms;
+    if ns < 0 || ns as u64 > max_ms.saturating_mul(1_000_000) {
+        return Err(fatal(
+            "E_INVALID",
+            format!("DPUB timeout {defer_ms} out of range 0-{max_ms}"),
+        ));
+    }
+    let Some((body, end)) = message_body(buf, at, "DPUB", ctx)? else {
+        return Ok(Decoded::Incomplete);
+    };
+    (ctx.check_auth)("DPUB", &topic, "")?;
+    Ok(Decoded::Command(
+        Command::Dpub {
+            topic,
+            defer_ms,
+            body: Arc::from(body),
+        },
+        end,
+    ))
+}
+
+fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res {
+    if params.len() < 2 {
+        return Err(fatal("E_INVALID", "MPUB insufficient number of parameters"));
+    }
+    // nsqd's MPUB repeats the code inside its text: "E_BAD_TOPIC E_BAD_TOPIC MPUB topic …".
+    let topic = valid_name(params[1], "E_BAD_TOPIC", "E_BAD_TOPIC MPUB topic")?;
+    (ctx.check_auth)("MPUB", &topic, "")?;
+    let Some(body_len) = read_len(buf, at) else {
+        return Ok(Decoded::Incomplete);
+    };
+    if body_len <= 0 {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("MPUB invalid body size {body_len}"),
+        ));
+    }
+    let max_body = ctx.limits.max_body_size;
+    if body_len as i64 > max_body as i64 {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("MPUB body too big {body_len} > {max_body}"),
+        ));
+    }
+    // nsqd then reads the messages straight from the stream (the body size is only checked).
+    let Some(count) = read_len(buf, at + 4) else {
+        return Ok(Decoded::Incomplete);
+    };
+    let max_messages = (max_body as i64 - 4) / 5;
+    if count <= 0 || count as i64 > max_messages {
+        return Err(fatal(
+            "E_BAD_BODY",
+            format!("MPUB invalid message count {count}"),
+        ));
+    }
+    let max_msg = ctx.limits.max_msg_size;
+    let mut pos = at + 8;
+    let mut bodies = Vec::with_capacity((count as usize).min(1024));
+    for i in 0..count {
+        let Some(size) = read_len(buf, pos) else {
+            return Ok(Decoded::Incomplete);
+        };
+        if size <= 0 {
+            return Err(fatal(
+                "E_BAD_MESSAGE",
+                format!("MPUB invalid message({i}) body size {size}"),
+            ));
+        }
+        if size as i64 > max_msg as i64 {
+            return Err(fatal(
+                "E_BAD_MESSAGE",
+                format!("MPUB message too big {size} > {max_msg}"),
+            ));
+        }
+        let end = pos + 4 + size as usize;
+        let Some(b) = buf.get(pos + 4..end) else {
+            return Ok(Decoded::Incomplete);
+        };
+        bodies.push(Arc::from(b));
+        pos = end;
+    }
+    Ok(Decoded::Command(Command::Mpub { topic, bodies }, pos))
+}
+
+/// Used in docs and by tests: a context that allows everything a fresh client may do.
+pub fn no_auth(_: &str, _: &str, _: &str) -> Result<(), ProtocolError> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(state: ClientState) -> DecodeContext<'static> {
+        DecodeContext {
+            state,
+            heartbeats_enabled: true,
+            tls_ok: true,
+            limits: Limits {
+                max_msg_size: 1024 * 1024,
+                max_body_size: 5 * 1024 * 1024,
+            },
+            max_rdy_count: 2500,
+            max_req_timeout_ms: 3_600_000,
+            check_auth: &no_auth,
+        }
+    }
+
+    fn err(buf: &[u8], state: ClientState) -> String {
+        decode(buf, &ctx(state)).unwrap_err().to_string()
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn partial_frames_are_incomplete() {
+        let full = Command::Pub {
+            topic: "t".into(),
+            body: Arc::from(&b"hello"[..]),
+        }
+        .to_bytes();
+        for cut in 0..full.len() {
+            assert_eq!(
+                decode(&full[..cut], &ctx(ClientState::Init)).unwrap(),
+                Decoded::Incomplete,
+                "cut at {cut}"
+            );
+        }
+        let Decoded::Command(Command::Pub { topic, body }, n) =
+            decode(&full, &ctx(ClientState::Init)).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (topic.as_str(), &body[..], n),
+            ("t", &b"hello"[..], full.len())
+        );
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn nsqd_error_texts() {
+        use ClientState::*;
+        assert_eq!(
+            err(b"SUB t c\n", Subscribed),
+            "E_INVALID cannot SUB in current state"
+        );
+        assert_eq!(
+            err(b"SUB t\n", Init),
+            "E_INVALID SUB insufficient number of parameters"
+        );
+        assert_eq!(
+            err(b"SUB t! c\n", Init),
+            "E_BAD_TOPIC SUB topic name \"t!\" is not valid"
+        );
+        assert_eq!(
+            err(b"SUB t c!\n", Init),
+            "E_BAD_CHANNEL SUB channel name \"c!\" is not valid"
+        );
+        assert_eq!(
+            err(b"RDY 2501\n", Subscribed),
+            "E_INVALID RDY count 2501 out of range 0-2500"
+        );
+        assert_eq!(
+            err(b"RDY x\n", Subscribed),
+            "E_INVALID RDY could not parse count x"
+        );
+        assert_eq!(
+            err(b"FIN 123\n", Subscribed),
+            "E_INVALID invalid message ID"
+        );
+        assert_eq!(
+            err(b"FIN 0123456789abcdef\n", Init),
+            "E_INVALID cannot FIN in current state"
+        );
+        assert_eq!(err(b"BOGUS\n", Init), "E_INVALID invalid command BOGUS");
+        assert_eq!(
+            err(b"PUB t\n\x00\x20\x00\x00", Init),
+            "E_BAD_MESSAGE PUB message too big 2097152 > 1048576"
+        );
+        assert_eq!(
+            err(b"PUB t\n\x00\x00\x00\x00", Init),
+            "E_BAD_MESSAGE PUB invalid message body size 0"
+        );
+        assert_eq!(
+            err(b"DPUB t 3600001\n", Init),
+            "E_INVALID DPUB timeout 3600001 out of range 0-3600000"
+        );
+        assert_eq!(
+            err(b"MPUB t\n\x00\x00\x00\x08\x00\x00\x00\x00", Init),
+            "E_BAD_BODY MPUB invalid message count 0"
+        );
+        assert_eq!(err(b"CLS\n", Init), "E_INVALID cannot CLS in current state");
+        assert_eq!(
+            err(b"MPUB t!\n", Init),
+            "E_BAD_TOPIC E_BAD_TOPIC MPUB topic name \"t!\" is not valid"
+        );
+        assert_eq!(err(b"FIN \n", Subscribed), "E_INVALID invalid message ID");
+        assert_eq!(err(b"\n", Init), "E_INVALID invalid command ");
+        assert_eq!(
+            err(b"RDY -1\n", Subscribed),
+            "E_INVALID RDY could not parse count -1"
+        );
+        assert_eq!(
+            err(b"AUTH\n\x00\x60\x00\x00", Init),
+            "E_BAD_BODY AUTH body too big 6291456 > 5242880"
+        );
+        assert_eq!(
+            err(b"IDENTIFY\n\xff\xff\xff\xff", Init),
+            "E_BAD_BODY IDENTIFY invalid body size -1"
+        );
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn rdy_after_cls_is_ignored_and_long_lines_close() {
+        assert_eq!(
+            decode(b"RDY 5\n", &ctx(ClientState::Closing)).unwrap(),
+            Decoded::Ignored(6)
+        );
+        let long = vec![b'A'; MAX_LINE_LENGTH];
+        assert_eq!(
+            decode(&long, &ctx(ClientState::Init)).unwrap(),
+            Decoded::Close
+        );
+        assert_eq!(
+            decode(&long[..MAX_LINE_LENGTH - 1], &ctx(ClientState::Init)).unwrap(),
+            Decoded::Incomplete
+        );
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn name() -> impl Strategy<Value = String> {
+            "[a-zA-Z0-9._-]{1,20}(#ephemeral)?"
+        }
+        fn body() -> impl Strategy<Value = Arc<[u8]>> {
+            proptest::collection::vec(any::<u8>(), 1..64).prop_map(Arc::from)
+        }
+        fn id() -> impl Strategy<Value = RawId> {
+            proptest::array::uniform16(
+                any::<u8>()
+                    .prop_filter("no space/newline", |b| !matches!(*b, b' ' | b'\n' | b'\r')),
+            )
+        }
+        fn command() -> impl Strategy<Value = (Command, ClientState)> {
+            use ClientState::*;
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 1..64)
+                    .prop_map(|b| (Command::Identify(b), Init)),
+                (name(), name())
+                    .prop_map(|(topic, channel)| (Command::Sub { topic, channel }, Init)),
+                (name(), body()).prop_map(|(topic, body)| (Command::Pub { topic, body }, Init)),
+                (name(), proptest::collection::vec(body(), 1..5))
+                    .prop_map(|(topic, bodies)| (Command::Mpub { topic, bodies }, Subscribed)),
+                (name(), 0u64..3_600_000, body()).prop_map(|(topic, defer_ms, body)| (
+                    Command::Dpub {
+                        topic,
+                        defer_ms,
+                        body
+                    },
+                    Init
+                )),
+                (0i64..=2500).prop_map(|n| (Command::Rdy(n), Subscribed)),
+                id().prop_map(|i| (Command::Fin(i), Subscribed)),
+                (id(), any::<u32>()).prop_map(|(id, t)| (
+                    Command::Req {
+                        id,
+                        timeout_ms: t as u64
+                    },
+                    Closing
+                )),
+                id().prop_map(|i| (Command::Touch(i), Subscribed)),
+                Just((Command::Cls, Subscribed)),
+                Just((Command::Nop, Init)),
+            ]
+        }
+
+        proptest! {
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            fn encode_decode_round_trip((cmd, state) in command(), tail in proptest::collection::vec(any::<u8>(), 0..8)) {
+                let mut bytes = cmd.to_bytes();
+                let len = bytes.len();
+                bytes.extend_from_slice(&tail);
+                prop_assert_eq!(decode(&bytes, &ctx(state)).unwrap(), Decoded::Command(cmd, len));
+            }
+
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), s in 0u8..3) {
+                let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
+                let _ = decode(&bytes, &ctx(state));
+            }
+
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            fn decoder_never_panics_on_command_shaped_input(
+                head in prop_oneof![Just("PUB t\n"), Just("MPUB t\n"), Just("DPUB t 10\n"), Just("IDENTIFY\n"), Just("AUTH\n")],
+                bytes in proptest::collection::vec(any::<u8>(), 0..128)
+            ) {
+                let mut b = head.as_bytes().to_vec();
+                b.extend_from_slice(&bytes);
+                let _ = decode(&b, &ctx(ClientState::Init));
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! A virtual-time network around a [`Broker`]: clients that speak V2 bytes, a clock that jumps
+//! to the next timer, and nothing else. Tests, fuzzing and the visualiser drive the broker
+//! through it, so they see exactly what a real client would see.
+//!
+//! ```
+//! use nsqlab_core::sim::Sim;
+//! use nsqlab_core::protocol::{Command, Frame};
+//! use nsqlab_core::{Options, time::ms};
+//!
+//! let mut sim = Sim::new(Options::default(), 7);
+//! let p = sim.connect();
+//! let c = sim.connect();
+//! sim.send(c, &Command::Sub { topic: "t".into(), channel: "c".into() });
+//! sim.send(c, &Command::Rdy(1));
+//! sim.send(p, &Command::Dpub { topic: "t".into(), defer_ms: 50, body: b"hi"[..].into() });
+//! sim.advance(ms(49));
+//! assert!(sim.messages(c).is_empty());
+//! sim.advance(ms(50));
+//! assert_eq!(sim.messages(c)[0].body[..], b"hi"[..]);
+//! ```
+
+use crate::broker::{Broker, Transmit};
+use crate::event::Event;
+use crate::message::Message;
+use crate::options::Options;
+use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
+use crate::time::Time;
+use crate::ClientId;
+use std::collections::BTreeMap;
+
+/// The client side of one simulated connection.
+#[derive(Debug, Default)]
+pub struct ClientEnd {
+    /// Bytes received and not yet parsed into frames.
+    inbox: Vec<u8>,
+    /// Frames received and not yet taken.
+    pub frames: Vec<Frame>,
+    /// The broker closed the connection.
+    pub closed: bool,
+    /// Upgrades the broker asked for (the simulated transport just notes them).
+    pub upgrades: Vec<crate::broker::Upgrade>,
+}
+
+/// A broker, its clients and a virtual clock.
+pub struct Sim {
+    pub broker: Broker,
+    now: Time,
+    ends: BTreeMap<ClientId, ClientEnd>,
+    /// Every event the broker produced, in order (when events are on).
+    pub events: Vec<Event>,
+    /// Keep events in `events` (on by default).
+    pub record_events: bool,
+}
+
+impl Sim {
+    /// A simulation starting at time 0.
+    pub fn new(opts: Options, seed: u64) -> Self {
+        Sim {
+            broker: Broker::new(opts, seed, 0),
+            now: 0,
+            ends: BTreeMap::new(),
+            events: Vec::new(),
+            record_events: true,
+        }
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// Connect a client and send the V2 magic.
+    pub fn connect(&mut self) -> ClientId {
+        let id = self
+            .broker
+            .connect(self.now, format!("10.0.0.1:{}", 40000 + self.ends.len()));
+        self.ends.insert(id, ClientEnd::default());
+        self.send_raw(id, MAGIC_V2);
+        id
+    }
+
+    /// Connect without sending the magic.
+    pub fn connect_raw(&mut self) -> ClientId {
+        let id = self.broker.connect(self.now, "10.0.0.2:1");
+        self.ends.insert(id, ClientEnd::default());
+        self.flush();
+        id
+    }
+
+    /// Send a command's bytes.
+    pub fn send(&mut self, c: ClientId, cmd: &Command) {
+        self.send_raw(c, &cmd.to_bytes());
+    }
+
+    /// Send raw bytes.
+    pub fn send_raw(&mut self, c: ClientId, bytes: &[u8]) {
+        self.broker.handle_bytes(self.now, c, bytes);
+        self.flush();
+    }
+
+    /// The client hangs up.
+    pub fn disconnect(&mut self, c: ClientId) {
+        self.broker.disconnect(self.now, c);
+        if let Some(e) = self.ends.get_mut(&c) {
+            e.closed = true;
+        }
+        self.flush();
+    }
+
+    pub fn end(&self, c: ClientId) -> Option<&ClientEnd> {
+        self.ends.get(&c)
+    }
+
+    pub fn is_closed(&self, c: ClientId) -> bool {
+        self.ends.get(&c).is_none_or(|e| e.closed)
+    }
+
+    /// Take every frame client `c` received so far.
+    pub fn frames(&mut self, c: ClientId) -> Vec<Frame> {
+        self.ends
+            .get_mut(&c)
+            .map(|e| std::mem::take(&mut e.frames))
+            .unwrap_or_default()
+    }
+
+    /// Take the message frames client `c` received (other frames are dropped).
+    pub fn messages(&mut self, c: ClientId) -> Vec<Message> {
+        self.frames(c)
+            .into_iter()
+            .filter_map(|f| match f {
+                Frame::Message(m) => Some(m),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Drain the broker's outputs into the client ends and the event log.
+    pub fn flush(&mut self) {
+        while let Some(t) = self.broker.poll_transmit() {
+            match t {
+                Transmit::Data { client, data } => {
+                    if let Some(e) = self.ends.get_mut(&client) {
+                        e.inbox.extend_from_slice(&data);
+                        let mut used = 0;
+                        while let Ok(Some((f, n))) = decode_frame(&e.inbox[used..]) {
+                            e.frames.push(f);
+                            used += n;
+                        }
+                        e.inbox.drain(..used);
+                    }
+                }
+                Transmit::Upgrade { client, upgrade } => {
+                    if let Some(e) = self.ends.get_mut(&client) {
+                        e.upgrades.push(upgrade);
+                    }
+                }
+                Transmit::Close { client } => {
+                    if let Some(e) = self.ends.get_mut(&client) {
+                        e.closed = true;
+                    }
+                }
+            }
+        }
+        while let Some(ev) = self.broker.poll_event() {
+            if self.record_events {
+                self.events.push(ev);
+            }
+        }
+    }
+
+    /// The next instant a timer is due, if any.
+    pub fn next_timer(&self) -> Option<Time> {
+        self.broker.poll_timeout()
+    }
+
+    /// Jump to the next timer (if it is at or before `limit`) and fire it.
+    pub fn step(&mut self, limit: Time) -> bool {
+        match self.broker.poll_timeout() {
+            Some(t) if t <= limit => {
+                self.now = self.now.max(t);
+                self.broker.handle_timeout(self.now);
+                self.flush();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Fire every timer up to `to`, in order, and leave the clock at `to`.
+    pub fn advance(&mut self, to: Time) {
+        while self.step(to) {}
+        self.now = self.now.max(to);
+    }
+
+    /// Move the clock forward by `d` (firing timers on the way).
+    pub fn sleep(&mut self, d: Time) {
+        self.advance(self.now + d);
+    }
+}

@@ -1,0 +1,190 @@
+//! A snapshot with the fields of nsqd's `/stats` JSON, in nsqd's field order.
+
+use crate::broker::Broker;
+use crate::protocol::decode::ClientState;
+use crate::ClientId;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// nsqd's `e2e_processing_latency` object (percentiles are filled in by the server).
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+pub struct E2eLatency {
+    pub count: u64,
+    pub percentiles: Option<Vec<BTreeMap<String, f64>>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ClientStats {
+    pub client_id: String,
+    pub hostname: String,
+    pub version: String,
+    pub remote_address: String,
+    /// nsqd's numeric state: 1 init, 3 subscribed, 4 closing.
+    pub state: i32,
+    pub ready_count: i64,
+    pub in_flight_count: u64,
+    pub message_count: u64,
+    pub finish_count: u64,
+    pub requeue_count: u64,
+    /// Connect time in Unix seconds (the caller's epoch / 1e9).
+    pub connect_ts: i64,
+    pub sample_rate: i32,
+    pub deflate: bool,
+    pub snappy: bool,
+    pub user_agent: String,
+    pub tls: bool,
+    pub pub_counts: Vec<PubCount>,
+    /// The broker's own id for the connection (not in nsqd's JSON).
+    #[serde(skip)]
+    pub id: ClientId,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PubCount {
+    pub topic: String,
+    pub count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChannelStats {
+    pub channel_name: String,
+    pub depth: u64,
+    pub backend_depth: u64,
+    pub in_flight_count: u64,
+    pub deferred_count: u64,
+    pub message_count: u64,
+    pub requeue_count: u64,
+    pub timeout_count: u64,
+    pub client_count: u64,
+    pub clients: Vec<ClientStats>,
+    pub paused: bool,
+    pub e2e_processing_latency: E2eLatency,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TopicStats {
+    pub topic_name: String,
+    pub channels: Vec<ChannelStats>,
+    pub depth: u64,
+    pub backend_depth: u64,
+    pub message_count: u64,
+    pub message_bytes: u64,
+    pub paused: bool,
+    pub e2e_processing_latency: E2eLatency,
+}
+
+/// Which parts of the snapshot to include (nsqd's `/stats` query parameters).
+#[derive(Debug, Clone, Default)]
+pub struct StatsFilter {
+    pub topic: Option<String>,
+    pub channel: Option<String>,
+    pub include_clients: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stats {
+    pub topics: Vec<TopicStats>,
+    /// Clients that published but are not subscribed (nsqd's `producers`).
+    pub producers: Vec<ClientStats>,
+}
+
+fn state_code(s: ClientState) -> i32 {
+    match s {
+        ClientState::Init => 1,
+        ClientState::Subscribed => 3,
+        ClientState::Closing => 4,
+    }
+}
+
+impl Broker {
+    fn client_stats(&self, c: &crate::client::Client) -> ClientStats {
+        ClientStats {
+            client_id: c.identify.client_id.clone(),
+            hostname: c.identify.hostname.clone(),
+            version: "V2".into(),
+            remote_address: c.remote_address.clone(),
+            state: state_code(c.state),
+            ready_count: c.ready_count,
+            in_flight_count: c.in_flight_count,
+            message_count: c.message_count,
+            finish_count: c.finish_count,
+            requeue_count: c.requeue_count,
+            connect_ts: (c.connect_ts / 1_000_000_000) as i64,
+            sample_rate: c.settings.sample_rate,
+            deflate: c.deflate,
+            snappy: c.snappy,
+            user_agent: c.identify.user_agent.clone(),
+            tls: c.tls,
+            pub_counts: c
+                .pub_counts
+                .iter()
+                .map(|(t, n)| PubCount {
+                    topic: t.to_string(),
+                    count: *n,
+                })
+                .collect(),
+            id: c.id,
+        }
+    }
+
+    /// A stats snapshot.
+    pub fn stats(&self, f: &StatsFilter) -> Stats {
+        let mut topics = Vec::new();
+        for t in self.topics() {
+            if f.topic.as_deref().is_some_and(|n| n != &*t.name) {
+                continue;
+            }
+            let mut channels = Vec::new();
+            for (name, &id) in &t.channels {
+                if f.channel.as_deref().is_some_and(|n| n != &**name) {
+                    continue;
+                }
+                let Some(c) = self.channel_by_id(id) else {
+                    continue;
+                };
+                let clients = if f.include_clients {
+                    c.clients
+                        .iter()
+                        .filter_map(|id| self.client(*id))
+                        .map(|cl| self.client_stats(cl))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                channels.push(ChannelStats {
+                    channel_name: name.to_string(),
+                    depth: c.depth() as u64,
+                    backend_depth: c.queue.backend.len() as u64,
+                    in_flight_count: c.in_flight.len() as u64,
+                    deferred_count: c.deferred.len() as u64,
+                    message_count: c.message_count,
+                    requeue_count: c.requeue_count,
+                    timeout_count: c.timeout_count,
+                    client_count: c.clients.len() as u64,
+                    clients,
+                    paused: c.paused,
+                    e2e_processing_latency: E2eLatency::default(),
+                });
+            }
+            topics.push(TopicStats {
+                topic_name: t.name.to_string(),
+                channels,
+                depth: t.depth() as u64,
+                backend_depth: t.queue.backend.len() as u64,
+                message_count: t.message_count,
+                message_bytes: t.message_bytes,
+                paused: t.paused,
+                e2e_processing_latency: E2eLatency::default(),
+            });
+        }
+        let producers = if f.include_clients {
+            self.clients()
+                .filter(|c| c.channel.is_none() && !c.pub_counts.is_empty())
+                .map(|c| self.client_stats(c))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Stats { topics, producers }
+    }
+}

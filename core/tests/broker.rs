@@ -1,0 +1,561 @@
+//! Broker semantics, checked through the simulated network as a client sees them.
+
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_core::sim::Sim;
+use nsqlab_core::time::{ms, SECOND};
+use nsqlab_core::{ClientId, Options, StatsFilter, TimerStrategy};
+
+fn sub(sim: &mut Sim, topic: &str, channel: &str, rdy: i64) -> ClientId {
+    let c = sim.connect();
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: topic.into(),
+            channel: channel.into(),
+        },
+    );
+    assert_eq!(sim.frames(c), vec![Frame::Response(b"OK".to_vec())]);
+    if rdy > 0 {
+        sim.send(c, &Command::Rdy(rdy));
+    }
+    c
+}
+
+fn publish(sim: &mut Sim, p: ClientId, topic: &str, body: &str) {
+    sim.send(
+        p,
+        &Command::Pub {
+            topic: topic.into(),
+            body: body.as_bytes().into(),
+        },
+    );
+    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+}
+
+fn fin(sim: &mut Sim, c: ClientId, m: &nsqlab_core::Message) {
+    sim.send(c, &Command::Fin(m.id.to_hex()));
+}
+
+fn err_text(frames: &[Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn fan_out_gives_each_channel_a_copy() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let a = sub(&mut sim, "t", "a", 10);
+    let b = sub(&mut sim, "t", "b", 10);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    let (ma, mb) = (sim.messages(a), sim.messages(b));
+    assert_eq!((ma.len(), mb.len()), (1, 1));
+    assert_eq!(ma[0].id, mb[0].id);
+    assert_eq!(ma[0].attempts, 1);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn topic_without_channels_keeps_messages_until_one_appears() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let p = sim.connect();
+    for i in 0..3 {
+        publish(&mut sim, p, "t", &format!("m{i}"));
+    }
+    assert_eq!(sim.broker.topic("t").unwrap().depth(), 3);
+    let c = sub(&mut sim, "t", "c", 10);
+    let got: Vec<_> = sim.messages(c).iter().map(|m| m.body.to_vec()).collect();
+    assert_eq!(got, vec![b"m0".to_vec(), b"m1".to_vec(), b"m2".to_vec()]);
+    assert_eq!(sim.broker.topic("t").unwrap().depth(), 0);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn round_robin_between_consumers_honours_rdy() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let a = sub(&mut sim, "t", "c", 2);
+    let b = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    for i in 0..5 {
+        publish(&mut sim, p, "t", &format!("m{i}"));
+    }
+    let (ma, mb) = (sim.messages(a), sim.messages(b));
+    assert_eq!((ma.len(), mb.len()), (2, 1), "in flight never exceeds RDY");
+    assert_eq!(sim.broker.channel("t", "c").unwrap().depth(), 2);
+    // Alternation: a gets m0, b m1, a m2.
+    assert_eq!(&ma[0].body[..], b"m0");
+    assert_eq!(&mb[0].body[..], b"m1");
+    assert_eq!(&ma[1].body[..], b"m2");
+    fin(&mut sim, b, &mb[0]);
+    assert_eq!(&sim.messages(b)[0].body[..], b"m3");
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn in_flight_timeout_redelivers_with_attempts_plus_one() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sim.connect();
+    sim.send(c, &Command::Identify(br#"{"msg_timeout":2000}"#.to_vec()));
+    sim.frames(c);
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: "t".into(),
+            channel: "c".into(),
+        },
+    );
+    sim.send(c, &Command::Rdy(1));
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    let first = sim.messages(c);
+    assert_eq!(first[0].attempts, 1);
+    sim.advance(ms(1999));
+    assert!(sim.messages(c).is_empty());
+    sim.advance(ms(2000));
+    let again = sim.messages(c);
+    assert_eq!(again.len(), 1, "redelivered exactly at the deadline");
+    assert_eq!((again[0].id, again[0].attempts), (first[0].id, 2));
+    let st = sim.broker.stats(&StatsFilter::default());
+    assert_eq!(st.topics[0].channels[0].timeout_count, 1);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn fin_errors_are_not_fatal() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let a = sub(&mut sim, "t", "c", 1);
+    let b = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    let m = sim.messages(a).remove(0);
+    fin(&mut sim, b, &m);
+    assert_eq!(
+        err_text(&sim.frames(b)),
+        vec![format!(
+            "E_FIN_FAILED FIN {} failed client does not own message",
+            m.id
+        )]
+    );
+    sim.send(a, &Command::Fin(*b"0000000000000000"));
+    assert_eq!(
+        err_text(&sim.frames(a)),
+        vec!["E_FIN_FAILED FIN 0000000000000000 failed ID not in flight".to_string()]
+    );
+    assert!(!sim.is_closed(a) && !sim.is_closed(b));
+    fin(&mut sim, a, &m);
+    assert!(sim.frames(a).is_empty());
+    assert_eq!(sim.broker.channel("t", "c").unwrap().in_flight.len(), 0);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn req_requeues_now_or_deferred_and_clamps_delay() {
+    let opts = Options {
+        max_req_timeout: 10 * SECOND,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let c = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    let m = sim.messages(c).remove(0);
+    sim.send(
+        c,
+        &Command::Req {
+            id: m.id.to_hex(),
+            timeout_ms: 0,
+        },
+    );
+    let m2 = sim.messages(c).remove(0);
+    assert_eq!((m2.id, m2.attempts), (m.id, 2));
+    // 1 hour is clamped to max-req-timeout (10 s).
+    sim.send(
+        c,
+        &Command::Req {
+            id: m.id.to_hex(),
+            timeout_ms: 3_600_000,
+        },
+    );
+    assert!(sim.messages(c).is_empty());
+    assert_eq!(sim.broker.channel("t", "c").unwrap().deferred.len(), 1);
+    let t0 = sim.now();
+    sim.advance(t0 + 10 * SECOND - 1);
+    assert!(sim.messages(c).is_empty());
+    sim.advance(t0 + 10 * SECOND);
+    assert_eq!(sim.messages(c)[0].attempts, 3);
+    let st = sim.broker.stats(&StatsFilter {
+        include_clients: true,
+        ..Default::default()
+    });
+    assert_eq!(st.topics[0].channels[0].requeue_count, 2);
+    assert_eq!(st.topics[0].channels[0].clients[0].requeue_count, 2);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn touch_extends_the_deadline_up_to_max_msg_timeout() {
+    let opts = Options {
+        msg_timeout: 10 * SECOND,
+        max_msg_timeout: 15 * SECOND,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let c = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    let m = sim.messages(c).remove(0);
+    sim.sleep(8 * SECOND);
+    sim.send(c, &Command::Touch(m.id.to_hex()));
+    // now + 10 s would be 18 s after delivery: capped at 15 s.
+    sim.advance(15 * SECOND - 1);
+    assert!(sim.messages(c).is_empty());
+    sim.advance(15 * SECOND);
+    assert_eq!(sim.messages(c)[0].attempts, 2);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn dpub_arrives_exactly_when_due() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 100);
+    let p = sim.connect();
+    for d in [300u64, 100, 200, 100] {
+        sim.send(
+            p,
+            &Command::Dpub {
+                topic: "t".into(),
+                defer_ms: d,
+                body: d.to_string().as_bytes().into(),
+            },
+        );
+    }
+    let mut got = Vec::new();
+    while sim.step(u64::MAX) {
+        for m in sim.messages(c) {
+            got.push((sim.now(), String::from_utf8(m.body.to_vec()).unwrap()));
+            fin(&mut sim, c, &m);
+        }
+        if got.len() == 4 {
+            break;
+        }
+    }
+    assert_eq!(
+        got,
+        vec![
+            (ms(100), "100".into()),
+            (ms(100), "100".into()),
+            (ms(200), "200".into()),
+            (ms(300), "300".into())
+        ]
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn cls_stops_delivery_but_fin_still_works() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 5);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "a");
+    let m = sim.messages(c).remove(0);
+    sim.send(c, &Command::Cls);
+    assert_eq!(sim.frames(c), vec![Frame::Response(b"CLOSE_WAIT".to_vec())]);
+    publish(&mut sim, p, "t", "b");
+    sim.send(c, &Command::Rdy(5)); // ignored after CLS
+    assert!(sim.frames(c).is_empty());
+    fin(&mut sim, c, &m);
+    assert!(sim.frames(c).is_empty() && !sim.is_closed(c));
+    sim.send(c, &Command::Cls);
+    assert_eq!(
+        err_text(&sim.frames(c)),
+        vec!["E_INVALID cannot CLS in current state"]
+    );
+    assert!(sim.is_closed(c));
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn heartbeats_and_read_timeout() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sim.connect();
+    sim.advance(30 * SECOND);
+    assert_eq!(
+        sim.frames(c),
+        vec![Frame::Response(b"_heartbeat_".to_vec())]
+    );
+    sim.advance(60 * SECOND - 1);
+    assert!(!sim.is_closed(c));
+    sim.advance(60 * SECOND);
+    assert!(
+        sim.is_closed(c),
+        "closed after 2 heartbeat intervals without a command"
+    );
+
+    // A client that answers (NOP) stays.
+    let d = sim.connect();
+    for _ in 0..5 {
+        sim.sleep(30 * SECOND);
+        sim.send(d, &Command::Nop);
+    }
+    assert!(!sim.is_closed(d));
+
+    // heartbeat_interval -1: no heartbeats, no read timeout, but SUB is refused.
+    let e = sim.connect();
+    sim.send(
+        e,
+        &Command::Identify(br#"{"heartbeat_interval":-1}"#.to_vec()),
+    );
+    sim.sleep(1000 * SECOND);
+    assert_eq!(sim.frames(e), vec![Frame::Response(b"OK".to_vec())]);
+    assert!(!sim.is_closed(e));
+    sim.send(
+        e,
+        &Command::Sub {
+            topic: "t".into(),
+            channel: "c".into(),
+        },
+    );
+    assert_eq!(
+        err_text(&sim.frames(e)),
+        vec!["E_INVALID cannot SUB with heartbeats disabled"]
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn ephemeral_channel_and_topic_go_with_their_last_consumer() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let a = sub(&mut sim, "t#ephemeral", "c#ephemeral", 1);
+    let b = sub(&mut sim, "t#ephemeral", "c#ephemeral", 1);
+    sim.disconnect(a);
+    assert!(sim.broker.channel("t#ephemeral", "c#ephemeral").is_some());
+    sim.disconnect(b);
+    assert!(sim.broker.channel("t#ephemeral", "c#ephemeral").is_none());
+    assert!(sim.broker.topic("t#ephemeral").is_none());
+    // A durable channel stays.
+    let c = sub(&mut sim, "u", "c", 1);
+    sim.disconnect(c);
+    assert!(sim.broker.channel("u", "c").is_some());
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn pause_empty_and_delete() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 10);
+    let p = sim.connect();
+    sim.broker.pause_channel(0, "t", "c", true).unwrap();
+    publish(&mut sim, p, "t", "a");
+    assert!(sim.messages(c).is_empty());
+    sim.broker.pause_channel(0, "t", "c", false).unwrap();
+    sim.flush();
+    let m = sim.messages(c);
+    assert_eq!(m.len(), 1);
+
+    sim.broker.pause_topic(0, "t", true).unwrap();
+    publish(&mut sim, p, "t", "b");
+    assert_eq!(sim.broker.topic("t").unwrap().depth(), 1);
+    sim.broker.pause_topic(0, "t", false).unwrap();
+    sim.flush();
+    assert_eq!(sim.messages(c).len(), 1);
+
+    // Empty drops in-flight too: a later FIN fails.
+    sim.broker.empty_channel(0, "t", "c").unwrap();
+    fin(&mut sim, c, &m[0]);
+    assert_eq!(err_text(&sim.frames(c)).len(), 1);
+
+    sim.broker.delete_topic(0, "t").unwrap();
+    sim.flush();
+    assert!(sim.is_closed(c), "deleting the topic closes its consumers");
+    assert!(sim.broker.topic("t").is_none());
+    assert_eq!(
+        sim.broker.delete_topic(0, "t"),
+        Err(nsqlab_core::AdminError::TopicNotFound)
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn max_channel_consumers() {
+    let opts = Options {
+        max_channel_consumers: 1,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    sub(&mut sim, "t", "c", 1);
+    let c = sim.connect();
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: "t".into(),
+            channel: "c".into(),
+        },
+    );
+    assert_eq!(
+        err_text(&sim.frames(c)),
+        vec!["E_SUB_FAILED SUB failed consumers for t:c exceeds limit of 1"]
+    );
+    assert!(sim.is_closed(c));
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn bad_magic_and_bad_identify() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sim.connect_raw();
+    sim.send_raw(c, b"  V1");
+    assert_eq!(
+        sim.frames(c),
+        vec![Frame::Error(b"E_BAD_PROTOCOL".to_vec())]
+    );
+    assert!(sim.is_closed(c));
+
+    let d = sim.connect();
+    sim.send(
+        d,
+        &Command::Identify(br#"{"heartbeat_interval":100}"#.to_vec()),
+    );
+    assert_eq!(
+        err_text(&sim.frames(d)),
+        vec!["E_BAD_BODY IDENTIFY heartbeat interval (100) is invalid"]
+    );
+    assert!(sim.is_closed(d));
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn identify_negotiates_upgrades_in_order() {
+    let opts = Options {
+        tls_enabled: true,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let c = sim.connect();
+    sim.send(
+        c,
+        &Command::Identify(br#"{"feature_negotiation":true,"tls_v1":true,"snappy":true}"#.to_vec()),
+    );
+    let f = sim.frames(c);
+    assert_eq!(f.len(), 3, "JSON, OK after TLS, OK after snappy: {f:?}");
+    let Frame::Response(json) = &f[0] else {
+        panic!()
+    };
+    let v: serde_json::Value = serde_json::from_slice(json).unwrap();
+    assert_eq!(
+        (v["tls_v1"].as_bool(), v["snappy"].as_bool()),
+        (Some(true), Some(true))
+    );
+    use nsqlab_core::Upgrade;
+    assert_eq!(
+        sim.end(c).unwrap().upgrades,
+        vec![Upgrade::Tls, Upgrade::Snappy]
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn memory_queue_overflows_to_backend_in_order() {
+    let opts = Options {
+        mem_queue_size: 2,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    sim.broker.create_channel(0, "t", "c").unwrap();
+    let p = sim.connect();
+    for i in 0..5 {
+        publish(&mut sim, p, "t", &i.to_string());
+    }
+    let st = sim.broker.stats(&StatsFilter::default());
+    let ch = &st.topics[0].channels[0];
+    assert_eq!((ch.depth, ch.backend_depth), (5, 3));
+    let c = sub(&mut sim, "t", "c", 10);
+    let got: Vec<_> = sim.messages(c).iter().map(|m| m.body.to_vec()).collect();
+    assert_eq!(
+        got,
+        (0..5)
+            .map(|i| i.to_string().into_bytes())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn sample_rate_drops_deterministically() {
+    let run = |seed| {
+        let mut sim = Sim::new(Options::default(), seed);
+        let c = sim.connect();
+        sim.send(c, &Command::Identify(br#"{"sample_rate":30}"#.to_vec()));
+        sim.send(
+            c,
+            &Command::Sub {
+                topic: "t".into(),
+                channel: "c".into(),
+            },
+        );
+        sim.send(c, &Command::Rdy(2500));
+        sim.frames(c);
+        sim.broker
+            .publish(
+                0,
+                "t",
+                (0..1000)
+                    .map(|i| i.to_string().into_bytes().into())
+                    .collect(),
+                None,
+            )
+            .unwrap();
+        sim.flush();
+        sim.messages(c).len()
+    };
+    let n = run(3);
+    // (30+1)/100 of 1000 messages, within a generous band.
+    assert!((220..400).contains(&n), "{n}");
+    assert_eq!(n, run(3), "same seed, same sample");
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn scan_loop_strategy_is_late_exact_is_not() {
+    let lateness = |strategy| {
+        let mut sim = Sim::new(
+            Options {
+                timer_strategy: strategy,
+                ..Options::default()
+            },
+            9,
+        );
+        let c = sub(&mut sim, "t", "c", 2500);
+        let p = sim.connect();
+        sim.sleep(6 * SECOND); // let the scan loop see the channel
+        let start = sim.now();
+        for i in 0..50u64 {
+            sim.send(
+                p,
+                &Command::Dpub {
+                    topic: "t".into(),
+                    defer_ms: 10 + i * 7,
+                    body: b"x"[..].into(),
+                },
+            );
+        }
+        let mut late = Vec::new();
+        let mut due = (0..50u64).map(|i| start + ms(10 + i * 7));
+        while late.len() < 50 && sim.step(start + 10 * SECOND) {
+            for _ in sim.messages(c) {
+                late.push(sim.now() - due.next().unwrap());
+            }
+        }
+        assert_eq!(late.len(), 50);
+        late
+    };
+    assert!(lateness(TimerStrategy::Exact).iter().all(|&l| l == 0));
+    let scan = lateness(TimerStrategy::ScanLoop);
+    assert!(scan.iter().any(|&l| l > 0), "{scan:?}");
+    assert!(scan.iter().all(|&l| l <= ms(100)), "{scan:?}");
+}

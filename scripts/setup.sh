@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install what nsqlab's build and tests need, idempotently. Sourced by run.sh and test.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$'; then
+  log "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# wasm-bindgen's CLI must match the pinned crate version exactly.
+WB_VERSION=0.2.129
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WB_VERSION\$"; then
+  log "installing wasm-bindgen-cli $WB_VERSION (about 5 minutes, once)"
+  cargo install wasm-bindgen-cli --version "$WB_VERSION" --locked
+fi
+
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  log "installing wasm-pack (about 5 minutes, once)"
+  cargo install wasm-pack --locked
+fi

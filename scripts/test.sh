@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Every test nsqlab has: formatting, lints, native tests, the core in WebAssembly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+export CARGO_TERM_COLOR=never
+
+step "format"
+cargo fmt --all --check
+
+step "clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+step "the core builds for wasm32-unknown-unknown and imports nothing from the host"
+cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release
+cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release --example wasm_probe
+node scripts/wasm-imports.cjs target/wasm32-unknown-unknown/release/examples/wasm_probe.wasm
+
+step "native tests (SIM_SEEDS=${SIM_SEEDS:-10000} simulation seeds)"
+cargo test --workspace --locked 2>&1 | tee target/test-native.log
+summary() { grep -E '^test result:' target/test-native.log | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}'; }
+
+step "core tests in WebAssembly (wasm-pack test --node core)"
+wasm-pack test --node core 2>&1 | tee target/test-wasm.log
+grep -E '^test result: ok' target/test-wasm.log >/dev/null
+
+step "summary"
+echo "native: $(summary)"
