@@ -87,6 +87,8 @@ pub struct Broker {
     dirty: VecDeque<ClientId>,
     events: VecDeque<Event>,
     scan: ScanState,
+    /// Reused list of a topic's channels while routing (no allocation per message).
+    scratch: Vec<ChannelId>,
 }
 
 impl Broker {
@@ -106,6 +108,7 @@ impl Broker {
             dirty: VecDeque::new(),
             events: VecDeque::new(),
             scan: ScanState::default(),
+            scratch: Vec::new(),
         };
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
@@ -338,7 +341,9 @@ impl Broker {
                 return Err(AdminError::InvalidDefer);
             }
         }
-        Ok(self.publish_inner(now, topic, bodies, defer, None))
+        let mut ids = Vec::with_capacity(bodies.len());
+        self.publish_inner(now, topic, bodies.into_iter(), defer, None, Some(&mut ids));
+        Ok(ids)
     }
 
     pub fn create_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
@@ -506,6 +511,17 @@ impl Broker {
         }
     }
 
+    /// Emit an event about channel `ch`, building it only when events are on (the per-message
+    /// path must not pay for events nobody reads).
+    #[inline]
+    fn emit_ch(&mut self, at: Time, ch: ChannelId, f: impl FnOnce(Name, Name) -> EventKind) {
+        if self.opts.events {
+            let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
+            let kind = f(c.topic.clone(), c.name.clone());
+            self.events.push_back(Event { at, kind });
+        }
+    }
+
     fn topic_name(&self, topic: &str) -> Result<Name, AdminError> {
         if !is_valid_name(topic) {
             return Err(AdminError::InvalidTopic);
@@ -584,13 +600,13 @@ impl Broker {
         &mut self,
         now: Time,
         topic: &str,
-        bodies: Vec<Body>,
+        bodies: impl ExactSizeIterator<Item = Body>,
         defer: Option<Nanos>,
         from: Option<ClientId>,
-    ) -> Vec<MessageId> {
+        mut ids: Option<&mut Vec<MessageId>>,
+    ) {
         let name = self.get_or_create_topic(now, topic);
         let due = defer.filter(|&d| d > 0).map(|d| now.saturating_add(d));
-        let mut ids = Vec::with_capacity(bodies.len());
         let n = bodies.len() as u64;
         for body in bodies {
             let t = self.topics.get_mut(&name).expect("topic exists");
@@ -599,29 +615,46 @@ impl Broker {
             t.message_bytes += body.len() as u64;
             let size = body.len();
             let msg = Message::new(id, now, body);
-            ids.push(id);
-            self.emit(
-                now,
-                EventKind::Published {
-                    topic: name.clone(),
-                    id,
-                    size,
-                    due,
-                    client: from,
-                },
-            );
+            if let Some(ids) = ids.as_deref_mut() {
+                ids.push(id);
+            }
+            if self.opts.events {
+                let topic = name.clone();
+                self.emit(
+                    now,
+                    EventKind::Published {
+                        topic,
+                        id,
+                        size,
+                        due,
+                        client: from,
+                    },
+                );
+            }
             self.route(now, &name, msg, due, false);
         }
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
-                *c.pub_counts.entry(name.clone()).or_default() += n;
+                match c.pub_counts.get_mut(&name) {
+                    Some(count) => *count += n,
+                    None => {
+                        c.pub_counts.insert(name.clone(), n);
+                    }
+                }
             }
         }
-        let chans: Vec<ChannelId> = self.topics[&name].channels.values().copied().collect();
-        for ch in chans {
+        self.pump_topic(now, &name);
+    }
+
+    /// Deliver what a topic's channels can send now.
+    fn pump_topic(&mut self, now: Time, topic: &Name) {
+        let mut chans = std::mem::take(&mut self.scratch);
+        chans.clear();
+        chans.extend(self.topics[topic].channels.values().copied());
+        for &ch in &chans {
             self.pump(now, ch);
         }
-        ids
+        self.scratch = chans;
     }
 
     /// Hand a message to the topic's channels, or hold it in the topic.
@@ -648,14 +681,17 @@ impl Broker {
             );
             return;
         }
-        let chans: Vec<ChannelId> = t.channels.values().copied().collect();
-        for ch in chans {
+        let mut chans = std::mem::take(&mut self.scratch);
+        chans.clear();
+        chans.extend(t.channels.values().copied());
+        for &ch in &chans {
             self.ch(ch).message_count += 1;
             self.enter_channel(now, ch, msg.clone(), due);
             if pump {
                 self.pump(now, ch);
             }
         }
+        self.scratch = chans;
     }
 
     /// A message enters a channel: deferred if it is not due yet, else queued.
@@ -665,16 +701,12 @@ impl Broker {
                 let c = self.ch(ch);
                 let id = msg.id;
                 c.deferred.push(due, msg);
-                let (topic, channel) = (c.topic.clone(), c.name.clone());
-                self.emit(
-                    now,
-                    EventKind::Deferred {
-                        topic,
-                        channel,
-                        id,
-                        due,
-                    },
-                );
+                self.emit_ch(now, ch, |topic, channel| EventKind::Deferred {
+                    topic,
+                    channel,
+                    id,
+                    due,
+                });
                 self.drain_heap_trace(now, ch);
                 self.rearm_channel(ch);
             }
@@ -697,16 +729,12 @@ impl Broker {
         } else {
             Place::Memory
         };
-        let (topic, channel) = (c.topic.clone(), c.name.clone());
-        self.emit(
-            now,
-            EventKind::Queued {
-                topic,
-                channel,
-                id,
-                place,
-            },
-        );
+        self.emit_ch(now, ch, |topic, channel| EventKind::Queued {
+            topic,
+            channel,
+            id,
+            place,
+        });
     }
 
     /// Hand held topic messages to its channels, if it has some and is not paused.
@@ -720,10 +748,7 @@ impl Broker {
             let due = t.held_due.remove(&msg.id);
             self.route(now, topic, msg, due, false);
         }
-        let chans: Vec<ChannelId> = self.topics[topic].channels.values().copied().collect();
-        for ch in chans {
-            self.pump(now, ch);
-        }
+        self.pump_topic(now, topic);
     }
 
     /// Send queued messages to ready clients, round-robin, as long as both last.
@@ -862,17 +887,13 @@ impl Broker {
                 break;
             };
             dirty = true;
-            let (topic, channel) = (c.topic.clone(), c.name.clone());
             let (id, due) = (e.item.id, e.key);
-            self.emit(
-                now,
-                EventKind::BecameDue {
-                    topic,
-                    channel,
-                    id,
-                    due,
-                },
-            );
+            self.emit_ch(now, ch, |topic, channel| EventKind::BecameDue {
+                topic,
+                channel,
+                id,
+                due,
+            });
             self.queue(now, ch, e.item);
         }
         loop {
@@ -882,21 +903,17 @@ impl Broker {
             };
             dirty = true;
             c.timeout_count += 1;
-            let (topic, channel) = (c.topic.clone(), c.name.clone());
             let InFlight { msg, client, .. } = e.item;
             if let Some(cl) = self.clients.get_mut(&client) {
                 cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
             }
             let id = msg.id;
-            self.emit(
-                now,
-                EventKind::TimedOut {
-                    topic,
-                    channel,
-                    id,
-                    client,
-                },
-            );
+            self.emit_ch(now, ch, |topic, channel| EventKind::TimedOut {
+                topic,
+                channel,
+                id,
+                client,
+            });
             self.queue(now, ch, msg);
         }
         if dirty {
@@ -1096,12 +1113,12 @@ impl Broker {
             }
             Command::Sub { topic, channel } => self.sub(now, id, &topic, &channel),
             Command::Pub { topic, body } => {
-                self.publish_inner(now, &topic, vec![body], None, Some(id));
+                self.publish_inner(now, &topic, std::iter::once(body), None, Some(id), None);
                 self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
                 Ok(())
             }
             Command::Mpub { topic, bodies } => {
-                self.publish_inner(now, &topic, bodies, None, Some(id));
+                self.publish_inner(now, &topic, bodies.into_iter(), None, Some(id), None);
                 self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
                 Ok(())
             }
@@ -1111,7 +1128,14 @@ impl Broker {
                 body,
             } => {
                 let defer = defer_ms.saturating_mul(MILLISECOND);
-                self.publish_inner(now, &topic, vec![body], Some(defer), Some(id));
+                self.publish_inner(
+                    now,
+                    &topic,
+                    std::iter::once(body),
+                    Some(defer),
+                    Some(id),
+                    None,
+                );
                 self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
                 Ok(())
             }
@@ -1271,19 +1295,15 @@ impl Broker {
         })?;
         let c = self.ch(ch);
         c.in_flight.remove(mid.0);
-        let (topic, channel) = (c.topic.clone(), c.name.clone());
         let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.finish_count += 1;
-        self.emit(
-            now,
-            EventKind::Finished {
-                topic,
-                channel,
-                id: mid,
-                client: id,
-            },
-        );
+        self.emit_ch(now, ch, |topic, channel| EventKind::Finished {
+            topic,
+            channel,
+            id: mid,
+            client: id,
+        });
         self.drain_heap_trace(now, ch);
         self.rearm_channel(ch);
         self.pump(now, ch);

@@ -145,17 +145,14 @@ impl<T: HeapItem> PQueue<T> {
         self.next_seq += 1;
         let at = self.heap.len();
         let id = item.heap_id();
-        if let Some(ix) = &mut self.index {
-            let prev = ix.insert(id, at as u32);
-            debug_assert!(prev.is_none(), "duplicate heap id {id}");
-        }
+        debug_assert!(!self.contains(id), "duplicate heap id {id}");
         self.heap.push(Entry { key, seq, item });
         self.record(HeapOp::Push {
             id: MessageId(id),
             key,
             at,
         });
-        self.sift_up(at)
+        self.sift(at)
     }
 
     /// Remove and return the entry due first.
@@ -195,8 +192,7 @@ impl<T: HeapItem> PQueue<T> {
             key,
             at,
         });
-        let at = self.sift_up(at);
-        self.sift_down(at);
+        self.sift(at);
         true
     }
 
@@ -246,9 +242,7 @@ impl<T: HeapItem> PQueue<T> {
         }
         if at != last {
             self.record(HeapOp::Move { from: last, to: at });
-            self.set_index(at);
-            let at = self.sift_up(at);
-            self.sift_down(at);
+            self.sift(at);
         }
         entry
     }
@@ -267,11 +261,16 @@ impl<T: HeapItem> PQueue<T> {
         }
     }
 
-    fn swap(&mut self, child: usize, parent: usize) {
-        self.heap.swap(child, parent);
-        self.set_index(child);
-        self.set_index(parent);
-        self.record(HeapOp::Swap { child, parent });
+    /// Move the entry at `at` up or down to its place. Displaced entries get their index
+    /// updated as they move; the sifted entry once, at its final place.
+    fn sift(&mut self, at: usize) -> usize {
+        let end = if at > 0 && self.less(at, (at - 1) / 2) {
+            self.sift_up(at)
+        } else {
+            self.sift_down(at)
+        };
+        self.set_index(end);
+        end
     }
 
     fn sift_up(&mut self, mut at: usize) -> usize {
@@ -280,7 +279,9 @@ impl<T: HeapItem> PQueue<T> {
             if !self.less(at, parent) {
                 break;
             }
-            self.swap(at, parent);
+            self.heap.swap(at, parent);
+            self.set_index(at);
+            self.record(HeapOp::Swap { child: at, parent });
             at = parent;
         }
         at
@@ -298,7 +299,12 @@ impl<T: HeapItem> PQueue<T> {
             if !self.less(c, at) {
                 return at;
             }
-            self.swap(c, at);
+            self.heap.swap(c, at);
+            self.set_index(at);
+            self.record(HeapOp::Swap {
+                child: c,
+                parent: at,
+            });
             at = c;
         }
     }

@@ -61,6 +61,35 @@ fn fatal(code: &'static str, text: impl Into<String>) -> ProtocolError {
     ProtocolError::fatal(code, text)
 }
 
+/// A command line split on single spaces. No command reads more than three parameters, so
+/// the rest are only counted (AUTH checks the exact count); no allocation per command.
+struct Params<'a> {
+    items: [&'a [u8]; 4],
+    len: usize,
+}
+
+impl<'a> Params<'a> {
+    fn split(line: &'a [u8]) -> Self {
+        let mut p = Params {
+            items: [&[]; 4],
+            len: 0,
+        };
+        for part in line.split(|&c| c == b' ') {
+            if p.len < 4 {
+                p.items[p.len] = part;
+            }
+            p.len += 1;
+        }
+        p
+    }
+
+    /// The parameters as a slice: up to four are kept, enough for every check nsqd makes
+    /// (a fifth parameter only matters to AUTH's `!= 1`, which the length of 4 still fails).
+    fn as_slice(&self) -> &[&'a [u8]] {
+        &self.items[..self.len.min(4)]
+    }
+}
+
 /// nsqd's `protocol.ByteToBase10`: decimal digits only, wrapping on overflow.
 fn base10(b: &[u8]) -> Option<u64> {
     if b.is_empty() {
@@ -107,7 +136,8 @@ pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
         line = rest;
     }
     let body_at = nl + 1;
-    let params: Vec<&[u8]> = line.split(|&c| c == b' ').collect();
+    let params = Params::split(line);
+    let params = params.as_slice();
     let name = params[0];
 
     if name == b"IDENTIFY" {
@@ -120,22 +150,22 @@ pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
         ));
     }
     match name {
-        b"FIN" => fin(&params, ctx, body_at),
-        b"RDY" => rdy(&params, ctx, body_at),
-        b"REQ" => req(&params, ctx, body_at),
-        b"PUB" => publish(buf, &params, body_at, ctx),
-        b"MPUB" => mpub(buf, &params, body_at, ctx),
-        b"DPUB" => dpub(buf, &params, body_at, ctx),
+        b"FIN" => fin(params, ctx, body_at),
+        b"RDY" => rdy(params, ctx, body_at),
+        b"REQ" => req(params, ctx, body_at),
+        b"PUB" => publish(buf, params, body_at, ctx),
+        b"MPUB" => mpub(buf, params, body_at, ctx),
+        b"DPUB" => dpub(buf, params, body_at, ctx),
         b"NOP" => Ok(Decoded::Command(Command::Nop, body_at)),
-        b"TOUCH" => touch(&params, ctx, body_at),
-        b"SUB" => sub(&params, ctx, body_at),
+        b"TOUCH" => touch(params, ctx, body_at),
+        b"SUB" => sub(params, ctx, body_at),
         b"CLS" => {
             if ctx.state != ClientState::Subscribed {
                 return Err(fatal("E_INVALID", "cannot CLS in current state"));
             }
             Ok(Decoded::Command(Command::Cls, body_at))
         }
-        b"AUTH" => auth(buf, &params, body_at, ctx),
+        b"AUTH" => auth(buf, params, body_at, ctx),
         _ => Err(fatal(
             "E_INVALID",
             format!("invalid command {}", lossy(name)),
@@ -292,12 +322,12 @@ fn req(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
 }
 
 /// A `[4-byte size][body]` message body, with nsqd's PUB/DPUB checks.
-fn message_body(
-    buf: &[u8],
+fn message_body<'b>(
+    buf: &'b [u8],
     at: usize,
     cmd: &str,
     ctx: &DecodeContext<'_>,
-) -> Result<Option<(Vec<u8>, usize)>, ProtocolError> {
+) -> Result<Option<(&'b [u8], usize)>, ProtocolError> {
     let Some(len) = read_len(buf, at) else {
         return Ok(None);
     };
@@ -315,7 +345,7 @@ fn message_body(
         ));
     }
     let end = at + 4 + len as usize;
-    Ok(buf.get(at + 4..end).map(|b| (b.to_vec(), end)))
+    Ok(buf.get(at + 4..end).map(|b| (b, end)))
 }
 
 fn publish(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res {
