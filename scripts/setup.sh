@@ -23,3 +23,12 @@ if ! command -v wasm-pack >/dev/null 2>&1; then
   log "installing wasm-pack (about 5 minutes, once)"
   cargo install wasm-pack --locked
 fi
+
+# Real NSQ client libraries for the interop tests, from PyPI (unchanged).
+VENV=target/venv-interop
+if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import nsq' 2>/dev/null; then
+  log "installing pynsq into $VENV"
+  mkdir -p target
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q 'pynsq==0.9.1' 'tornado>=6,<7'
+fi

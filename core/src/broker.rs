@@ -121,6 +121,11 @@ impl Broker {
         &self.opts
     }
 
+    /// Turn the event stream on or off (a server produces events only while someone listens).
+    pub fn set_events(&mut self, on: bool) {
+        self.opts.events = on;
+    }
+
     /// The latest `now` seen.
     pub fn now(&self) -> Time {
         self.clock.now()

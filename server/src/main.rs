@@ -1,58 +1,59 @@
-//! `nsqlab`: one binary with subcommands named after NSQ's programs.
-//!
-//! The server (`nsqlab nsqd`) is being built; today the binary runs `demo`, which drives the
-//! core through a DPUB's life in virtual time and prints the broker's events.
+//! `nsqlab`: one binary with subcommands named after NSQ's programs. Invoked through a
+//! symlink named `nsqd`, it is `nsqlab nsqd`.
 
-use nsqlab_core::protocol::Command;
-use nsqlab_core::sim::Sim;
-use nsqlab_core::time::{ms, MILLISECOND};
-use nsqlab_core::Options;
+use clap::Parser;
+use nsqlab::nsqd::NsqdArgs;
 
-fn demo() {
-    let opts = Options {
-        heap_trace: true,
-        ..Options::default()
-    };
-    let mut sim = Sim::new(opts, 1);
-    let consumer = sim.connect();
-    sim.send(
-        consumer,
-        &Command::Identify(br#"{"msg_timeout":1000}"#.to_vec()),
+const PROGRAMS: &[&str] = &["nsqd"];
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd      an NSQ daemon (drop-in nsqd v1.3)\n  demo      print a DPUB's life through the core, in virtual time\n  version   print the version"
     );
-    sim.send(
-        consumer,
-        &Command::Sub {
-            topic: "demo".into(),
-            channel: "c".into(),
-        },
-    );
-    sim.send(consumer, &Command::Rdy(1));
-    let producer = sim.connect();
-    for (i, defer) in [300u64, 100, 200].into_iter().enumerate() {
-        sim.send(
-            producer,
-            &Command::Dpub {
-                topic: "demo".into(),
-                defer_ms: defer,
-                body: format!("message {i}").into_bytes().into(),
-            },
-        );
-    }
-    // The consumer never answers: each message times out after 1 s and comes back.
-    sim.advance(ms(2500));
-    for e in &sim.events {
-        let line = serde_json::to_string(&e.kind).unwrap_or_default();
-        println!("{:>8.1} ms  {line}", e.at as f64 / MILLISECOND as f64);
-    }
+    std::process::exit(2);
 }
 
 fn main() {
-    match std::env::args().nth(1).as_deref() {
-        Some("demo") | None => demo(),
-        Some("--version") | Some("version") => println!("nsqlab v{}", nsqlab_core::VERSION),
-        Some(other) => {
-            eprintln!("nsqlab: unknown command {other:?} (try `nsqlab demo`)");
-            std::process::exit(2);
+    let mut args: Vec<String> = std::env::args().collect();
+    let argv0 = std::path::Path::new(&args[0])
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or("nsqlab")
+        .to_string();
+    // Called as `nsqd` (a symlink): behave as `nsqlab nsqd`.
+    let program = if PROGRAMS.contains(&argv0.as_str()) {
+        argv0
+    } else {
+        if args.len() < 2 {
+            usage();
         }
+        args.remove(1)
+    };
+    let rest = nsqlab::cli::normalize(args.into_iter().skip(1));
+    match program.as_str() {
+        "nsqd" => {
+            let parsed = NsqdArgs::parse_from(std::iter::once("nsqd".to_string()).chain(rest));
+            if parsed.version {
+                println!(
+                    "nsqd v{} (built w/nsqlab {})",
+                    nsqlab_core::VERSION,
+                    env!("CARGO_PKG_VERSION")
+                );
+                return;
+            }
+            nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
+                tracing::error!("{e:#}");
+                eprintln!("nsqd: {e:#}");
+                std::process::exit(1);
+            }
+        }
+        "demo" => nsqlab::demo::run(),
+        "version" | "--version" => println!("nsqlab v{}", env!("CARGO_PKG_VERSION")),
+        _ => usage(),
     }
 }

@@ -1,1 +1,359 @@
-//! Shared helpers for the black-box tests.
+//! Helpers for black-box tests: start the real `nsqlab` binary the way NSQ client test
+//! harnesses start nsqd (a symlink named `nsqd`, single-dash flags, port 0, then read the
+//! `TCP: listening on` / `HTTP: listening on` lines), and speak raw bytes to it.
+
+use nsqlab_core::protocol::{decode_frame, Frame};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// The workspace's target directory.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// The `nsqlab` binary, built once if needed (`NSQLAB_BIN` overrides).
+pub fn binary() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("NSQLAB_BIN") {
+            return PathBuf::from(p);
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-q", "-p", "nsqlab", "--bin", "nsqlab"])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building nsqlab failed");
+        target_dir().join("debug/nsqlab")
+    })
+    .clone()
+}
+
+/// A symlink to the binary named `name` (e.g. `nsqd`) in a fresh temp directory.
+pub fn symlink_as(name: &str) -> (tempdir::TempDir, PathBuf) {
+    let dir = tempdir::TempDir::new();
+    let link = dir.path().join(name);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(binary(), &link).expect("symlink");
+    (dir, link)
+}
+
+/// A minimal temp dir (removed on drop).
+pub mod tempdir {
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    pub struct TempDir(PathBuf);
+
+    impl TempDir {
+        pub fn new() -> TempDir {
+            static N: AtomicU64 = AtomicU64::new(0);
+            let p = std::env::temp_dir().join(format!(
+                "nsqlab-test-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&p).expect("temp dir");
+            TempDir(p)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Default for TempDir {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A running nsqd.
+pub struct Nsqd {
+    child: Child,
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+    /// Log lines after the listening lines.
+    pub log: mpsc::Receiver<String>,
+    _dir: tempdir::TempDir,
+}
+
+impl Nsqd {
+    /// Start `nsqd -tcp-address=127.0.0.1:0 -http-address=127.0.0.1:0 <extra>` through a
+    /// symlink named `nsqd`.
+    pub fn start(extra: &[&str]) -> Nsqd {
+        let (dir, link) = symlink_as("nsqd");
+        let mut child = Command::new(&link)
+            .args(["-tcp-address=127.0.0.1:0", "-http-address", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nsqd");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (mut tcp, mut http) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while tcp.is_none() || http.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx
+                .recv_timeout(left)
+                .expect("nsqd printed its listening lines");
+            let addr = |l: &str, tag: &str| -> Option<SocketAddr> {
+                l.split(tag).nth(1).and_then(|a| a.trim().parse().ok())
+            };
+            tcp = tcp.or_else(|| addr(&line, "TCP: listening on "));
+            http = http.or_else(|| addr(&line, "HTTP: listening on "));
+        }
+        Nsqd {
+            child,
+            tcp: tcp.unwrap(),
+            http: http.unwrap(),
+            log: rx,
+            _dir: dir,
+        }
+    }
+
+    /// A raw TCP client that has sent the V2 magic.
+    pub fn client(&self) -> Client {
+        let mut c = Client::connect(self.tcp);
+        c.send(b"  V2");
+        c
+    }
+
+    /// Send SIGTERM and wait for the exit status.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        #[cfg(unix)]
+        unsafe_kill(self.child.id(), 15);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(s) = self.child.try_wait().expect("wait") {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "nsqd did not exit on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// An HTTP request; returns (status, headers lowercased, body).
+    pub fn http(&self, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+        http_request(self.http, method, path, body)
+    }
+}
+
+#[cfg(unix)]
+fn unsafe_kill(pid: u32, sig: i32) {
+    let _ = Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status();
+}
+
+impl Drop for Nsqd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw protocol client.
+pub struct Client {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_nodelay(true).ok();
+        Client {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn send(&mut self, b: &[u8]) {
+        self.stream.write_all(b).expect("write");
+    }
+
+    pub fn cmd(&mut self, c: &nsqlab_core::protocol::Command) {
+        self.send(&c.to_bytes());
+    }
+
+    /// The next frame, or `None` if the server closed the connection (or `timeout` passed).
+    pub fn frame_within(&mut self, timeout: Duration) -> Option<Frame> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some((f, n))) = decode_frame(&self.buf) {
+                self.buf.drain(..n);
+                return Some(f);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            self.stream.set_read_timeout(Some(left)).ok();
+            let mut tmp = [0u8; 65536];
+            match self.stream.read(&mut tmp) {
+                Ok(0) => return None,
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
+    pub fn frame(&mut self) -> Frame {
+        self.frame_within(Duration::from_secs(10)).expect("a frame")
+    }
+
+    /// The next frame's text, prefixed `R:` (response), `E:` (error) or `M:` (message body).
+    pub fn next_text(&mut self) -> String {
+        match self.frame() {
+            Frame::Response(r) => format!("R:{}", String::from_utf8_lossy(&r)),
+            Frame::Error(e) => format!("E:{}", String::from_utf8_lossy(&e)),
+            Frame::Message(m) => format!("M:{}", String::from_utf8_lossy(&m.body)),
+            Frame::Unknown(t, _) => format!("?:{t}"),
+        }
+    }
+
+    /// True once the server has closed the connection (within `timeout`).
+    pub fn closed_within(&mut self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.stream.set_read_timeout(Some(left)).ok();
+            let mut tmp = [0u8; 4096];
+            match self.stream.read(&mut tmp) {
+                Ok(0) => return true,
+                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return false
+                }
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+/// A parsed HTTP/1.1 response.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("JSON body")
+    }
+}
+
+/// A one-shot HTTP/1.1 request with `Connection: close`.
+pub fn http_request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).expect("connect http");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("read http response");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("end of headers");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split(' ').nth(1))
+        .and_then(|c| c.parse().ok())
+        .expect("status line");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers
+        .iter()
+        .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"))
+    {
+        body = dechunk(&body);
+    }
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(nl) = b[i..].windows(2).position(|w| w == b"\r\n") {
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&b[i..i + nl]).unwrap_or("0").trim(), 16)
+                .unwrap_or(0);
+        i += nl + 2;
+        if size == 0 {
+            break;
+        }
+        out.extend_from_slice(&b[i..i + size]);
+        i += size + 2;
+    }
+    out
+}

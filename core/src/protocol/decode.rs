@@ -424,22 +424,51 @@ fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         ));
     }
     // nsqd then reads the messages straight from the stream (the body size is only checked).
-    let Some(count) = read_len(buf, at + 4) else {
-        return Ok(Decoded::Incomplete);
+    match read_mpub(&buf[at + 4..], ctx.limits)? {
+        MpubRead::Done(bodies, n) => Ok(Decoded::Command(
+            Command::Mpub { topic, bodies },
+            at + 4 + n,
+        )),
+        MpubRead::Incomplete(_) => Ok(Decoded::Incomplete),
+    }
+}
+
+/// Where [`read_mpub`] ran out of bytes (nsqd's "failed to read …" errors name it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpubShort {
+    Count,
+    Size(i32),
+    Body(i32),
+}
+
+/// The outcome of [`read_mpub`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MpubRead {
+    /// The bodies and how many bytes they used.
+    Done(Vec<crate::message::Body>, usize),
+    /// More bytes are needed.
+    Incomplete(MpubShort),
+}
+
+/// nsqd's `readMPUB`: `[4-byte count]([4-byte size][body])*`, with its checks and texts.
+/// Shared by MPUB and HTTP `/mpub?binary=true`.
+pub fn read_mpub(buf: &[u8], limits: Limits) -> Result<MpubRead, ProtocolError> {
+    let Some(count) = read_len(buf, 0) else {
+        return Ok(MpubRead::Incomplete(MpubShort::Count));
     };
-    let max_messages = (max_body as i64 - 4) / 5;
+    let max_messages = (limits.max_body_size as i64 - 4) / 5;
     if count <= 0 || count as i64 > max_messages {
         return Err(fatal(
             "E_BAD_BODY",
             format!("MPUB invalid message count {count}"),
         ));
     }
-    let max_msg = ctx.limits.max_msg_size;
-    let mut pos = at + 8;
+    let max_msg = limits.max_msg_size;
+    let mut pos = 4;
     let mut bodies = Vec::with_capacity((count as usize).min(1024));
     for i in 0..count {
         let Some(size) = read_len(buf, pos) else {
-            return Ok(Decoded::Incomplete);
+            return Ok(MpubRead::Incomplete(MpubShort::Size(i)));
         };
         if size <= 0 {
             return Err(fatal(
@@ -455,12 +484,12 @@ fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         }
         let end = pos + 4 + size as usize;
         let Some(b) = buf.get(pos + 4..end) else {
-            return Ok(Decoded::Incomplete);
+            return Ok(MpubRead::Incomplete(MpubShort::Body(i)));
         };
         bodies.push(Arc::from(b));
         pos = end;
     }
-    Ok(Decoded::Command(Command::Mpub { topic, bodies }, pos))
+    Ok(MpubRead::Done(bodies, pos))
 }
 
 /// Used in docs and by tests: a context that allows everything a fresh client may do.

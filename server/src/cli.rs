@@ -1,0 +1,156 @@
+//! Go-style command lines. NSQ's programs use Go's `flag` package, so scripts pass
+//! `-flag value`, `-flag=value`, `--flag value` or `--flag=value`, and booleans as `-flag` or
+//! `-flag=false`. [`normalize`] rewrites single-dash long flags so clap sees `--flag`.
+
+use std::time::Duration;
+
+/// Rewrite `-flag…` to `--flag…` (Go has no short flags); leave values such as `-1` alone.
+pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest_positional = false;
+    for a in args {
+        if rest_positional {
+            out.push(a);
+            continue;
+        }
+        if a == "--" {
+            rest_positional = true;
+            out.push(a);
+        } else if a.len() > 2
+            && a.starts_with('-')
+            && !a.starts_with("--")
+            && a.as_bytes()[1].is_ascii_alphabetic()
+        {
+            out.push(format!("-{a}"));
+        } else if a == "-h" || a == "-help" {
+            out.push("--help".into());
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Parse a Go `time.Duration` string: `300ms`, `1.5h`, `2h45m`, `-1.5s`, `0`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("time: invalid duration {s:?}");
+    let t = s.trim();
+    if t == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let t = t.strip_prefix('+').unwrap_or(t);
+    if t.starts_with('-') {
+        return Err(format!("negative duration {s:?} is not allowed here"));
+    }
+    if t.is_empty() {
+        return Err(bad());
+    }
+    let mut total: f64 = 0.0;
+    let mut rest = t;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        if num_end == 0 {
+            return Err(bad());
+        }
+        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let scale = match unit {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return Err(format!("time: unknown unit {unit:?} in duration {s:?}")),
+        };
+        total += n * scale;
+    }
+    Ok(Duration::from_nanos(total.round() as u64))
+}
+
+/// Go's `Duration.String()`: `1h0m0s`, `1m0s`, `250ms`, `2s`.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos() as u64;
+    if ns == 0 {
+        return "0s".into();
+    }
+    if ns < 1_000_000_000 {
+        return if ns.is_multiple_of(1_000_000) {
+            format!("{}ms", ns / 1_000_000)
+        } else if ns.is_multiple_of(1000) {
+            format!("{}µs", ns / 1000)
+        } else {
+            format!("{ns}ns")
+        };
+    }
+    let (h, rem) = (ns / 3_600_000_000_000, ns % 3_600_000_000_000);
+    let (m, rem) = (rem / 60_000_000_000, rem % 60_000_000_000);
+    let secs = rem as f64 / 1e9;
+    let s = if rem % 1_000_000_000 == 0 {
+        format!("{}s", rem / 1_000_000_000)
+    } else {
+        format!("{}s", format!("{secs:.9}").trim_end_matches('0'))
+    };
+    if h > 0 {
+        format!("{h}h{m}m{s}")
+    } else if m > 0 {
+        format!("{m}m{s}")
+    } else {
+        s
+    }
+}
+
+/// A clap value parser for Go durations.
+pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_flag_forms() {
+        let a = normalize(
+            [
+                "-tcp-address=x",
+                "-max-rdy-count",
+                "-1",
+                "--snappy=false",
+                "-v",
+            ]
+            .map(String::from),
+        );
+        assert_eq!(
+            a,
+            [
+                "--tcp-address=x",
+                "--max-rdy-count",
+                "-1",
+                "--snappy=false",
+                "-v"
+            ]
+        );
+    }
+
+    #[test]
+    fn durations_like_go() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("5x").is_err());
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(format_duration(Duration::from_secs(60)), "1m0s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+    }
+}

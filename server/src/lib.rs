@@ -1,0 +1,11 @@
+//! nsqlab's server side: thin tokio I/O around the sans-IO core.
+//!
+//! - [`nsqd`]: `nsqlab nsqd`, a drop-in nsqd (TCP protocol V2 and the HTTP API).
+//! - [`cli`]: Go-style command lines (`-flag value`, `--flag=value`, …) and durations.
+//! - [`logging`]: nsqd's log line format (client test harnesses parse the listening lines).
+
+pub mod cli;
+pub mod clock;
+pub mod demo;
+pub mod logging;
+pub mod nsqd;

@@ -1,0 +1,97 @@
+//! Logs in nsqd's format: `[nsqd] 2006/01/02 15:04:05.000000 INFO: message`.
+//!
+//! NSQ client test harnesses start nsqd and read its `TCP: listening on …` line, so the
+//! prefix and level tags follow nsqd's `lg` package.
+
+use std::fmt;
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// A tracing formatter that writes nsqd-style lines.
+pub struct NsqFormat {
+    pub prefix: String,
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = z + 719_468;
+    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
+    let doe = (z - era * 146_097) as u64;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe as i64 + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `2006/01/02 15:04:05.000000` in UTC for a Unix time in nanoseconds.
+pub fn timestamp(ns: u64) -> String {
+    let secs = (ns / 1_000_000_000) as i64;
+    let micros = (ns / 1_000) % 1_000_000;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}/{mo:02}/{d:02} {:02}:{:02}:{:02}.{micros:06}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60
+    )
+}
+
+impl<S, N> FormatEvent<S, N> for NsqFormat
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let level = match *event.metadata().level() {
+            Level::ERROR => "ERROR",
+            Level::WARN => "WARNING",
+            Level::INFO => "INFO",
+            Level::DEBUG | Level::TRACE => "DEBUG",
+        };
+        write!(
+            w,
+            "{}{} {level}: ",
+            self.prefix,
+            timestamp(crate::clock::now())
+        )?;
+        ctx.field_format().format_fields(w.by_ref(), event)?;
+        writeln!(w)
+    }
+}
+
+/// Install the nsqd-style logger at `level` (nsqd's `--log-level`).
+pub fn init(prefix: &str, level: &str) {
+    let max = match level.to_ascii_lowercase().as_str() {
+        "debug" => Level::DEBUG,
+        "warn" | "warning" => Level::WARN,
+        "error" | "fatal" => Level::ERROR,
+        _ => Level::INFO,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(max)
+        .with_writer(std::io::stderr)
+        .event_format(NsqFormat {
+            prefix: prefix.to_string(),
+        })
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_like_go() {
+        // 2020-02-29T13:04:05.123456Z
+        let ns = 1_582_981_445_123_456_000u64;
+        assert_eq!(super::timestamp(ns), "2020/02/29 13:04:05.123456");
+    }
+}

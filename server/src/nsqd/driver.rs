@@ -1,0 +1,155 @@
+//! The broker task: the one owner of the core's state.
+//!
+//! Connections and HTTP handlers talk to it over channels; it feeds the core with real time,
+//! sleeps until the core's `poll_timeout()`, and hands each client's output to that client's
+//! connection task. No lock is held on the per-message path.
+
+use bytes::Bytes;
+use nsqlab_core::{Broker, ClientId, Event, Time, Transmit, Upgrade};
+use std::collections::HashMap;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+/// Output for one connection, in order.
+#[derive(Debug)]
+pub enum Out {
+    Data(Vec<u8>),
+    Upgrade(Upgrade),
+    Close,
+}
+
+/// Work to run on the broker task with the current time.
+pub type BrokerJob = Box<dyn FnOnce(&mut Broker, Time) + Send>;
+
+/// A request to the broker task.
+pub enum ToDriver {
+    Connect {
+        remote: String,
+        out: mpsc::UnboundedSender<Out>,
+        reply: oneshot::Sender<ClientId>,
+    },
+    Bytes {
+        client: ClientId,
+        data: Bytes,
+    },
+    Closed {
+        client: ClientId,
+    },
+    /// Run a closure on the broker (HTTP handlers, stats).
+    Call(BrokerJob),
+}
+
+/// A handle to the broker task.
+#[derive(Clone)]
+pub struct DriverHandle {
+    tx: mpsc::Sender<ToDriver>,
+    events: broadcast::Sender<Event>,
+}
+
+impl DriverHandle {
+    pub async fn send(&self, m: ToDriver) -> bool {
+        self.tx.send(m).await.is_ok()
+    }
+
+    /// Run `f` on the broker and return its result.
+    pub async fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = oneshot::channel();
+        let job = Box::new(move |b: &mut Broker, now: Time| {
+            let _ = tx.send(f(b, now));
+        });
+        self.tx.send(ToDriver::Call(job)).await.ok()?;
+        rx.await.ok()
+    }
+
+    /// Subscribe to the broker's events (the live stream). Events are produced only while
+    /// someone listens.
+    pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
+/// Start the broker task; it ends when every handle is dropped.
+pub fn spawn(broker: Broker) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
+    let (tx, rx) = mpsc::channel(4096);
+    let (events, _) = broadcast::channel(65_536);
+    let handle = DriverHandle {
+        tx,
+        events: events.clone(),
+    };
+    let task = tokio::spawn(run(broker, rx, events));
+    (handle, task)
+}
+
+async fn run(
+    mut broker: Broker,
+    mut rx: mpsc::Receiver<ToDriver>,
+    events: broadcast::Sender<Event>,
+) -> Broker {
+    let mut conns: HashMap<ClientId, mpsc::UnboundedSender<Out>> = HashMap::new();
+    loop {
+        broker.set_events(events.receiver_count() > 0);
+        let deadline = broker.poll_timeout();
+        let wait = deadline.map(|t| Duration::from_nanos(t.saturating_sub(crate::clock::now())));
+        tokio::select! {
+            biased;
+            m = rx.recv() => {
+                let Some(m) = m else { break };
+                handle(&mut broker, &mut conns, m);
+                // Take what else is waiting before writing anything out: one wake-up, many inputs.
+                for _ in 0..1024 {
+                    match rx.try_recv() {
+                        Ok(m) => handle(&mut broker, &mut conns, m),
+                        Err(_) => break,
+                    }
+                }
+            }
+            _ = tokio::time::sleep(wait.unwrap_or(Duration::ZERO)), if wait.is_some() => {}
+        }
+        let now = crate::clock::now();
+        if broker.poll_timeout().is_some_and(|t| t <= now) {
+            broker.handle_timeout(now);
+        }
+        while let Some(t) = broker.poll_transmit() {
+            let (client, out) = match t {
+                Transmit::Data { client, data } => (client, Out::Data(data)),
+                Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+                Transmit::Close { client } => (client, Out::Close),
+            };
+            let close = matches!(out, Out::Close);
+            if let Some(tx) = conns.get(&client) {
+                let _ = tx.send(out);
+            }
+            if close {
+                conns.remove(&client);
+            }
+        }
+        while let Some(e) = broker.poll_event() {
+            let _ = events.send(e);
+        }
+    }
+    broker
+}
+
+fn handle(
+    broker: &mut Broker,
+    conns: &mut HashMap<ClientId, mpsc::UnboundedSender<Out>>,
+    m: ToDriver,
+) {
+    let now = crate::clock::now();
+    match m {
+        ToDriver::Connect { remote, out, reply } => {
+            let id = broker.connect(now, remote);
+            conns.insert(id, out);
+            let _ = reply.send(id);
+        }
+        ToDriver::Bytes { client, data } => broker.handle_bytes(now, client, &data),
+        ToDriver::Closed { client } => {
+            conns.remove(&client);
+            broker.disconnect(now, client);
+        }
+        ToDriver::Call(f) => f(broker, now),
+    }
+}

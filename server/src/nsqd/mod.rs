@@ -1,0 +1,114 @@
+//! `nsqlab nsqd`: the server. Binds the TCP and HTTP listeners, starts the broker task, and
+//! shuts down cleanly on SIGINT/SIGTERM.
+
+pub mod driver;
+pub mod http;
+pub mod options;
+pub mod tcp;
+
+pub use options::NsqdArgs;
+
+use anyhow::Context;
+use nsqlab_core::Broker;
+use std::net::SocketAddr;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// What a running server bound to.
+#[derive(Debug, Clone)]
+pub struct Bound {
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+}
+
+/// Run nsqd until a signal arrives.
+pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let server = start(args, shutdown_rx).await?;
+    wait_for_signal().await;
+    tracing::info!("TCP: closing {}", server.bound.tcp);
+    let _ = shutdown_tx.send(true);
+    server.finish().await;
+    Ok(())
+}
+
+/// A started server.
+pub struct Server {
+    pub bound: Bound,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Server {
+    async fn finish(self) {
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        tracing::info!("exiting");
+    }
+}
+
+/// Bind and start everything; stop when `shutdown` flips to true.
+pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::Result<Server> {
+    args.validate().map_err(anyhow::Error::msg)?;
+    tracing::info!(
+        "nsqd v{} (built w/nsqlab {})",
+        nsqlab_core::VERSION,
+        env!("CARGO_PKG_VERSION")
+    );
+    let opts = args.core_options();
+    tracing::info!("ID: {}", opts.node_id);
+    let now = crate::clock::now();
+    let broker = Broker::new(opts, now, now);
+    let (driver, broker_task) = driver::spawn(broker);
+
+    let tcp = TcpListener::bind(&args.tcp_address)
+        .await
+        .with_context(|| format!("listen ({}) failed", args.tcp_address))?;
+    let tcp_addr = tcp.local_addr()?;
+    tracing::info!("TCP: listening on {tcp_addr}");
+    let http = TcpListener::bind(&args.http_address)
+        .await
+        .with_context(|| format!("listen ({}) failed", args.http_address))?;
+    let http_addr = http.local_addr()?;
+    tracing::info!("HTTP: listening on {http_addr}");
+    let bound = Bound {
+        tcp: tcp_addr,
+        http: http_addr,
+    };
+
+    let info = http::ServerInfo::new(&args, &bound, crate::clock::now());
+    let mut tasks = Vec::new();
+    tasks.push(tokio::spawn(tcp::serve(
+        tcp,
+        driver.clone(),
+        shutdown.clone(),
+    )));
+    tasks.push(tokio::spawn(http::serve(
+        http,
+        driver.clone(),
+        info,
+        shutdown.clone(),
+    )));
+    drop(driver);
+    tasks.push(tokio::spawn(async move {
+        let _ = broker_task.await;
+    }));
+    Ok(Server { bound, tasks })
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => {},
+            _ = int.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

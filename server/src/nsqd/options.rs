@@ -1,0 +1,264 @@
+//! nsqd v1.3's flags, with its defaults, as clap arguments (see [`crate::cli`] for the Go
+//! flag forms), and their mapping onto the core's [`nsqlab_core::Options`].
+
+use crate::cli::duration_arg;
+use clap::{ArgAction, Parser};
+use std::time::Duration;
+
+fn hostname() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// `nsqlab nsqd`: a drop-in nsqd.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "nsqd",
+    disable_version_flag = true,
+    about = "nsqlab nsqd: an NSQ daemon"
+)]
+pub struct NsqdArgs {
+    /// print version string
+    #[arg(long, action = ArgAction::SetTrue)]
+    pub version: bool,
+    /// path to config file
+    #[arg(long)]
+    pub config: Option<String>,
+    /// set log verbosity: debug, info, warn, error, or fatal
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// log message prefix
+    #[arg(long, default_value = "[nsqd] ")]
+    pub log_prefix: String,
+    /// [deprecated] has no effect, use --log-level
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub verbose: Option<bool>,
+
+    /// unique part for message IDs, (int) in range [0,1024) (default is hash of hostname)
+    #[arg(long)]
+    pub node_id: Option<i64>,
+    /// [deprecated] use --node-id
+    #[arg(long)]
+    pub worker_id: Option<i64>,
+
+    /// <addr>:<port> to listen on for TCP clients
+    #[arg(long, default_value = "0.0.0.0:4150")]
+    pub tcp_address: String,
+    /// <addr>:<port> to listen on for HTTP clients
+    #[arg(long, default_value = "0.0.0.0:4151")]
+    pub http_address: String,
+    /// <addr>:<port> to listen on for HTTPS clients
+    #[arg(long, default_value = "0.0.0.0:4152")]
+    pub https_address: String,
+    /// address that will be registered with lookupd (defaults to the OS hostname)
+    #[arg(long)]
+    pub broadcast_address: Option<String>,
+    /// TCP port that will be registered with lookupd (defaults to the TCP port)
+    #[arg(long, default_value_t = 0)]
+    pub broadcast_tcp_port: u16,
+    /// HTTP port that will be registered with lookupd (defaults to the HTTP port)
+    #[arg(long, default_value_t = 0)]
+    pub broadcast_http_port: u16,
+    /// lookupd TCP address (may be given multiple times)
+    #[arg(long, action = ArgAction::Append)]
+    pub lookupd_tcp_address: Vec<String>,
+    /// timeout for HTTP connect
+    #[arg(long, default_value = "2s", value_parser = duration_arg)]
+    pub http_client_connect_timeout: Duration,
+    /// timeout for HTTP request
+    #[arg(long, default_value = "5s", value_parser = duration_arg)]
+    pub http_client_request_timeout: Duration,
+
+    /// path to store disk-backed messages
+    #[arg(long, default_value = "")]
+    pub data_path: String,
+    /// number of messages to keep in memory (per topic/channel)
+    #[arg(long, default_value_t = 10_000)]
+    pub mem_queue_size: i64,
+    /// number of bytes per diskqueue file before rolling
+    #[arg(long, default_value_t = 100 * 1024 * 1024)]
+    pub max_bytes_per_file: i64,
+    /// number of messages per diskqueue fsync
+    #[arg(long, default_value_t = 2500)]
+    pub sync_every: i64,
+    /// duration of time per diskqueue fsync
+    #[arg(long, default_value = "2s", value_parser = duration_arg)]
+    pub sync_timeout: Duration,
+
+    /// max concurrency for checking in-flight and deferred message timeouts (nsqlab: unused, timers are exact)
+    #[arg(long, default_value_t = 4)]
+    pub queue_scan_worker_pool_max: i64,
+    /// number of channels to check per cycle (every 100ms) for in-flight and deferred timeouts
+    #[arg(long, default_value_t = 20)]
+    pub queue_scan_selection_count: i64,
+
+    /// default duration to wait before auto-requeing a message
+    #[arg(long, default_value = "1m0s", value_parser = duration_arg)]
+    pub msg_timeout: Duration,
+    /// maximum duration before a message will timeout
+    #[arg(long, default_value = "15m0s", value_parser = duration_arg)]
+    pub max_msg_timeout: Duration,
+    /// maximum size of a single message in bytes
+    #[arg(long, default_value_t = 1024 * 1024)]
+    pub max_msg_size: i64,
+    /// maximum requeuing timeout for a message
+    #[arg(long, default_value = "1h0m0s", value_parser = duration_arg)]
+    pub max_req_timeout: Duration,
+    /// maximum size of a single command body
+    #[arg(long, default_value_t = 5 * 1024 * 1024)]
+    pub max_body_size: i64,
+
+    /// maximum client configurable duration of time between client heartbeats
+    #[arg(long, default_value = "1m0s", value_parser = duration_arg)]
+    pub max_heartbeat_interval: Duration,
+    /// maximum RDY count for a client
+    #[arg(long, default_value_t = 2500)]
+    pub max_rdy_count: i64,
+    /// maximum client configurable size (in bytes) for a client output buffer
+    #[arg(long, default_value_t = 64 * 1024)]
+    pub max_output_buffer_size: i64,
+    /// maximum client configurable duration of time between flushing to a client
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub max_output_buffer_timeout: Duration,
+    /// minimum client configurable duration of time between flushing to a client
+    #[arg(long, default_value = "25ms", value_parser = duration_arg)]
+    pub min_output_buffer_timeout: Duration,
+    /// default duration of time between flushing data to clients
+    #[arg(long, default_value = "250ms", value_parser = duration_arg)]
+    pub output_buffer_timeout: Duration,
+    /// maximum channel consumer connection count per nsqd instance (default 0, i.e., unlimited)
+    #[arg(long, default_value_t = 0)]
+    pub max_channel_consumers: i64,
+
+    /// UDP <addr>:<port> of a statsd daemon for pushing stats
+    #[arg(long, default_value = "")]
+    pub statsd_address: String,
+    /// duration between pushing to statsd
+    #[arg(long, default_value = "1m0s", value_parser = duration_arg)]
+    pub statsd_interval: Duration,
+    /// toggle sending memory and GC stats to statsd
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub statsd_mem_stats: bool,
+    /// prefix used for keys sent to statsd (%s for host replacement)
+    #[arg(long, default_value = "nsq.%s")]
+    pub statsd_prefix: String,
+    /// the size in bytes of statsd UDP packets
+    #[arg(long, default_value_t = 508)]
+    pub statsd_udp_packet_size: i64,
+    /// exclude ephemeral topics/channels from statsd
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub statsd_exclude_ephemeral: bool,
+
+    /// calculate end to end latency quantiles for this duration of time
+    #[arg(long, default_value = "10m0s", value_parser = duration_arg)]
+    pub e2e_processing_latency_window_time: Duration,
+    /// message processing time percentiles (as float (0, 1.0]) to track (can be specified multiple times or comma separated)
+    #[arg(long, action = ArgAction::Append)]
+    pub e2e_processing_latency_percentile: Vec<String>,
+
+    /// path to certificate file
+    #[arg(long, default_value = "")]
+    pub tls_cert: String,
+    /// path to key file
+    #[arg(long, default_value = "")]
+    pub tls_key: String,
+    /// client certificate auth policy ('require' or 'require-verify')
+    #[arg(long, default_value = "")]
+    pub tls_client_auth_policy: String,
+    /// path to certificate authority file
+    #[arg(long, default_value = "")]
+    pub tls_root_ca_file: String,
+    /// require TLS for client connections (true, false, tcp-https)
+    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub tls_required: String,
+    /// minimal TLS version ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
+    #[arg(long, default_value = "tls1.0")]
+    pub tls_min_version: String,
+
+    /// enable deflate feature negotiation (client compression)
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub deflate: bool,
+    /// max deflate compression level a client can negotiate (> values == > nsqd CPU usage)
+    #[arg(long, default_value_t = 6)]
+    pub max_deflate_level: i64,
+    /// enable snappy feature negotiation (client compression)
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub snappy: bool,
+
+    /// <addr>:<port> or a full url to query auth server (may be given multiple times)
+    #[arg(long, action = ArgAction::Append)]
+    pub auth_http_address: Vec<String>,
+    /// HTTP method to use for auth server requests
+    #[arg(long, default_value = "get")]
+    pub auth_http_request_method: String,
+
+    /// nsqlab: do not serve the visualiser page at GET /
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub no_visualiser: bool,
+}
+
+impl NsqdArgs {
+    /// The node id: the flag, else nsqd's crc32(md5(hostname)) % 1024 — here a stable hash of
+    /// the hostname (FNV-1a), since only its range and stability matter to clients.
+    pub fn node_id(&self) -> u16 {
+        if let Some(id) = self.node_id.or(self.worker_id) {
+            return (id.rem_euclid(1024)) as u16;
+        }
+        let mut h: u32 = 0x811c_9dc5;
+        for b in hostname().bytes() {
+            h ^= b as u32;
+            h = h.wrapping_mul(0x0100_0193);
+        }
+        (h % 1024) as u16
+    }
+
+    pub fn broadcast_address(&self) -> String {
+        self.broadcast_address.clone().unwrap_or_else(hostname)
+    }
+
+    /// Checks nsqd makes at start (its error texts).
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(id) = self.node_id {
+            if !(0..1024).contains(&id) {
+                return Err("--node-id must be [0,1024)".into());
+            }
+        }
+        if !(1..=9).contains(&self.max_deflate_level) {
+            return Err("--max-deflate-level must be [1,9]".into());
+        }
+        Ok(())
+    }
+
+    /// The core's options.
+    pub fn core_options(&self) -> nsqlab_core::Options {
+        let ns = |d: Duration| d.as_nanos() as u64;
+        nsqlab_core::Options {
+            node_id: self.node_id(),
+            mem_queue_size: self.mem_queue_size.max(0) as usize,
+            msg_timeout: ns(self.msg_timeout),
+            max_msg_timeout: ns(self.max_msg_timeout),
+            max_msg_size: self.max_msg_size.max(0) as u64,
+            max_body_size: self.max_body_size.max(0) as u64,
+            max_req_timeout: ns(self.max_req_timeout),
+            max_rdy_count: self.max_rdy_count,
+            max_heartbeat_interval: ns(self.max_heartbeat_interval),
+            max_output_buffer_size: self.max_output_buffer_size,
+            max_output_buffer_timeout: ns(self.max_output_buffer_timeout),
+            min_output_buffer_timeout: ns(self.min_output_buffer_timeout),
+            output_buffer_timeout: ns(self.output_buffer_timeout),
+            max_channel_consumers: self.max_channel_consumers.max(0) as usize,
+            max_deflate_level: self.max_deflate_level as i32,
+            // Compression and TLS upgrades are not implemented by the server yet: don't offer them.
+            deflate: false,
+            snappy: false,
+            tls_enabled: false,
+            tls_required: matches!(self.tls_required.as_str(), "true" | "tcp-https"),
+            auth_enabled: !self.auth_http_address.is_empty(),
+            queue_scan_selection_count: self.queue_scan_selection_count.max(1) as usize,
+            events: false,
+            ..nsqlab_core::Options::default()
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! The real binary over TCP, raw bytes: success frames and error paths with nsqd's exact texts.
+
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_tests::{Client, Nsqd};
+use std::time::Duration;
+
+fn pub_cmd(topic: &str, body: &[u8]) -> Command {
+    Command::Pub {
+        topic: topic.into(),
+        body: body.into(),
+    }
+}
+
+#[test]
+fn publish_subscribe_fin() {
+    let d = Nsqd::start(&[]);
+    let mut p = d.client();
+    p.cmd(&pub_cmd("t", b"hello"));
+    assert_eq!(p.next_text(), "R:OK");
+    p.cmd(&Command::Mpub {
+        topic: "t".into(),
+        bodies: vec![b"a"[..].into(), b"b"[..].into()],
+    });
+    assert_eq!(p.next_text(), "R:OK");
+
+    let mut c = d.client();
+    c.cmd(&Command::Identify(
+        br#"{"feature_negotiation":true,"client_id":"x"}"#.to_vec(),
+    ));
+    let Frame::Response(json) = c.frame() else {
+        panic!("identify reply")
+    };
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["max_rdy_count"], 2500);
+    assert_eq!(v["msg_timeout"], 60000);
+    c.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "c".into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Rdy(10));
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        let Frame::Message(m) = c.frame() else {
+            panic!("message")
+        };
+        assert_eq!(m.attempts, 1);
+        got.push(m.body.to_vec());
+        c.cmd(&Command::Fin(m.id.to_hex()));
+    }
+    assert_eq!(got, vec![b"hello".to_vec(), b"a".to_vec(), b"b".to_vec()]);
+    // FIN of an unknown ID: not fatal.
+    c.cmd(&Command::Fin(*b"0000000000000000"));
+    assert_eq!(
+        c.next_text(),
+        "E:E_FIN_FAILED FIN 0000000000000000 failed ID not in flight"
+    );
+    c.cmd(&Command::Nop);
+    c.cmd(&Command::Cls);
+    assert_eq!(c.next_text(), "R:CLOSE_WAIT");
+    assert_eq!(d.terminate().code(), Some(0), "clean exit on SIGTERM");
+}
+
+#[test]
+fn dpub_waits_for_its_time() {
+    let d = Nsqd::start(&[]);
+    let mut c = d.client();
+    c.cmd(&Command::Sub {
+        topic: "d".into(),
+        channel: "c".into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Rdy(1));
+    let mut p = d.client();
+    let start = std::time::Instant::now();
+    p.cmd(&Command::Dpub {
+        topic: "d".into(),
+        defer_ms: 300,
+        body: b"later"[..].into(),
+    });
+    assert_eq!(p.next_text(), "R:OK");
+    assert_eq!(c.next_text(), "M:later");
+    let waited = start.elapsed();
+    assert!(waited >= Duration::from_millis(300), "early: {waited:?}");
+    assert!(waited < Duration::from_millis(800), "late: {waited:?}");
+}
+
+/// Each case: bytes after the magic, the error frame expected, and whether the connection
+/// closes (fatal).
+#[test]
+fn error_paths_match_nsqd() {
+    let d = Nsqd::start(&["-max-msg-size=100", "-max-body-size=1000"]);
+    let cases: &[(&[u8], &str, bool)] = &[
+        (b"BOGUS\n", "E_INVALID invalid command BOGUS", true),
+        (
+            b"PUB bad!topic\n",
+            "E_BAD_TOPIC PUB topic name \"bad!topic\" is not valid",
+            true,
+        ),
+        (
+            b"MPUB bad!topic\n",
+            "E_BAD_TOPIC E_BAD_TOPIC MPUB topic name \"bad!topic\" is not valid",
+            true,
+        ),
+        (
+            b"PUB t\n\x00\x00\x00\x65",
+            "E_BAD_MESSAGE PUB message too big 101 > 100",
+            true,
+        ),
+        (
+            b"PUB t\n\x7f\xff\xff\xff",
+            "E_BAD_MESSAGE PUB message too big 2147483647 > 100",
+            true,
+        ),
+        (
+            b"PUB t\n\x00\x00\x00\x00",
+            "E_BAD_MESSAGE PUB invalid message body size 0",
+            true,
+        ),
+        (
+            b"MPUB t\n\x00\x00\x04\x00",
+            "E_BAD_BODY MPUB body too big 1024 > 1000",
+            true,
+        ),
+        (
+            b"DPUB t 3600001\n",
+            "E_INVALID DPUB timeout 3600001 out of range 0-3600000",
+            true,
+        ),
+        (
+            b"DPUB t -1\n",
+            "E_INVALID DPUB could not parse timeout -1",
+            true,
+        ),
+        (b"RDY 1\n", "E_INVALID cannot RDY in current state", true),
+        (
+            b"FIN 0123456789abcdef\n",
+            "E_INVALID cannot FIN in current state",
+            true,
+        ),
+        (
+            b"SUB t\n",
+            "E_INVALID SUB insufficient number of parameters",
+            true,
+        ),
+        (
+            b"SUB t c!\n",
+            "E_BAD_CHANNEL SUB channel name \"c!\" is not valid",
+            true,
+        ),
+        (b"CLS\n", "E_INVALID cannot CLS in current state", true),
+        (
+            b"AUTH\n\x00\x00\x00\x01x",
+            "E_AUTH_DISABLED AUTH disabled",
+            true,
+        ),
+        (
+            b"IDENTIFY\n\x00\x00\x00\x1a{\"heartbeat_interval\":100}",
+            "E_BAD_BODY IDENTIFY heartbeat interval (100) is invalid",
+            true,
+        ),
+        (
+            b"IDENTIFY\n\x00\x00\x00\x01{",
+            "E_BAD_BODY IDENTIFY failed to decode JSON body",
+            true,
+        ),
+        (
+            b"IDENTIFY\n\x00\x00\x10\x00",
+            "E_BAD_BODY IDENTIFY body too big 4096 > 1000",
+            true,
+        ),
+    ];
+    for (bytes, want, fatal) in cases {
+        let mut c = d.client();
+        c.send(bytes);
+        assert_eq!(
+            c.next_text(),
+            format!("E:{want}"),
+            "for {:?}",
+            String::from_utf8_lossy(bytes)
+        );
+        assert_eq!(
+            c.closed_within(Duration::from_secs(2)),
+            *fatal,
+            "close after {want}"
+        );
+    }
+    // Subscribed: RDY out of range, REQ/TOUCH of unknown IDs (not fatal).
+    let mut c = d.client();
+    c.send(b"SUB t c\n");
+    assert_eq!(c.next_text(), "R:OK");
+    c.send(b"REQ 0000000000000000 10\nTOUCH 0000000000000000\n");
+    assert_eq!(
+        c.next_text(),
+        "E:E_REQ_FAILED REQ 0000000000000000 failed ID not in flight"
+    );
+    assert_eq!(
+        c.next_text(),
+        "E:E_TOUCH_FAILED TOUCH 0000000000000000 failed ID not in flight"
+    );
+    c.send(b"RDY 2501\n");
+    assert_eq!(
+        c.next_text(),
+        "E:E_INVALID RDY count 2501 out of range 0-2500"
+    );
+    assert!(c.closed_within(Duration::from_secs(2)));
+}
+
+#[test]
+fn bad_magic_and_garbage_do_not_hurt_other_clients() {
+    let d = Nsqd::start(&[]);
+    let mut bad = Client::connect(d.tcp);
+    bad.send(b"GET / HTTP/1.1\r\n\r\n");
+    assert_eq!(bad.next_text(), "E:E_BAD_PROTOCOL");
+    assert!(bad.closed_within(Duration::from_secs(2)));
+
+    // A consumer keeps working while others send junk.
+    let mut c = d.client();
+    c.send(b"SUB g c\nRDY 100\n");
+    assert_eq!(c.next_text(), "R:OK");
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..20 {
+        let mut junk = d.client();
+        let n = 1 + (seed % 3000) as usize;
+        let bytes: Vec<u8> = (0..n)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        junk.send(&bytes);
+    }
+    // A line longer than nsqd's 16 KiB read buffer closes the connection without a frame.
+    let mut long = d.client();
+    long.send(&vec![b'A'; 17_000]);
+    assert!(long.closed_within(Duration::from_secs(5)));
+    assert!(long.frame_within(Duration::from_millis(10)).is_none());
+
+    let mut p = d.client();
+    for i in 0..50 {
+        p.cmd(&pub_cmd("g", format!("m{i}").as_bytes()));
+    }
+    for i in 0..50 {
+        assert_eq!(p.next_text(), "R:OK");
+        assert_eq!(c.next_text(), format!("M:m{i}"));
+    }
+}
+
+#[test]
+fn partial_frames_across_writes() {
+    let d = Nsqd::start(&[]);
+    let mut p = d.client();
+    let bytes = pub_cmd("slow", b"0123456789").to_bytes();
+    for b in &bytes {
+        p.send(std::slice::from_ref(b));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(p.next_text(), "R:OK");
+}
