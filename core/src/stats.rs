@@ -32,8 +32,20 @@ pub struct ClientStats {
     pub deflate: bool,
     pub snappy: bool,
     pub user_agent: String,
-    pub tls: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub authed: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub auth_identity: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub auth_identity_url: String,
+    /// nsqd reports at most one entry (its loop breaks after the first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub pub_counts: Vec<PubCount>,
+    pub tls: bool,
+    pub tls_cipher_suite: String,
+    pub tls_version: String,
+    pub tls_negotiated_protocol: String,
+    pub tls_negotiated_protocol_is_mutual: bool,
     /// The broker's own id for the connection (not in nsqd's JSON).
     #[serde(skip)]
     pub id: ClientId,
@@ -56,7 +68,8 @@ pub struct ChannelStats {
     pub requeue_count: u64,
     pub timeout_count: u64,
     pub client_count: u64,
-    pub clients: Vec<ClientStats>,
+    /// `null` when clients were not asked for, as nsqd.
+    pub clients: Option<Vec<ClientStats>>,
     pub paused: bool,
     pub e2e_processing_latency: E2eLatency,
 }
@@ -83,9 +96,11 @@ pub struct StatsFilter {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Stats {
-    pub topics: Vec<TopicStats>,
-    /// Clients that published but are not subscribed (nsqd's `producers`).
-    pub producers: Vec<ClientStats>,
+    /// `None` when the topic filter names a topic that does not exist (nsqd's `null`).
+    pub topics: Option<Vec<TopicStats>>,
+    /// Clients that have published (nsqd's `producers`); `None` when there are none or
+    /// clients were not asked for (nsqd's `null`).
+    pub producers: Option<Vec<ClientStats>>,
 }
 
 fn state_code(s: ClientState) -> i32 {
@@ -97,7 +112,7 @@ fn state_code(s: ClientState) -> i32 {
 }
 
 impl Broker {
-    fn client_stats(&self, c: &crate::client::Client) -> ClientStats {
+    fn client_stats(&self, c: &crate::client::Client, topic: Option<&str>) -> ClientStats {
         ClientStats {
             client_id: c.identify.client_id.clone(),
             hostname: c.identify.hostname.clone(),
@@ -114,25 +129,47 @@ impl Broker {
             deflate: c.deflate,
             snappy: c.snappy,
             user_agent: c.identify.user_agent.clone(),
-            tls: c.tls,
+            authed: false,
+            auth_identity: String::new(),
+            auth_identity_url: String::new(),
             pub_counts: c
                 .pub_counts
                 .iter()
+                .filter(|(t, _)| topic.is_none_or(|f| f == &***t))
+                .take(1)
                 .map(|(t, n)| PubCount {
                     topic: t.to_string(),
                     count: *n,
                 })
                 .collect(),
+            tls: c.tls,
+            tls_cipher_suite: String::new(),
+            tls_version: String::new(),
+            tls_negotiated_protocol: String::new(),
+            tls_negotiated_protocol_is_mutual: false,
             id: c.id,
         }
     }
 
     /// A stats snapshot.
     pub fn stats(&self, f: &StatsFilter) -> Stats {
+        if let Some(name) = &f.topic {
+            if self.topic(name).is_none() {
+                return Stats {
+                    topics: None,
+                    producers: None,
+                };
+            }
+        }
         let mut topics = Vec::new();
         for t in self.topics() {
             if f.topic.as_deref().is_some_and(|n| n != &*t.name) {
                 continue;
+            }
+            if let Some(ch) = &f.channel {
+                if !t.channels.contains_key(ch.as_str()) {
+                    continue;
+                }
             }
             let mut channels = Vec::new();
             for (name, &id) in &t.channels {
@@ -142,15 +179,13 @@ impl Broker {
                 let Some(c) = self.channel_by_id(id) else {
                     continue;
                 };
-                let clients = if f.include_clients {
+                let clients = f.include_clients.then(|| {
                     c.clients
                         .iter()
                         .filter_map(|id| self.client(*id))
-                        .map(|cl| self.client_stats(cl))
+                        .map(|cl| self.client_stats(cl, f.topic.as_deref()))
                         .collect()
-                } else {
-                    Vec::new()
-                };
+                });
                 channels.push(ChannelStats {
                     channel_name: name.to_string(),
                     depth: c.depth() as u64,
@@ -177,14 +212,17 @@ impl Broker {
                 e2e_processing_latency: E2eLatency::default(),
             });
         }
-        let producers = if f.include_clients {
+        let producers: Vec<ClientStats> = if f.include_clients {
             self.clients()
-                .filter(|c| c.channel.is_none() && !c.pub_counts.is_empty())
-                .map(|c| self.client_stats(c))
+                .filter(|c| !c.pub_counts.is_empty())
+                .map(|c| self.client_stats(c, f.topic.as_deref()))
                 .collect()
         } else {
             Vec::new()
         };
-        Stats { topics, producers }
+        Stats {
+            topics: Some(topics),
+            producers: (!producers.is_empty()).then_some(producers),
+        }
     }
 }

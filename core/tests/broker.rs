@@ -122,7 +122,7 @@ fn in_flight_timeout_redelivers_with_attempts_plus_one() {
     assert_eq!(again.len(), 1, "redelivered exactly at the deadline");
     assert_eq!((again[0].id, again[0].attempts), (first[0].id, 2));
     let st = sim.broker.stats(&StatsFilter::default());
-    assert_eq!(st.topics[0].channels[0].timeout_count, 1);
+    assert_eq!(st.topics.as_ref().unwrap()[0].channels[0].timeout_count, 1);
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
@@ -193,8 +193,15 @@ fn req_requeues_now_or_deferred_and_clamps_delay() {
         include_clients: true,
         ..Default::default()
     });
-    assert_eq!(st.topics[0].channels[0].requeue_count, 2);
-    assert_eq!(st.topics[0].channels[0].clients[0].requeue_count, 2);
+    assert_eq!(st.topics.as_ref().unwrap()[0].channels[0].requeue_count, 2);
+    assert_eq!(
+        st.topics.as_ref().unwrap()[0].channels[0]
+            .clients
+            .as_ref()
+            .unwrap()[0]
+            .requeue_count,
+        2
+    );
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
@@ -472,7 +479,7 @@ fn memory_queue_overflows_to_backend_in_order() {
         publish(&mut sim, p, "t", &i.to_string());
     }
     let st = sim.broker.stats(&StatsFilter::default());
-    let ch = &st.topics[0].channels[0];
+    let ch = &st.topics.as_ref().unwrap()[0].channels[0];
     assert_eq!((ch.depth, ch.backend_depth), (5, 3));
     let c = sub(&mut sim, "t", "c", 10);
     let got: Vec<_> = sim.messages(c).iter().map(|m| m.body.to_vec()).collect();

@@ -298,7 +298,7 @@ impl Checker {
         }
         // The broker's own counts agree with the model.
         let stats = sim.broker.stats(&StatsFilter::default());
-        for t in &stats.topics {
+        for t in stats.topics.iter().flatten() {
             for c in &t.channels {
                 let m = counts
                     .get(&(t.topic_name.clone(), c.channel_name.clone()))

@@ -4,9 +4,14 @@
 //! prefix and level tags follow nsqd's `lg` package.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter;
 use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 
 /// A tracing formatter that writes nsqd-style lines.
 pub struct NsqFormat {
@@ -69,21 +74,56 @@ where
     }
 }
 
+/// nsqd's log levels: DEBUG=1, INFO=2, WARN=3, ERROR=4, FATAL=5 (`/config/log_level` reports the
+/// number).
+static LEVEL: AtomicU8 = AtomicU8::new(2);
+
+/// nsqd's `lg.ParseLogLevel`.
+pub fn parse_level(s: &str) -> Result<u8, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "debug" => Ok(1),
+        "info" => Ok(2),
+        "warn" => Ok(3),
+        "error" => Ok(4),
+        "fatal" => Ok(5),
+        _ => Err(format!(
+            "invalid log level '{s}' (debug, info, warn, error, fatal)"
+        )),
+    }
+}
+
+/// The current level (1–5).
+pub fn level() -> u8 {
+    LEVEL.load(Ordering::Relaxed)
+}
+
+/// Change the level at run time (`PUT /config/log_level`).
+pub fn set_level(l: u8) {
+    LEVEL.store(l, Ordering::Relaxed);
+}
+
+fn rank(l: &Level) -> u8 {
+    match *l {
+        Level::ERROR => 4,
+        Level::WARN => 3,
+        Level::INFO => 2,
+        Level::DEBUG | Level::TRACE => 1,
+    }
+}
+
 /// Install the nsqd-style logger at `level` (nsqd's `--log-level`).
-pub fn init(prefix: &str, level: &str) {
-    let max = match level.to_ascii_lowercase().as_str() {
-        "debug" => Level::DEBUG,
-        "warn" | "warning" => Level::WARN,
-        "error" | "fatal" => Level::ERROR,
-        _ => Level::INFO,
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(max)
+pub fn init(prefix: &str, level: &str) -> Result<(), String> {
+    set_level(parse_level(level)?);
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .event_format(NsqFormat {
             prefix: prefix.to_string(),
         })
-        .try_init();
+        .with_filter(filter::filter_fn(|meta| {
+            rank(meta.level()) >= self::level()
+        }));
+    let _ = tracing_subscriber::registry().with(layer).try_init();
+    Ok(())
 }
 
 #[cfg(test)]

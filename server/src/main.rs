@@ -41,7 +41,13 @@ fn main() {
                 );
                 return;
             }
-            nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level);
+            if let Err(e) = nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level) {
+                eprintln!(
+                    "[nsqd] {} FATAL: failed parsing log_level {e}",
+                    nsqlab::logging::timestamp(nsqlab::clock::now())
+                );
+                std::process::exit(1);
+            }
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

@@ -98,3 +98,180 @@ fn visualiser_can_be_turned_off() {
     let d = Nsqd::start(&["-no-visualiser"]);
     assert_eq!(d.http("GET", "/", b"").status, 404);
 }
+
+#[test]
+fn routing_methods_and_options_as_httprouter() {
+    let d = Nsqd::start(&[]);
+    let r = d.http("GET", "/pub", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (405, r#"{"message":"METHOD_NOT_ALLOWED"}"#)
+    );
+    assert_eq!(r.header("allow"), Some("OPTIONS, POST"));
+    let r = d.http("POST", "/stats", b"");
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, OPTIONS")));
+    let r = d.http("POST", "/config/log_level", b"");
+    assert_eq!(
+        (r.status, r.header("allow")),
+        (405, Some("GET, OPTIONS, PUT"))
+    );
+    let r = d.http("OPTIONS", "/pub", b"");
+    assert_eq!(
+        (r.status, r.body.len(), r.header("allow")),
+        (200, 0, Some("OPTIONS, POST"))
+    );
+    let r = d.http("HEAD", "/ping", b"");
+    assert_eq!(r.status, 405);
+}
+
+#[test]
+fn admin_endpoints_validate_like_nsqd() {
+    let d = Nsqd::start(&[]);
+    for (path, status, msg) in [
+        ("/topic/create?topic=bad!", 400, "INVALID_TOPIC"),
+        ("/topic/empty?topic=x$", 400, "INVALID_TOPIC"),
+        // delete and pause do not validate: an invalid name is just not found.
+        ("/topic/delete?topic=bad!", 404, "TOPIC_NOT_FOUND"),
+        ("/topic/pause?topic=bad!", 404, "TOPIC_NOT_FOUND"),
+        ("/channel/empty", 400, "MISSING_ARG_TOPIC"),
+        ("/channel/empty?topic=t", 400, "MISSING_ARG_CHANNEL"),
+        (
+            "/channel/create?topic=bad!&channel=c",
+            400,
+            "INVALID_ARG_TOPIC",
+        ),
+        (
+            "/channel/create?topic=t&channel=c!",
+            400,
+            "INVALID_ARG_CHANNEL",
+        ),
+        // Channel endpoints need an existing topic, even create.
+        (
+            "/channel/create?topic=missing&channel=c",
+            404,
+            "TOPIC_NOT_FOUND",
+        ),
+    ] {
+        let r = d.http("POST", path, b"");
+        assert_eq!(
+            (r.status, r.text()),
+            (status, format!(r#"{{"message":"{msg}"}}"#)),
+            "{path}"
+        );
+    }
+    let r = d.http("POST", "/topic/create?topic=t", b"");
+    assert_eq!(
+        (r.status, r.body.len(), r.header("content-type")),
+        (200, 0, None)
+    );
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=t&channel=c", b"")
+            .status,
+        200
+    );
+    assert_eq!(
+        d.http("POST", "/channel/delete?topic=t&channel=c", b"")
+            .status,
+        200
+    );
+    assert_eq!(
+        d.http("POST", "/channel/delete?topic=t&channel=c", b"")
+            .status,
+        404
+    );
+}
+
+#[test]
+fn config_reads_and_writes() {
+    let d = Nsqd::start(&["-lookupd-tcp-address=127.0.0.1:4160", "-mem-queue-size=7"]);
+    let r = d.http("GET", "/config/nsqlookupd_tcp_addresses", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, r#"["127.0.0.1:4160"]"#)
+    );
+    assert_eq!(d.http("GET", "/config/mem_queue_size", b"").text(), "7");
+    assert_eq!(
+        d.http("GET", "/config/msg_timeout", b"").text(),
+        "60000000000"
+    );
+    // Strings are raw, not JSON-quoted.
+    assert_eq!(
+        d.http("GET", "/config/tcp_address", b"").text(),
+        "127.0.0.1:0"
+    );
+    assert_eq!(d.http("GET", "/config/log_level", b"").text(), "2");
+    let r = d.http("GET", "/config/nope", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"message":"INVALID_OPTION"}"#)
+    );
+
+    let r = d.http(
+        "PUT",
+        "/config/nsqlookupd_tcp_addresses",
+        br#"["a:1","b:2"]"#,
+    );
+    assert_eq!((r.status, r.text().as_str()), (200, r#"["a:1","b:2"]"#));
+    let r = d.http("PUT", "/config/log_level", b"fatal");
+    assert_eq!((r.status, r.text().as_str()), (200, "5"));
+    let r = d.http("PUT", "/config/log_level", b"loud");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"message":"INVALID_VALUE"}"#)
+    );
+    let r = d.http("PUT", "/config/log_level", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (413, r#"{"message":"INVALID_VALUE"}"#)
+    );
+    let r = d.http("PUT", "/config/msg_timeout", b"1");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"message":"INVALID_OPTION"}"#)
+    );
+}
+
+#[test]
+fn stats_shapes_as_nsqd() {
+    let d = Nsqd::start(&[]);
+    let v = d.http("GET", "/stats?format=json", b"").json();
+    assert_eq!(v["topics"], serde_json::json!([]));
+    assert!(v["producers"].is_null());
+    assert!(v["memory"].is_object());
+    let v = d
+        .http(
+            "GET",
+            "/stats?format=json&include_mem=false&topic=missing",
+            b"",
+        )
+        .json();
+    assert!(v["topics"].is_null() && v.get("memory").is_none());
+
+    let mut c = d.client();
+    c.send(b"SUB t c\nPUB t\n\x00\x00\x00\x01x");
+    assert_eq!(c.next_text(), "R:OK");
+    assert_eq!(c.next_text(), "R:OK");
+    let v = d.http("GET", "/stats?format=json", b"").json();
+    let ch = &v["topics"][0]["channels"][0];
+    assert_eq!(ch["client_count"], 1);
+    assert_eq!(ch["clients"][0]["state"], 3);
+    assert_eq!(ch["clients"][0]["pub_counts"][0]["count"], 1);
+    assert_eq!(v["producers"][0]["pub_counts"][0]["topic"], "t");
+    let v = d
+        .http("GET", "/stats?format=json&include_clients=false", b"")
+        .json();
+    assert!(v["topics"][0]["channels"][0]["clients"].is_null());
+    assert_eq!(v["topics"][0]["channels"][0]["client_count"], 1);
+
+    let text = d.http("GET", "/stats", b"").text();
+    assert!(text.starts_with("nsqd v1.3.0"), "{text}");
+    assert!(text.contains("\nHealth: OK\n"), "{text}");
+    assert!(
+        text.contains(
+            "\nTopics:\n   [t              ] depth: 0     be-depth: 0     msgs: 1        e2e%: \n"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("      [c                        ] depth: 1     be-depth: 0     inflt: 0    def: 0    re-q: 0     timeout: 0     msgs: 1        e2e%: \n"), "{text}");
+    assert!(text.contains("\nProducers:\n   [V2 "), "{text}");
+}

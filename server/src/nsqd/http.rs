@@ -1,28 +1,39 @@
 //! nsqd's HTTP API (v1 responses): `/ping`, `/info`, `/pub`, `/mpub`, `/stats`, topic and
 //! channel administration, `/config/:opt`, and the visualiser page at `/`.
 //!
-//! Every response carries `X-NSQ-Content-Type: nsq; version=1.0`; errors are
-//! `{"message":"CODE"}` with nsqd's status codes.
+//! As nsqd: errors are `{"message":"CODE"}` with its status codes and the header
+//! `X-NSQ-Content-Type: nsq; version=1.0`; a known path with the wrong method is 405 with an
+//! `Allow` header, OPTIONS answers 200 with `Allow`; unknown paths are 404 `NOT_FOUND`.
 
 use super::driver::DriverHandle;
 use super::{Bound, NsqdArgs};
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use nsqlab_core::options::Limits;
 use nsqlab_core::protocol::decode::{read_mpub, MpubRead, MpubShort};
 use nsqlab_core::protocol::is_valid_name;
+use nsqlab_core::stats::{ChannelStats, ClientStats, TopicStats};
 use nsqlab_core::{AdminError, Body, StatsFilter};
 use serde::Serialize;
+use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-/// Facts `/info` and `/stats` report.
+/// A `/config/:opt` value: strings are sent raw, everything else as JSON (as nsqd's V1).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigValue {
+    Str(String),
+    Json(Value),
+}
+
+/// Facts `/info`, `/stats` and `/config` report.
 #[derive(Debug, Clone)]
 pub struct ServerInfo {
     pub version: String,
@@ -39,8 +50,8 @@ pub struct ServerInfo {
     pub limits: Limits,
     pub max_req_timeout: u64,
     pub visualiser: bool,
-    pub lookupd_tcp_addresses: Vec<String>,
-    pub log_level: String,
+    /// Readable options by nsqd's config name, in nsqd's order.
+    pub config: Vec<(String, ConfigValue)>,
 }
 
 impl ServerInfo {
@@ -52,16 +63,8 @@ impl ServerInfo {
                 .ok()
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_default(),
-            http_port: if args.broadcast_http_port != 0 {
-                args.broadcast_http_port
-            } else {
-                bound.http.port()
-            },
-            tcp_port: if args.broadcast_tcp_port != 0 {
-                args.broadcast_tcp_port
-            } else {
-                bound.tcp.port()
-            },
+            http_port: bound.http.port(),
+            tcp_port: bound.tcp.port(),
             start_time: (now / 1_000_000_000) as i64,
             max_heartbeat_interval: args.max_heartbeat_interval.as_nanos() as u64,
             max_output_buffer_size: args.max_output_buffer_size,
@@ -73,8 +76,7 @@ impl ServerInfo {
             },
             max_req_timeout: args.max_req_timeout.as_nanos() as u64,
             visualiser: !args.no_visualiser,
-            lookupd_tcp_addresses: args.lookupd_tcp_address.clone(),
-            log_level: args.log_level.clone(),
+            config: args.config_values(bound),
         }
     }
 }
@@ -83,76 +85,57 @@ impl ServerInfo {
 struct AppState {
     driver: DriverHandle,
     info: Arc<ServerInfo>,
+    /// Options `PUT /config/:opt` can change.
+    lookupd: Arc<Mutex<Vec<String>>>,
 }
 
 const NSQ_CONTENT_TYPE: &str = "nsq; version=1.0";
+const JSON_TYPE: &str = "application/json; charset=utf-8";
+const TEXT_TYPE: &str = "text/plain; charset=utf-8";
 
-/// nsqd's `RespondV1`.
-fn v1(code: StatusCode, body: V1Body) -> Response {
-    let mut headers = HeaderMap::new();
-    headers.insert(
+/// nsqd's `RespondV1`. Go sniffs `text/plain` for a non-empty raw body.
+fn v1(code: StatusCode, content_type: Option<&'static str>, body: Vec<u8>) -> Response {
+    let ct = content_type.or((!body.is_empty()).then_some(TEXT_TYPE));
+    let mut r = Response::new(axum::body::Body::from(body));
+    *r.status_mut() = code;
+    let h = r.headers_mut();
+    h.insert(
         "X-NSQ-Content-Type",
         HeaderValue::from_static(NSQ_CONTENT_TYPE),
     );
-    let bytes = match body {
-        V1Body::Text(t) => {
-            if code != StatusCode::OK {
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json; charset=utf-8"),
-                );
-                format!(r#"{{"message":"{t}"}}"#).into_bytes()
-            } else {
-                headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("text/plain; charset=utf-8"),
-                );
-                t.into_bytes()
-            }
-        }
-        V1Body::Empty => Vec::new(),
-        V1Body::Json(v) => {
-            headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json; charset=utf-8"),
-            );
-            v
-        }
-    };
-    (code, headers, bytes).into_response()
+    if let Some(ct) = ct {
+        h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    r
 }
 
-enum V1Body {
-    Text(String),
-    Empty,
-    Json(Vec<u8>),
+fn ok_text(t: impl Into<String>) -> Response {
+    v1(StatusCode::OK, None, t.into().into_bytes())
 }
 
-fn err(code: u16, text: &str) -> Response {
-    v1(
-        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        V1Body::Text(text.to_string()),
-    )
-}
-
-fn ok_text(t: &str) -> Response {
-    v1(StatusCode::OK, V1Body::Text(t.to_string()))
+fn ok_empty() -> Response {
+    v1(StatusCode::OK, None, Vec::new())
 }
 
 fn json<T: Serialize>(v: &T) -> Response {
     v1(
         StatusCode::OK,
-        V1Body::Json(serde_json::to_vec(v).unwrap_or_default()),
+        Some(JSON_TYPE),
+        serde_json::to_vec(v).unwrap_or_default(),
     )
 }
 
 /// An API error: nsqd's status code and message.
-#[derive(Debug, Clone, Copy)]
-struct ApiErr(u16, &'static str);
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiErr(pub u16, pub &'static str);
 
 impl IntoResponse for ApiErr {
     fn into_response(self) -> Response {
-        err(self.0, self.1)
+        v1(
+            StatusCode::from_u16(self.0).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            Some(JSON_TYPE),
+            format!(r#"{{"message":"{}"}}"#, self.1).into_bytes(),
+        )
     }
 }
 
@@ -160,16 +143,14 @@ type ApiResult = Result<Response, ApiErr>;
 
 const EXITING: ApiErr = ApiErr(503, "EXITING");
 
-/// Go's `url.ParseQuery` into name → values (first value wins where nsqd reads one).
+/// Go's `url.ParseQuery`: name → values.
 fn query(raw: &Option<String>) -> Result<HashMap<String, Vec<String>>, ApiErr> {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     let Some(raw) = raw else { return Ok(m) };
     for part in raw.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=').unwrap_or((part, ""));
-        let dec = |s: &str| -> Result<String, ApiErr> {
-            let s = s.replace('+', " ");
-            percent_decode(&s).ok_or(ApiErr(400, "INVALID_REQUEST"))
-        };
+        let dec =
+            |s: &str| percent_decode(&s.replace('+', " ")).ok_or(ApiErr(400, "INVALID_REQUEST"));
         m.entry(dec(k)?).or_default().push(dec(v)?);
     }
     Ok(m)
@@ -196,7 +177,16 @@ fn first<'a>(q: &'a HashMap<String, Vec<String>>, k: &str) -> Option<&'a str> {
     q.get(k).and_then(|v| v.first()).map(|s| s.as_str())
 }
 
-/// nsqd's `getTopicFromQuery` (the topic is created as a side effect, as in nsqd).
+/// nsqd's `boolParams`: only these four spellings are booleans.
+fn bool_param(v: &str) -> Option<bool> {
+    match v {
+        "true" | "1" => Some(true),
+        "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// nsqd's `getTopicFromQuery` (creates the topic, as nsqd does).
 async fn topic_from_query(
     s: &AppState,
     q: &HashMap<String, Vec<String>>,
@@ -216,12 +206,7 @@ async fn topic_from_query(
 }
 
 async fn ping() -> Response {
-    let mut r = "OK".into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
+    ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response()
 }
 
 async fn info_handler(State(s): State<AppState>) -> Response {
@@ -286,15 +271,6 @@ async fn pub_handler(State(s): State<AppState>, RawQuery(raw): RawQuery, body: B
     publish(&s, topic, vec![Arc::from(&body[..])], defer).await
 }
 
-/// Go's `strconv.ParseBool`.
-fn parse_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
 async fn mpub_handler(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
@@ -306,9 +282,9 @@ async fn mpub_handler(
     }
     let q = query(&raw)?;
     let topic = topic_from_query(&s, &q).await?;
-    // Text mode is the default; an unrecognised `binary` value counts as true.
+    // Text mode is the default; any `binary` value but false/0 means binary (as nsqd).
     let binary = first(&q, "binary")
-        .map(|v| parse_bool(v).unwrap_or(true))
+        .map(|v| bool_param(v).unwrap_or(true))
         .unwrap_or(false);
     let bodies: Vec<Body> = if binary {
         match read_mpub(&body, limits) {
@@ -334,14 +310,55 @@ async fn mpub_handler(
     publish(&s, topic, bodies, None).await
 }
 
+/// Memory figures in nsqd's shape. nsqlab has no garbage collector: the heap fields come from
+/// the process's resident memory, the GC fields are zero.
+#[derive(Serialize)]
+struct MemStats {
+    heap_objects: u64,
+    heap_idle_bytes: u64,
+    heap_in_use_bytes: u64,
+    heap_released_bytes: u64,
+    gc_pause_usec_100: u64,
+    gc_pause_usec_99: u64,
+    gc_pause_usec_95: u64,
+    next_gc_bytes: u64,
+    gc_total_runs: u32,
+}
+
+fn mem_stats() -> MemStats {
+    let rss = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<u64>().ok())
+        })
+        .map(|pages| pages * 4096)
+        .unwrap_or(0);
+    MemStats {
+        heap_objects: 0,
+        heap_idle_bytes: 0,
+        heap_in_use_bytes: rss,
+        heap_released_bytes: 0,
+        gc_pause_usec_100: 0,
+        gc_pause_usec_99: 0,
+        gc_pause_usec_95: 0,
+        next_gc_bytes: 0,
+        gc_total_runs: 0,
+    }
+}
+
 async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     let q = query(&raw)?;
-    let format = first(&q, "format").unwrap_or("text").to_string();
+    let json_format = first(&q, "format") == Some("json");
+    let include_mem = first(&q, "include_mem")
+        .and_then(bool_param)
+        .unwrap_or(true);
     let filter = StatsFilter {
         topic: first(&q, "topic").map(String::from),
         channel: first(&q, "channel").map(String::from),
         include_clients: first(&q, "include_clients")
-            .and_then(parse_bool)
+            .and_then(bool_param)
             .unwrap_or(true),
     };
     let st = s
@@ -349,51 +366,131 @@ async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult 
         .call(move |b, _| b.stats(&filter))
         .await
         .ok_or(EXITING)?;
-    if format == "json" {
+    let mem = include_mem.then(mem_stats);
+    if json_format {
         #[derive(Serialize)]
         struct Out<'a> {
             version: &'a str,
             health: &'a str,
             start_time: i64,
-            topics: &'a [nsqlab_core::stats::TopicStats],
-            producers: &'a [nsqlab_core::stats::ClientStats],
+            topics: &'a Option<Vec<TopicStats>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            memory: Option<MemStats>,
+            producers: &'a Option<Vec<ClientStats>>,
         }
         return Ok(json(&Out {
             version: &s.info.version,
             health: "OK",
             start_time: s.info.start_time,
             topics: &st.topics,
+            memory: mem,
             producers: &st.producers,
         }));
     }
-    let mut out = format!(
-        "nsqd v{}\nstart_time {}\nuptime {}\n",
-        s.info.version,
-        s.info.start_time,
-        uptime(s.info.start_time)
+    Ok(ok_text(stats_text(&s.info, &st, mem.as_ref())))
+}
+
+/// nsqd's `printStats`.
+fn stats_text(info: &ServerInfo, st: &nsqlab_core::Stats, mem: Option<&MemStats>) -> String {
+    use std::fmt::Write;
+    let mut w = String::new();
+    let _ = writeln!(
+        w,
+        "nsqd v{} (built w/nsqlab {})",
+        info.version,
+        env!("CARGO_PKG_VERSION")
     );
-    if st.topics.is_empty() {
-        out.push_str("\nNO_TOPICS\n");
+    let _ = writeln!(w, "start_time {}", rfc3339(info.start_time));
+    let _ = writeln!(w, "uptime {}", uptime(info.start_time));
+    let _ = writeln!(w, "\nHealth: OK");
+    if let Some(m) = mem {
+        let _ = writeln!(w, "\nMemory:");
+        for (k, v) in [
+            ("heap_objects", m.heap_objects),
+            ("heap_idle_bytes", m.heap_idle_bytes),
+            ("heap_in_use_bytes", m.heap_in_use_bytes),
+            ("heap_released_bytes", m.heap_released_bytes),
+            ("gc_pause_usec_100", m.gc_pause_usec_100),
+            ("gc_pause_usec_99", m.gc_pause_usec_99),
+            ("gc_pause_usec_95", m.gc_pause_usec_95),
+            ("next_gc_bytes", m.next_gc_bytes),
+            ("gc_total_runs", m.gc_total_runs as u64),
+        ] {
+            let _ = writeln!(w, "   {k:<25}\t{v}");
+        }
     }
-    for t in &st.topics {
-        out.push_str(&format!(
-            "\n[{:<15}] depth: {:<5} be-depth: {:<5} msgs: {:<8} e2e%: \n",
+    let topics = st.topics.as_deref().unwrap_or_default();
+    if topics.is_empty() {
+        let _ = writeln!(w, "\nTopics: None");
+    } else {
+        let _ = write!(w, "\nTopics:");
+    }
+    for t in topics {
+        let p = if t.paused { "*P " } else { "   " };
+        let _ = writeln!(
+            w,
+            "\n{p}[{:<15}] depth: {:<5} be-depth: {:<5} msgs: {:<8} e2e%: ",
             t.topic_name, t.depth, t.backend_depth, t.message_count
-        ));
+        );
         for c in &t.channels {
-            out.push_str(&format!(
-                "    [{:<25}] depth: {:<5} be-depth: {:<5} inflt: {:<4} def: {:<4} re-q: {:<5} timeout: {:<5} msgs: {:<8} e2e%: \n",
-                c.channel_name, c.depth, c.backend_depth, c.in_flight_count, c.deferred_count, c.requeue_count, c.timeout_count, c.message_count
-            ));
-            for cl in &c.clients {
-                out.push_str(&format!(
-                    "        [V2 {:<21}] state: {} inflt: {:<4} rdy: {:<4} fin: {:<8} re-q: {:<8} msgs: {:<8} connected: {}\n",
-                    cl.client_id, cl.state, cl.in_flight_count, cl.ready_count, cl.finish_count, cl.requeue_count, cl.message_count, uptime(cl.connect_ts)
-                ));
+            channel_line(&mut w, c);
+        }
+    }
+    match st.producers.as_deref() {
+        None | Some([]) => {
+            let _ = writeln!(w, "\nProducers: None");
+        }
+        Some(ps) => {
+            let _ = writeln!(w, "\nProducers:");
+            for p in ps {
+                let _ = writeln!(w, "   {}", client_line(p));
             }
         }
     }
-    Ok(ok_text(&out))
+    w
+}
+
+fn channel_line(w: &mut String, c: &ChannelStats) {
+    use std::fmt::Write;
+    let p = if c.paused { "   *P " } else { "      " };
+    let _ = writeln!(
+        w,
+        "{p}[{:<25}] depth: {:<5} be-depth: {:<5} inflt: {:<4} def: {:<4} re-q: {:<5} timeout: {:<5} msgs: {:<8} e2e%: ",
+        c.channel_name, c.depth, c.backend_depth, c.in_flight_count, c.deferred_count, c.requeue_count, c.timeout_count, c.message_count
+    );
+    for cl in c.clients.iter().flatten() {
+        let _ = writeln!(w, "        {}", client_line(cl));
+    }
+}
+
+/// nsqd's `ClientV2Stats.String()`.
+fn client_line(c: &ClientStats) -> String {
+    let port = c.remote_address.rsplit(':').next().unwrap_or("");
+    let id = format!("{}:{} {}", c.hostname, port, c.user_agent);
+    let connected = uptime(c.connect_ts);
+    if !c.pub_counts.is_empty() {
+        let total: u64 = c.pub_counts.iter().map(|p| p.count).sum();
+        let topics: Vec<String> = c
+            .pub_counts
+            .iter()
+            .map(|p| format!("{}={}", p.topic, p.count))
+            .collect();
+        format!(
+            "[V2 {id:<21}] msgs: {total:<8} topics: {} connected: {connected}",
+            topics.join(",")
+        )
+    } else {
+        format!(
+            "[V2 {id:<21}] state: {} inflt: {:<4} rdy: {:<4} fin: {:<8} re-q: {:<8} msgs: {:<8} connected: {connected}",
+            c.state, c.in_flight_count, c.ready_count, c.finish_count, c.requeue_count, c.message_count
+        )
+    }
+}
+
+fn rfc3339(unix: i64) -> String {
+    let ts = crate::logging::timestamp(unix.max(0) as u64 * 1_000_000_000);
+    // "2006/01/02 15:04:05.000000" → "2006-01-02T15:04:05Z"
+    format!("{}T{}Z", ts[..10].replace('/', "-"), &ts[11..19])
 }
 
 fn uptime(since: i64) -> String {
@@ -401,42 +498,33 @@ fn uptime(since: i64) -> String {
     crate::cli::format_duration(std::time::Duration::from_secs((now - since).max(0) as u64))
 }
 
-/// The query's topic (and channel), validated as nsqd's `getTopicChanFromQuery`.
-fn topic_chan(
-    q: &HashMap<String, Vec<String>>,
-    want_channel: bool,
-) -> Result<(String, String), ApiErr> {
-    let topic = first(q, "topic").ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?;
-    if !is_valid_name(topic) {
-        return Err(ApiErr(400, "INVALID_TOPIC"));
-    }
-    if !want_channel {
-        return Ok((topic.to_string(), String::new()));
-    }
-    let channel = first(q, "channel").ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?;
-    if !is_valid_name(channel) {
-        return Err(ApiErr(400, "INVALID_CHANNEL"));
-    }
-    Ok((topic.to_string(), channel.to_string()))
-}
-
 async fn topic_admin(
     State(s): State<AppState>,
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
-    let (topic, _) = topic_chan(&query(&raw)?, false)?;
+    let q = query(&raw)?;
+    if action == "create" {
+        topic_from_query(&s, &q).await?;
+        return Ok(ok_empty());
+    }
+    let topic = first(&q, "topic")
+        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .to_string();
+    // nsqd validates the name only for `empty`; delete and (un)pause just don't find it.
+    if action == "empty" && !is_valid_name(&topic) {
+        return Err(ApiErr(400, "INVALID_TOPIC"));
+    }
     let r = s
         .driver
         .call(move |b, now| match action.as_str() {
-            "create" => Some(b.create_topic(now, &topic)),
-            "delete" => Some(b.delete_topic(now, &topic)),
-            "empty" => Some(b.empty_topic(now, &topic)),
-            "pause" => Some(b.pause_topic(now, &topic, true)),
-            "unpause" => Some(b.pause_topic(now, &topic, false)),
-            _ => None,
+            "delete" => b.delete_topic(now, &topic),
+            "empty" => b.empty_topic(now, &topic),
+            "pause" => b.pause_topic(now, &topic, true),
+            _ => b.pause_topic(now, &topic, false),
         })
-        .await;
+        .await
+        .ok_or(EXITING)?;
     admin_result(r)
 }
 
@@ -445,70 +533,160 @@ async fn channel_admin(
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
-    let (topic, channel) = topic_chan(&query(&raw)?, true)?;
+    let q = query(&raw)?;
+    let topic = first(&q, "topic")
+        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .to_string();
+    if !is_valid_name(&topic) {
+        return Err(ApiErr(400, "INVALID_ARG_TOPIC"));
+    }
+    let channel = first(&q, "channel")
+        .ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?
+        .to_string();
+    if !is_valid_name(&channel) {
+        return Err(ApiErr(400, "INVALID_ARG_CHANNEL"));
+    }
     let r = s
         .driver
-        .call(move |b, now| match action.as_str() {
-            "create" => Some(b.create_channel(now, &topic, &channel)),
-            "delete" => Some(b.delete_channel(now, &topic, &channel)),
-            "empty" => Some(b.empty_channel(now, &topic, &channel)),
-            "pause" => Some(b.pause_channel(now, &topic, &channel, true)),
-            "unpause" => Some(b.pause_channel(now, &topic, &channel, false)),
-            _ => None,
+        .call(move |b, now| {
+            if b.topic(&topic).is_none() {
+                return Err(AdminError::TopicNotFound);
+            }
+            match action.as_str() {
+                "create" => b.create_channel(now, &topic, &channel),
+                "delete" => b.delete_channel(now, &topic, &channel),
+                "empty" => b.empty_channel(now, &topic, &channel),
+                "pause" => b.pause_channel(now, &topic, &channel, true),
+                _ => b.pause_channel(now, &topic, &channel, false),
+            }
         })
-        .await;
+        .await
+        .ok_or(EXITING)?;
     admin_result(r)
 }
 
-fn admin_result(r: Option<Option<Result<(), AdminError>>>) -> ApiResult {
-    match r.ok_or(EXITING)?.ok_or(ApiErr(404, "NOT_FOUND"))? {
-        Ok(()) => Ok(v1(StatusCode::OK, V1Body::Empty)),
+fn admin_result(r: Result<(), AdminError>) -> ApiResult {
+    match r {
+        Ok(()) => Ok(ok_empty()),
         Err(AdminError::TopicNotFound) => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
         Err(AdminError::ChannelNotFound) => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
-        Err(AdminError::InvalidTopic) => Err(ApiErr(400, "INVALID_TOPIC")),
-        Err(AdminError::InvalidChannel) => Err(ApiErr(400, "INVALID_CHANNEL")),
+        Err(AdminError::InvalidTopic) => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
+        Err(AdminError::InvalidChannel) => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
         Err(AdminError::InvalidDefer) => Err(ApiErr(400, "INVALID_DEFER")),
     }
 }
 
-async fn config_get(State(s): State<AppState>, Path(opt): Path<String>) -> Response {
-    match opt.as_str() {
-        "nsqlookupd_tcp_addresses" => json(&s.info.lookupd_tcp_addresses),
-        "log_level" => json(&s.info.log_level),
-        _ => err(400, "INVALID_OPTION"),
+fn config_response(s: &AppState, opt: &str) -> ApiResult {
+    match opt {
+        "nsqlookupd_tcp_addresses" => Ok(json(&*s.lookupd.lock().expect("lookupd lock"))),
+        "log_level" => Ok(json(&crate::logging::level())),
+        _ => match s.info.config.iter().find(|(k, _)| k == opt) {
+            Some((_, ConfigValue::Str(v))) => Ok(ok_text(v.clone())),
+            Some((_, ConfigValue::Json(v))) => Ok(json(v)),
+            None => Err(ApiErr(400, "INVALID_OPTION")),
+        },
     }
+}
+
+async fn config_get(State(s): State<AppState>, Path(opt): Path<String>) -> ApiResult {
+    config_response(&s, &opt)
+}
+
+async fn config_put(State(s): State<AppState>, Path(opt): Path<String>, body: Bytes) -> ApiResult {
+    if body.is_empty() || body.len() as u64 > s.info.limits.max_msg_size {
+        return Err(ApiErr(413, "INVALID_VALUE"));
+    }
+    match opt.as_str() {
+        "nsqlookupd_tcp_addresses" => {
+            let v: Option<Vec<String>> =
+                serde_json::from_slice(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
+            *s.lookupd.lock().expect("lookupd lock") = v.unwrap_or_default();
+        }
+        "log_level" => {
+            let text = std::str::from_utf8(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
+            let level =
+                crate::logging::parse_level(text).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
+            crate::logging::set_level(level);
+        }
+        _ => return Err(ApiErr(400, "INVALID_OPTION")),
+    }
+    config_response(&s, &opt)
 }
 
 async fn index(State(s): State<AppState>) -> Response {
     if !s.info.visualiser {
-        return err(404, "NOT_FOUND");
+        return ApiErr(404, "NOT_FOUND").into_response();
     }
     let page = include_str!("../../../www/index.html");
     ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
 }
 
-async fn not_found() -> Response {
-    err(404, "NOT_FOUND")
+/// The methods nsqd routes for a path (httprouter's `allowed`), or `None` for unknown paths.
+fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
+    const GET: &[&str] = &["GET"];
+    const POST: &[&str] = &["POST"];
+    const GET_PUT: &[&str] = &["GET", "PUT"];
+    match path {
+        "/" | "/ping" | "/info" | "/stats" => Some(GET),
+        "/pub" | "/mpub" => Some(POST),
+        _ => {
+            let (dir, leaf) = path.rsplit_once('/')?;
+            match dir {
+                "/topic" | "/channel"
+                    if matches!(leaf, "create" | "delete" | "empty" | "pause" | "unpause") =>
+                {
+                    Some(POST)
+                }
+                "/config" if !leaf.is_empty() => Some(GET_PUT),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// httprouter's 405 (with `Allow`) and OPTIONS handling, before routing.
+async fn method_guard(req: Request, next: Next) -> Response {
+    let Some(methods) = routed_methods(req.uri().path()) else {
+        return next.run(req).await;
+    };
+    let method = req.method().as_str();
+    if methods.contains(&method) {
+        return next.run(req).await;
+    }
+    let mut allow: Vec<&str> = methods.to_vec();
+    allow.push("OPTIONS");
+    allow.sort_unstable();
+    let allow = allow.join(", ");
+    let mut resp = if req.method() == Method::OPTIONS {
+        StatusCode::OK.into_response()
+    } else {
+        ApiErr(405, "METHOD_NOT_ALLOWED").into_response()
+    };
+    if let Ok(v) = HeaderValue::from_str(&allow) {
+        resp.headers_mut().insert(header::ALLOW, v);
+    }
+    resp
 }
 
 /// The router (exposed for tests).
-pub fn router(driver: DriverHandle, info: ServerInfo) -> Router {
+pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> Router {
     let state = AppState {
         driver,
         info: Arc::new(info),
+        lookupd: Arc::new(Mutex::new(lookupd)),
     };
     Router::new()
         .route("/", get(index))
-        .route("/ping", get(ping).head(ping))
+        .route("/ping", get(ping))
         .route("/info", get(info_handler))
-        .route("/pub", post(pub_handler).put(pub_handler))
-        .route("/mpub", post(mpub_handler).put(mpub_handler))
+        .route("/pub", post(pub_handler))
+        .route("/mpub", post(mpub_handler))
         .route("/stats", get(stats))
         .route("/topic/{action}", post(topic_admin))
         .route("/channel/{action}", post(channel_admin))
-        .route("/config/{opt}", get(config_get))
-        .fallback(not_found)
-        .method_not_allowed_fallback(|| async { err(405, "METHOD_NOT_ALLOWED") })
+        .route("/config/{opt}", get(config_get).put(config_put))
+        .fallback(|| async { ApiErr(404, "NOT_FOUND") })
+        .layer(middleware::from_fn(method_guard))
         .with_state(state)
 }
 
@@ -517,9 +695,10 @@ pub async fn serve(
     listener: TcpListener,
     driver: DriverHandle,
     info: ServerInfo,
+    lookupd: Vec<String>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let app = router(driver, info);
+    let app = router(driver, info, lookupd);
     let _ = axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             let _ = shutdown.changed().await;

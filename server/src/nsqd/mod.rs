@@ -87,6 +87,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         http,
         driver.clone(),
         info,
+        args.lookupd_tcp_address.clone(),
         shutdown.clone(),
     )));
     drop(driver);

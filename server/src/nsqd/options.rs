@@ -231,6 +231,151 @@ impl NsqdArgs {
         Ok(())
     }
 
+    /// Every option `/config/:opt` can read, by nsqd's config name, in nsqd's order (strings
+    /// raw, the rest as JSON; durations in nanoseconds).
+    pub fn config_values(
+        &self,
+        bound: &super::Bound,
+    ) -> Vec<(String, crate::nsqd::http::ConfigValue)> {
+        use crate::nsqd::http::ConfigValue::{Json, Str};
+        use serde_json::json;
+        let ns = |d: Duration| json!(d.as_nanos() as u64);
+        let tls_required = match self.tls_required.as_str() {
+            "true" => 2,
+            "tcp-https" => 1,
+            _ => 0,
+        };
+        let tls_min = match self.tls_min_version.as_str() {
+            "ssl3.0" => 768,
+            "tls1.1" => 770,
+            "tls1.2" => 771,
+            "tls1.3" => 772,
+            _ => 769,
+        };
+        let percentiles: Vec<f64> = self
+            .e2e_processing_latency_percentile
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter_map(|p| p.trim().parse().ok())
+            .collect();
+        let _ = bound;
+        vec![
+            ("id".into(), Json(json!(self.node_id()))),
+            ("log_prefix".into(), Str(self.log_prefix.clone())),
+            ("tcp_address".into(), Str(self.tcp_address.clone())),
+            ("http_address".into(), Str(self.http_address.clone())),
+            ("https_address".into(), Str(self.https_address.clone())),
+            ("broadcast_address".into(), Str(self.broadcast_address())),
+            (
+                "broadcast_tcp_port".into(),
+                Json(json!(self.broadcast_tcp_port)),
+            ),
+            (
+                "broadcast_http_port".into(),
+                Json(json!(self.broadcast_http_port)),
+            ),
+            (
+                "auth_http_addresses".into(),
+                Json(json!(self.auth_http_address)),
+            ),
+            (
+                "http_client_connect_timeout".into(),
+                Json(ns(self.http_client_connect_timeout)),
+            ),
+            (
+                "http_client_request_timeout".into(),
+                Json(ns(self.http_client_request_timeout)),
+            ),
+            ("data_path".into(), Str(self.data_path.clone())),
+            ("mem_queue_size".into(), Json(json!(self.mem_queue_size))),
+            (
+                "max_bytes_per_file".into(),
+                Json(json!(self.max_bytes_per_file)),
+            ),
+            ("sync_every".into(), Json(json!(self.sync_every))),
+            ("sync_timeout".into(), Json(ns(self.sync_timeout))),
+            (
+                "queue_scan_selection_count".into(),
+                Json(json!(self.queue_scan_selection_count)),
+            ),
+            (
+                "queue_scan_worker_pool_max".into(),
+                Json(json!(self.queue_scan_worker_pool_max)),
+            ),
+            ("msg_timeout".into(), Json(ns(self.msg_timeout))),
+            ("max_msg_timeout".into(), Json(ns(self.max_msg_timeout))),
+            ("max_msg_size".into(), Json(json!(self.max_msg_size))),
+            ("max_body_size".into(), Json(json!(self.max_body_size))),
+            ("max_req_timeout".into(), Json(ns(self.max_req_timeout))),
+            (
+                "max_heartbeat_interval".into(),
+                Json(ns(self.max_heartbeat_interval)),
+            ),
+            ("max_rdy_count".into(), Json(json!(self.max_rdy_count))),
+            (
+                "max_output_buffer_size".into(),
+                Json(json!(self.max_output_buffer_size)),
+            ),
+            (
+                "max_output_buffer_timeout".into(),
+                Json(ns(self.max_output_buffer_timeout)),
+            ),
+            (
+                "min_output_buffer_timeout".into(),
+                Json(ns(self.min_output_buffer_timeout)),
+            ),
+            (
+                "output_buffer_timeout".into(),
+                Json(ns(self.output_buffer_timeout)),
+            ),
+            (
+                "max_channel_consumers".into(),
+                Json(json!(self.max_channel_consumers)),
+            ),
+            ("statsd_address".into(), Str(self.statsd_address.clone())),
+            ("statsd_prefix".into(), Str(self.statsd_prefix.clone())),
+            ("statsd_interval".into(), Json(ns(self.statsd_interval))),
+            (
+                "statsd_mem_stats".into(),
+                Json(json!(self.statsd_mem_stats)),
+            ),
+            (
+                "statsd_udp_packet_size".into(),
+                Json(json!(self.statsd_udp_packet_size)),
+            ),
+            (
+                "statsd_exclude_ephemeral".into(),
+                Json(json!(self.statsd_exclude_ephemeral)),
+            ),
+            (
+                "e2e_processing_latency_window_time".into(),
+                Json(ns(self.e2e_processing_latency_window_time)),
+            ),
+            (
+                "e2e_processing_latency_percentiles".into(),
+                Json(json!(percentiles)),
+            ),
+            ("tls_cert".into(), Str(self.tls_cert.clone())),
+            ("tls_key".into(), Str(self.tls_key.clone())),
+            (
+                "tls_client_auth_policy".into(),
+                Str(self.tls_client_auth_policy.clone()),
+            ),
+            (
+                "tls_root_ca_file".into(),
+                Str(self.tls_root_ca_file.clone()),
+            ),
+            ("tls_required".into(), Json(json!(tls_required))),
+            ("tls_min_version".into(), Json(json!(tls_min))),
+            ("deflate".into(), Json(json!(self.deflate))),
+            (
+                "max_deflate_level".into(),
+                Json(json!(self.max_deflate_level)),
+            ),
+            ("snappy".into(), Json(json!(self.snappy))),
+        ]
+    }
+
     /// The core's options.
     pub fn core_options(&self) -> nsqlab_core::Options {
         let ns = |d: Duration| d.as_nanos() as u64;
