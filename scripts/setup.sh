@@ -30,5 +30,8 @@ if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import nsq' 2>/dev/nu
   log "installing pynsq into $VENV"
   mkdir -p target
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q 'pynsq==0.9.1' 'tornado>=6,<7'
+  "$VENV/bin/pip" install -q 'pynsq==0.9.1' 'tornado>=6,<7' 'python-snappy'
+fi
+if ! "$VENV/bin/python" -c 'import snappy' 2>/dev/null; then
+  "$VENV/bin/pip" install -q 'python-snappy'
 fi

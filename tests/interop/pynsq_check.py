@@ -1,11 +1,12 @@
 """Interop check with pynsq (PyPI), unchanged, against a running nsqd.
 
-usage: pynsq_check.py <tcp-host:port> <topic>
+usage: pynsq_check.py <tcp-host:port> <topic> [plain|tls|snappy|deflate|tls+snappy|tls+deflate]
 Publishes with PUB, MPUB and DPUB through nsq.Writer, consumes with nsq.Reader, and checks:
 every message arrives; FIN finishes; REQ redelivers with attempts+1; TOUCH extends; a message
 the handler never answers times out and comes back with attempts+1; DPUB is not early.
 Prints "pynsq: N passed, 0 failed" and exits 0 on success.
 """
+import ssl
 import sys
 import time
 
@@ -13,6 +14,16 @@ import nsq
 import tornado.ioloop
 
 addr, topic = sys.argv[1], sys.argv[2]
+mode = sys.argv[3] if len(sys.argv) > 3 else "plain"
+conn_opts = {}
+if "tls" in mode:
+    conn_opts["tls_v1"] = True
+    conn_opts["tls_options"] = {"cert_reqs": ssl.CERT_NONE}
+if "snappy" in mode:
+    conn_opts["snappy"] = True
+if "deflate" in mode:
+    conn_opts["deflate"] = True
+    conn_opts["deflate_level"] = 6
 io = tornado.ioloop.IOLoop.current()
 failures = []
 published = {}
@@ -35,7 +46,7 @@ def on_pub(conn, data):
     check(not isinstance(data, nsq.Error), "publish answered OK: %r" % (data,))
 
 
-writer = nsq.Writer([addr])
+writer = nsq.Writer([addr], **conn_opts)
 
 
 def publish():
@@ -91,12 +102,24 @@ reader = nsq.Reader(
     max_in_flight=5,
     msg_timeout=2,  # seconds in pynsq
     lookupd_poll_interval=15,
+    **conn_opts
 )
 
 io.call_later(0.5, publish)
 io.call_later(20, io.stop)
 io.start()
 
+for conn in reader.conns.values():
+    sock = type(conn.socket).__name__
+    if "tls" in mode:
+        check(type(conn.stream).__name__ == "SSLIOStream", "TLS negotiated (%s)" % type(conn.stream).__name__)
+    if "snappy" in mode:
+        check(sock == "SnappySocket", "snappy negotiated (%s)" % sock)
+    if "deflate" in mode:
+        check(sock == "DeflateSocket", "deflate negotiated (%s)" % sock)
+    if mode == "plain":
+        check(sock == "socket", "no upgrade (%s)" % sock)
+check(len(reader.conns) == 1, "reader connected")
 check(expected <= done, "all messages finished; missing %r" % sorted(expected - done))
 check(seen.get(b"req-me", [])[:2] == [1, 2], "REQ redelivers with attempts+1: %r" % seen.get(b"req-me"))
 check(seen.get(b"timeout-me", [])[:2] == [1, 2], "timeout redelivers with attempts+1: %r" % seen.get(b"timeout-me"))

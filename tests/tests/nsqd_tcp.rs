@@ -259,3 +259,34 @@ fn partial_frames_across_writes() {
     }
     assert_eq!(p.next_text(), "R:OK");
 }
+
+#[test]
+fn tls_required_refuses_plaintext_commands() {
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    std::fs::write(&c, cert.cert.pem()).unwrap();
+    std::fs::write(&k, cert.key_pair.serialize_pem()).unwrap();
+    let d = Nsqd::start(&[
+        &format!("-tls-cert={}", c.display()),
+        &format!("-tls-key={}", k.display()),
+        "-tls-required=true",
+    ]);
+    let mut p = d.client();
+    p.cmd(&pub_cmd("t", b"x"));
+    assert_eq!(
+        p.next_text(),
+        "E:E_INVALID cannot PUB in current state (TLS required)"
+    );
+    assert!(p.closed_within(Duration::from_secs(2)));
+    // IDENTIFY is allowed and offers TLS.
+    let mut q = d.client();
+    q.cmd(&Command::Identify(
+        br#"{"feature_negotiation":true}"#.to_vec(),
+    ));
+    let Frame::Response(json) = q.frame() else {
+        panic!()
+    };
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["tls_v1"], false, "not asked for, not negotiated");
+}

@@ -1,10 +1,12 @@
 //! `nsqlab nsqd`: the server. Binds the TCP and HTTP listeners, starts the broker task, and
 //! shuts down cleanly on SIGINT/SIGTERM.
 
+pub mod codec;
 pub mod driver;
 pub mod http;
 pub mod options;
 pub mod tcp;
+pub mod tls;
 
 pub use options::NsqdArgs;
 
@@ -55,7 +57,9 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         nsqlab_core::VERSION,
         env!("CARGO_PKG_VERSION")
     );
-    let opts = args.core_options();
+    let tls = tls::server_config(&args)?;
+    let mut opts = args.core_options();
+    opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);
     let now = crate::clock::now();
     let broker = Broker::new(opts, now, now);
@@ -81,6 +85,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     tasks.push(tokio::spawn(tcp::serve(
         tcp,
         driver.clone(),
+        tls,
         shutdown.clone(),
     )));
     tasks.push(tokio::spawn(http::serve(

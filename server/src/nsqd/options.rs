@@ -395,11 +395,13 @@ impl NsqdArgs {
             output_buffer_timeout: ns(self.output_buffer_timeout),
             max_channel_consumers: self.max_channel_consumers.max(0) as usize,
             max_deflate_level: self.max_deflate_level as i32,
-            // Compression and TLS upgrades are not implemented by the server yet: don't offer them.
-            deflate: false,
-            snappy: false,
+            deflate: self.deflate,
+            snappy: self.snappy,
+            // Set by the server once a certificate is loaded.
             tls_enabled: false,
-            tls_required: matches!(self.tls_required.as_str(), "true" | "tcp-https"),
+            // nsqd: a client auth policy implies --tls-required.
+            tls_required: matches!(self.tls_required.as_str(), "true" | "tcp-https")
+                || !self.tls_client_auth_policy.is_empty(),
             auth_enabled: !self.auth_http_address.is_empty(),
             queue_scan_selection_count: self.queue_scan_selection_count.max(1) as usize,
             events: false,

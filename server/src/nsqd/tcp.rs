@@ -1,25 +1,41 @@
-//! The TCP listener: one task per connection, reading bytes into the broker task and writing
-//! what the broker sends back, in order.
+//! The TCP listener: one task per connection. It reads bytes into the broker task and writes
+//! what the broker sends back, in order, performing the TLS / snappy / deflate upgrades that
+//! IDENTIFY negotiates at the point in the stream where the broker asks for them.
 
+use super::codec::{Codec, Deflate};
 use super::driver::{DriverHandle, Out, ToDriver};
-use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use nsqlab_core::Upgrade;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_rustls::TlsAcceptor;
 
 /// Accept connections until `shutdown` flips.
 pub async fn serve(
     listener: TcpListener,
     driver: DriverHandle,
+    tls: Option<Arc<rustls::ServerConfig>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let acceptor = tls.map(TlsAcceptor::from);
     loop {
         tokio::select! {
             r = listener.accept() => match r {
                 Ok((stream, addr)) => {
                     tracing::info!("TCP: new client({addr})");
                     let _ = stream.set_nodelay(true);
-                    tokio::spawn(connection(stream, addr.to_string(), driver.clone(), shutdown.clone()));
+                    let conn = Connection {
+                        stream: Stream::Tcp(stream),
+                        codec: Codec::Plain,
+                        remote: addr.to_string(),
+                        acceptor: acceptor.clone(),
+                    };
+                    tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
                 }
                 Err(e) => tracing::warn!("temporary Accept() failure - {e}"),
             },
@@ -28,76 +44,172 @@ pub async fn serve(
     }
 }
 
-async fn connection(
-    mut stream: TcpStream,
+/// The socket, plain or upgraded to TLS.
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    Gone,
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Gone => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        b: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, b),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, b),
+            Stream::Gone => Poll::Ready(Err(std::io::ErrorKind::NotConnected.into())),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Gone => Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Gone => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+struct Connection {
+    stream: Stream,
+    codec: Codec,
     remote: String,
-    driver: DriverHandle,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-    let (reply_tx, reply_rx) = oneshot::channel();
-    if !driver
-        .send(ToDriver::Connect {
-            remote: remote.clone(),
+    acceptor: Option<TlsAcceptor>,
+}
+
+impl Connection {
+    async fn run(mut self, driver: DriverHandle, mut shutdown: watch::Receiver<bool>) {
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let connect = ToDriver::Connect {
+            remote: self.remote.clone(),
             out: out_tx,
             reply: reply_tx,
-        })
-        .await
-    {
-        return;
-    }
-    let Ok(client) = reply_rx.await else { return };
-    let mut buf = BytesMut::with_capacity(64 * 1024);
-    let mut wbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
-    let mut told_driver = false;
-    loop {
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(64 * 1024);
+        };
+        if !driver.send(connect).await {
+            return;
         }
-        tokio::select! {
-            r = stream.read_buf(&mut buf) => match r {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let data = buf.split().freeze();
-                    if !driver.send(ToDriver::Bytes { client, data }).await {
+        let Ok(client) = reply_rx.await else { return };
+        let mut rbuf = vec![0u8; 64 * 1024];
+        let mut plain = Vec::new();
+        let mut wbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
+        // Whether the broker already forgot this client (it asked us to close).
+        let mut broker_closed = false;
+        'conn: loop {
+            tokio::select! {
+                r = self.stream.read(&mut rbuf) => {
+                    let n = match r {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    plain.clear();
+                    if let Err(e) = self.codec.decode(&rbuf[..n], &mut plain) {
+                        tracing::warn!("[{}] {e}", self.remote);
                         break;
                     }
-                }
-            },
-            o = out_rx.recv() => {
-                let Some(o) = o else { told_driver = true; break };
-                // Coalesce everything already queued into one write.
-                let mut next = Some(o);
-                let mut close = false;
-                while let Some(o) = next.take() {
-                    match o {
-                        Out::Data(d) => wbuf.extend_from_slice(&d),
-                        Out::Close => { close = true; break }
-                        Out::Upgrade(u) => {
-                            tracing::warn!("[{remote}] upgrade {u:?} requested but not supported yet; closing");
-                            close = true;
+                    if !plain.is_empty() {
+                        let data = Bytes::copy_from_slice(&plain);
+                        if !driver.send(ToDriver::Bytes { client, data }).await {
                             break;
                         }
                     }
-                    next = out_rx.try_recv().ok();
                 }
-                if !wbuf.is_empty() {
-                    if stream.write_all(&wbuf).await.is_err() {
+                o = out_rx.recv() => {
+                    let Some(o) = o else { broker_closed = true; break };
+                    // Everything already queued goes out in one write.
+                    let mut next = Some(o);
+                    while let Some(o) = next.take() {
+                        match o {
+                            Out::Data(d) => wbuf.extend_from_slice(&d),
+                            Out::Close => {
+                                broker_closed = true;
+                                let _ = self.write(&mut wbuf).await;
+                                let _ = self.stream.shutdown().await;
+                                break 'conn;
+                            }
+                            Out::Upgrade(u) => {
+                                if self.write(&mut wbuf).await.is_err() {
+                                    break 'conn;
+                                }
+                                if let Err(e) = self.upgrade(u).await {
+                                    tracing::warn!("[{}] upgrade {u:?} failed - {e}", self.remote);
+                                    break 'conn;
+                                }
+                            }
+                        }
+                        next = out_rx.try_recv().ok();
+                    }
+                    if self.write(&mut wbuf).await.is_err() {
                         break;
                     }
-                    wbuf.clear();
                 }
-                if close {
-                    // The broker already forgot this client.
-                    told_driver = true;
-                    let _ = stream.shutdown().await;
-                    break;
-                }
+                _ = shutdown.changed() => break,
             }
-            _ = shutdown.changed() => break,
+        }
+        if !broker_closed {
+            driver.send(ToDriver::Closed { client }).await;
         }
     }
-    if !told_driver {
-        driver.send(ToDriver::Closed { client }).await;
+
+    /// Encode and write what is buffered.
+    async fn write(&mut self, wbuf: &mut Vec<u8>) -> std::io::Result<()> {
+        if wbuf.is_empty() {
+            return Ok(());
+        }
+        let result = match &mut self.codec {
+            Codec::Plain => self.stream.write_all(wbuf).await,
+            codec => {
+                let mut wire = Vec::with_capacity(wbuf.len() / 2 + 64);
+                codec.encode(wbuf, &mut wire)?;
+                self.stream.write_all(&wire).await
+            }
+        };
+        wbuf.clear();
+        result
+    }
+
+    async fn upgrade(&mut self, u: Upgrade) -> anyhow::Result<()> {
+        match u {
+            Upgrade::Tls => {
+                let acceptor = self
+                    .acceptor
+                    .clone()
+                    .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?;
+                let Stream::Tcp(tcp) = std::mem::replace(&mut self.stream, Stream::Gone) else {
+                    anyhow::bail!("TLS upgrade on an upgraded stream");
+                };
+                let tls =
+                    tokio::time::timeout(Duration::from_secs(5), acceptor.accept(tcp)).await??;
+                self.stream = Stream::Tls(Box::new(tls));
+            }
+            Upgrade::Snappy => self.codec = Codec::Snappy(Box::default()),
+            Upgrade::Deflate { level } => self.codec = Codec::Deflate(Deflate::new(level)),
+        }
+        Ok(())
     }
 }
