@@ -18,6 +18,10 @@ cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release
 cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release --example wasm_probe
 node scripts/wasm-imports.cjs target/wasm32-unknown-unknown/release/examples/wasm_probe.wasm
 
+step "the nsqlab binary the black-box tests start"
+cargo build --locked -p nsqlab --bin nsqlab
+export NSQLAB_BIN="$PWD/target/debug/nsqlab"
+
 step "native tests (SIM_SEEDS=${SIM_SEEDS:-10000} simulation seeds)"
 cargo test --workspace --locked 2>&1 | tee target/test-native.log
 summary() { grep -E '^test result:' target/test-native.log | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}'; }

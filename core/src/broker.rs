@@ -1,6 +1,7 @@
 //! The broker: every topic, channel and client, driven by `handle_*(now, …)` and drained with
 //! `poll_*`. See the crate docs for the run loop.
 
+use crate::auth::{AuthRequest, AuthResponse, AuthState};
 use crate::channel::{Channel, InFlight};
 use crate::client::Client;
 use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
@@ -89,6 +90,7 @@ pub struct Broker {
     scan: ScanState,
     /// Reused list of a topic's channels while routing (no allocation per message).
     scratch: Vec<ChannelId>,
+    auth_requests: VecDeque<AuthRequest>,
 }
 
 impl Broker {
@@ -109,6 +111,7 @@ impl Broker {
             events: VecDeque::new(),
             scan: ScanState::default(),
             scratch: Vec::new(),
+            auth_requests: VecDeque::new(),
         };
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
@@ -157,6 +160,67 @@ impl Broker {
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
+    }
+
+    /// The next question for the auth server (after AUTH, or to refresh an expired TTL).
+    /// Answer it with [`Broker::handle_auth_response`]; the client's input waits until then.
+    #[must_use]
+    pub fn poll_auth_request(&mut self) -> Option<AuthRequest> {
+        self.auth_requests.pop_front()
+    }
+
+    /// The auth server's answer (or why there was none) for `client`.
+    pub fn handle_auth_response(
+        &mut self,
+        now: Time,
+        client: ClientId,
+        answer: Result<AuthResponse, String>,
+    ) {
+        let now = self.clock.advance(now);
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        if !c.auth_wait {
+            return;
+        }
+        c.auth_wait = false;
+        let first = c.auth.is_none();
+        let state = answer.and_then(|r| AuthState::from_response(&r, now));
+        match state {
+            Err(_) => {
+                // nsqd logs the reason and tells the client only this.
+                self.fail(
+                    now,
+                    client,
+                    ProtocolError::fatal("E_AUTH_FAILED", "AUTH failed"),
+                );
+                return;
+            }
+            Ok(state) if first && state.permission_count() == 0 => {
+                self.fail(
+                    now,
+                    client,
+                    ProtocolError::fatal("E_UNAUTHORIZED", "AUTH no authorizations found"),
+                );
+                return;
+            }
+            Ok(state) => {
+                if first {
+                    let reply = serde_json::json!({
+                        "identity": state.identity,
+                        "identity_url": state.identity_url,
+                        "permission_count": state.permission_count(),
+                    });
+                    let body = serde_json::to_vec(&reply).expect("auth reply serialises");
+                    self.send_frame(client, FRAME_TYPE_RESPONSE, &body);
+                }
+                if let Some(c) = self.clients.get_mut(&client) {
+                    c.auth = Some(state);
+                }
+            }
+        }
+        // Carry on with whatever the client sent meanwhile.
+        self.handle_bytes(now, client, &[]);
     }
 
     /// When [`Broker::handle_timeout`] must next be called, if anything is pending.
@@ -238,7 +302,30 @@ impl Broker {
             let Some(c) = self.clients.get(&id) else {
                 return pos;
             };
+            if c.auth_wait {
+                return pos;
+            }
             let opts = &self.opts;
+            if opts.auth_enabled
+                && c.auth.as_ref().is_some_and(|a| a.is_expired(now))
+                && needs_auth(&input[pos..])
+            {
+                // nsqd re-queries the auth server when the TTL has passed.
+                let req = AuthRequest {
+                    client: id,
+                    secret: c.auth_secret.clone(),
+                    remote_ip: c.remote_ip().to_string(),
+                    tls: c.tls,
+                    common_name: String::new(),
+                };
+                self.auth_requests.push_back(req);
+                self.clients.get_mut(&id).expect("client exists").auth_wait = true;
+                return pos;
+            }
+            let (enabled, auth) = (opts.auth_enabled, c.auth.as_ref());
+            let check = move |cmd: &str, topic: &str, channel: &str| {
+                check_auth(enabled, auth, cmd, topic, channel)
+            };
             let ctx = DecodeContext {
                 state: c.state,
                 heartbeats_enabled: c.settings.heartbeat_interval.is_some(),
@@ -246,7 +333,7 @@ impl Broker {
                 limits: opts.limits(),
                 max_rdy_count: opts.max_rdy_count,
                 max_req_timeout_ms: opts.max_req_timeout / MILLISECOND,
-                check_auth: &crate::protocol::decode::no_auth,
+                check_auth: &check,
             };
             let res = decode(&input[pos..], &ctx);
             match res {
@@ -1110,11 +1197,26 @@ impl Broker {
         match cmd {
             Command::Nop => Ok(()),
             Command::Identify(body) => self.identify(now, id, &body),
-            Command::Auth(_) => {
-                if !self.opts.auth_enabled {
+            Command::Auth(secret) => {
+                let enabled = self.opts.auth_enabled;
+                let c = self.clients.get_mut(&id).expect("client exists");
+                if c.auth.is_some() {
+                    return Err(ProtocolError::fatal("E_INVALID", "AUTH already set"));
+                }
+                if !enabled {
                     return Err(ProtocolError::fatal("E_AUTH_DISABLED", "AUTH disabled"));
                 }
-                Err(ProtocolError::fatal("E_AUTH_FAILED", "AUTH failed"))
+                c.auth_wait = true;
+                c.auth_secret = secret.clone();
+                let req = AuthRequest {
+                    client: id,
+                    secret,
+                    remote_ip: c.remote_ip().to_string(),
+                    tls: c.tls,
+                    common_name: String::new(),
+                };
+                self.auth_requests.push_back(req);
+                Ok(())
             }
             Command::Sub { topic, channel } => self.sub(now, id, &topic, &channel),
             Command::Pub { topic, body } => {
@@ -1396,4 +1498,44 @@ impl Broker {
         self.rearm_channel(ch);
         Ok(())
     }
+}
+
+/// nsqd's `CheckAuth`.
+fn check_auth(
+    enabled: bool,
+    auth: Option<&AuthState>,
+    cmd: &str,
+    topic: &str,
+    channel: &str,
+) -> Result<(), ProtocolError> {
+    if !enabled {
+        return Ok(());
+    }
+    let Some(a) = auth else {
+        return Err(ProtocolError::fatal(
+            "E_AUTH_FIRST",
+            format!("AUTH required before {cmd}"),
+        ));
+    };
+    if a.is_allowed(topic, channel) {
+        Ok(())
+    } else {
+        Err(ProtocolError::fatal(
+            "E_UNAUTHORIZED",
+            format!(
+                "AUTH failed for {cmd} on {} {}",
+                crate::protocol::error::go_quote(topic),
+                crate::protocol::error::go_quote(channel)
+            ),
+        ))
+    }
+}
+
+/// Whether the command at the front of `input` is one nsqd checks authorizations for.
+fn needs_auth(input: &[u8]) -> bool {
+    let name = input
+        .split(|&c| c == b' ' || c == b'\n')
+        .next()
+        .unwrap_or_default();
+    input.contains(&b'\n') && matches!(name, b"SUB" | b"PUB" | b"MPUB" | b"DPUB")
 }

@@ -36,6 +36,12 @@ pub struct Client {
     /// Frames waiting for the next `poll_transmit`.
     pub(crate) out: Vec<u8>,
     pub(crate) out_queued: bool,
+    /// Authorizations from the auth server (after AUTH).
+    pub auth: Option<crate::auth::AuthState>,
+    /// The secret AUTH sent (kept for refreshes when the TTL runs out).
+    pub(crate) auth_secret: Vec<u8>,
+    /// Input is held until the auth server answers.
+    pub(crate) auth_wait: bool,
 }
 
 impl Client {
@@ -77,6 +83,17 @@ impl Client {
             pub_counts: BTreeMap::new(),
             out: Vec::new(),
             out_queued: false,
+            auth: None,
+            auth_secret: Vec::new(),
+            auth_wait: false,
+        }
+    }
+
+    /// The host part of the remote address.
+    pub fn remote_ip(&self) -> &str {
+        match self.remote_address.rsplit_once(':') {
+            Some((h, _)) => h.trim_start_matches('[').trim_end_matches(']'),
+            None => &self.remote_address,
         }
     }
 

@@ -41,15 +41,17 @@
 //! ```
 //!
 //! Inputs: [`Broker::connect`], [`Broker::handle_bytes`], [`Broker::disconnect`],
-//! [`Broker::handle_timeout`], and the HTTP-style calls ([`Broker::publish`],
+//! [`Broker::handle_timeout`], [`Broker::handle_auth_response`], and the HTTP-style calls ([`Broker::publish`],
 //! [`Broker::create_topic`], [`Broker::pause_channel`], …). After any of them drain
 //! [`Broker::poll_transmit`] first (client-visible bytes, upgrades and closes, in order per
-//! client), then [`Broker::poll_event`], then re-read [`Broker::poll_timeout`].
+//! client), then [`Broker::poll_auth_request`] (questions for the auth server), then
+//! [`Broker::poll_event`], then re-read [`Broker::poll_timeout`].
 //!
 //! Determinism: message IDs come from the configured node id, `now` and a sequence; any
 //! randomness (`sample_rate`, the optional scan-loop strategy) from the seed. The same inputs
 //! give the same outputs and events, byte for byte.
 
+pub mod auth;
 pub mod broker;
 pub mod channel;
 pub mod client;
@@ -63,6 +65,7 @@ pub mod stats;
 pub mod time;
 pub mod topic;
 
+pub use auth::{AuthRequest, AuthResponse, Authorization};
 pub use broker::{AdminError, Broker, Transmit, Upgrade};
 pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};

@@ -50,6 +50,8 @@ pub struct Sim {
     pub events: Vec<Event>,
     /// Keep events in `events` (on by default).
     pub record_events: bool,
+    /// Questions for the auth server, waiting for [`Sim::answer_auth`].
+    pub auth_requests: Vec<crate::auth::AuthRequest>,
 }
 
 impl Sim {
@@ -61,6 +63,7 @@ impl Sim {
             ends: BTreeMap::new(),
             events: Vec::new(),
             record_events: true,
+            auth_requests: Vec::new(),
         }
     }
 
@@ -160,11 +163,25 @@ impl Sim {
                 }
             }
         }
+        while let Some(r) = self.broker.poll_auth_request() {
+            self.auth_requests.push(r);
+        }
         while let Some(ev) = self.broker.poll_event() {
             if self.record_events {
                 self.events.push(ev);
             }
         }
+    }
+
+    /// Answer the auth server's part for `client`.
+    pub fn answer_auth(
+        &mut self,
+        client: ClientId,
+        answer: Result<crate::auth::AuthResponse, String>,
+    ) {
+        self.auth_requests.retain(|r| r.client != client);
+        self.broker.handle_auth_response(self.now, client, answer);
+        self.flush();
     }
 
     /// The next instant a timer is due, if any.

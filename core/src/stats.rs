@@ -129,9 +129,17 @@ impl Broker {
             deflate: c.deflate,
             snappy: c.snappy,
             user_agent: c.identify.user_agent.clone(),
-            authed: false,
-            auth_identity: String::new(),
-            auth_identity_url: String::new(),
+            authed: c.auth.is_some(),
+            auth_identity: c
+                .auth
+                .as_ref()
+                .map(|a| a.identity.clone())
+                .unwrap_or_default(),
+            auth_identity_url: c
+                .auth
+                .as_ref()
+                .map(|a| a.identity_url.clone())
+                .unwrap_or_default(),
             pub_counts: c
                 .pub_counts
                 .iter()

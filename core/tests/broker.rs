@@ -566,3 +566,155 @@ fn scan_loop_strategy_is_late_exact_is_not() {
     assert!(scan.iter().any(|&l| l > 0), "{scan:?}");
     assert!(scan.iter().all(|&l| l <= ms(100)), "{scan:?}");
 }
+
+fn grant(topic: &str, channels: &[&str], perms: &[&str], ttl: i64) -> nsqlab_core::AuthResponse {
+    nsqlab_core::AuthResponse {
+        ttl,
+        identity: "ann".into(),
+        identity_url: "https://example/ann".into(),
+        authorizations: vec![nsqlab_core::Authorization {
+            topic: topic.into(),
+            channels: channels.iter().map(|c| c.to_string()).collect(),
+            permissions: perms.iter().map(|p| p.to_string()).collect(),
+        }],
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn auth_flow_as_nsqd() {
+    let opts = Options {
+        auth_enabled: true,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+
+    let a = sim.connect();
+    publish_err(&mut sim, a, "E_AUTH_FIRST AUTH required before PUB");
+
+    // AUTH, with a PUB pipelined behind it: the PUB waits for the auth server.
+    let b = sim.connect();
+    let mut bytes = Command::Auth(b"s3cret".to_vec()).to_bytes();
+    bytes.extend(
+        Command::Pub {
+            topic: "ok".into(),
+            body: b"x"[..].into(),
+        }
+        .to_bytes(),
+    );
+    sim.send_raw(b, &bytes);
+    assert!(sim.frames(b).is_empty());
+    assert_eq!(sim.auth_requests.len(), 1);
+    assert_eq!(
+        (
+            sim.auth_requests[0].secret.as_slice(),
+            sim.auth_requests[0].remote_ip.as_str()
+        ),
+        (&b"s3cret"[..], "10.0.0.1")
+    );
+    sim.answer_auth(b, Ok(grant("^ok$", &[".*"], &["publish", "subscribe"], 60)));
+    let f = sim.frames(b);
+    assert_eq!(
+        f,
+        vec![
+            Frame::Response(
+                br#"{"identity":"ann","identity_url":"https://example/ann","permission_count":1}"#
+                    .to_vec()
+            ),
+            Frame::Response(b"OK".to_vec())
+        ]
+    );
+    sim.send(
+        b,
+        &Command::Pub {
+            topic: "nope".into(),
+            body: b"x"[..].into(),
+        },
+    );
+    assert_eq!(
+        err_text(&sim.frames(b)),
+        vec!["E_UNAUTHORIZED AUTH failed for PUB on \"nope\" \"\""]
+    );
+    assert!(sim.is_closed(b));
+
+    // Subscribe permission is checked with the channel.
+    let c = sim.connect();
+    sim.send(c, &Command::Auth(b"x".to_vec()));
+    sim.answer_auth(c, Ok(grant("ok", &["^good$"], &["subscribe"], 60)));
+    sim.frames(c);
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: "ok".into(),
+            channel: "bad".into(),
+        },
+    );
+    assert_eq!(
+        err_text(&sim.frames(c)),
+        vec!["E_UNAUTHORIZED AUTH failed for SUB on \"ok\" \"bad\""]
+    );
+
+    // Auth server trouble, empty grants, a second AUTH.
+    let d = sim.connect();
+    sim.send(d, &Command::Auth(b"x".to_vec()));
+    sim.answer_auth(d, Err("connection refused".into()));
+    assert_eq!(err_text(&sim.frames(d)), vec!["E_AUTH_FAILED AUTH failed"]);
+    let e = sim.connect();
+    sim.send(e, &Command::Auth(b"x".to_vec()));
+    let mut none = grant("t", &[], &[], 60);
+    none.authorizations.clear();
+    sim.answer_auth(e, Ok(none));
+    assert_eq!(
+        err_text(&sim.frames(e)),
+        vec!["E_UNAUTHORIZED AUTH no authorizations found"]
+    );
+    let g = sim.connect();
+    sim.send(g, &Command::Auth(b"x".to_vec()));
+    sim.answer_auth(g, Ok(grant(".*", &[".*"], &["publish"], 1)));
+    sim.frames(g);
+    sim.send(g, &Command::Auth(b"x".to_vec()));
+    assert_eq!(err_text(&sim.frames(g)), vec!["E_INVALID AUTH already set"]);
+
+    // After the TTL the next PUB asks the auth server again first.
+    let h = sim.connect();
+    sim.send(h, &Command::Auth(b"k".to_vec()));
+    sim.answer_auth(h, Ok(grant(".*", &[".*"], &["publish"], 1)));
+    sim.frames(h);
+    sim.sleep(2 * SECOND);
+    sim.send(h, &Command::Nop); // not checked: no refresh
+    assert!(sim.auth_requests.is_empty());
+    sim.send(
+        h,
+        &Command::Pub {
+            topic: "t".into(),
+            body: b"x"[..].into(),
+        },
+    );
+    assert_eq!(sim.auth_requests.len(), 1, "refresh before PUB");
+    assert!(sim.frames(h).is_empty());
+    sim.answer_auth(h, Ok(grant(".*", &[".*"], &["publish"], 60)));
+    assert_eq!(sim.frames(h), vec![Frame::Response(b"OK".to_vec())]);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn auth_disabled() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let a = sim.connect();
+    sim.send(a, &Command::Auth(b"x".to_vec()));
+    assert_eq!(
+        err_text(&sim.frames(a)),
+        vec!["E_AUTH_DISABLED AUTH disabled"]
+    );
+}
+
+fn publish_err(sim: &mut Sim, c: ClientId, want: &str) {
+    sim.send(
+        c,
+        &Command::Pub {
+            topic: "t".into(),
+            body: b"x"[..].into(),
+        },
+    );
+    assert_eq!(err_text(&sim.frames(c)), vec![want.to_string()]);
+}

@@ -24,6 +24,8 @@ if "snappy" in mode:
 if "deflate" in mode:
     conn_opts["deflate"] = True
     conn_opts["deflate_level"] = 6
+if "auth" in mode:
+    conn_opts["auth_secret"] = b"pynsq-secret"
 io = tornado.ioloop.IOLoop.current()
 failures = []
 published = {}

@@ -35,6 +35,11 @@ pub enum ToDriver {
     Closed {
         client: ClientId,
     },
+    /// The auth server's answer for a client.
+    Auth {
+        client: ClientId,
+        answer: Result<nsqlab_core::AuthResponse, String>,
+    },
     /// Run a closure on the broker (HTTP handlers, stats).
     Call(BrokerJob),
 }
@@ -72,22 +77,34 @@ impl DriverHandle {
 }
 
 /// Start the broker task; it ends when every handle is dropped.
-pub fn spawn(broker: Broker) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
+pub fn spawn(
+    broker: Broker,
+    auth: super::auth::AuthConfig,
+) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
     let (tx, rx) = mpsc::channel(4096);
     let (events, _) = broadcast::channel(65_536);
     let handle = DriverHandle {
-        tx,
+        tx: tx.clone(),
         events: events.clone(),
     };
-    let task = tokio::spawn(run(broker, rx, events));
+    let task = tokio::spawn(run(
+        broker,
+        rx,
+        tx.downgrade(),
+        events,
+        std::sync::Arc::new(auth),
+    ));
     (handle, task)
 }
 
 async fn run(
     mut broker: Broker,
     mut rx: mpsc::Receiver<ToDriver>,
+    me: mpsc::WeakSender<ToDriver>,
     events: broadcast::Sender<Event>,
+    auth: std::sync::Arc<super::auth::AuthConfig>,
 ) -> Broker {
+    let mut auth_start = 0usize;
     let mut conns: HashMap<ClientId, mpsc::UnboundedSender<Out>> = HashMap::new();
     loop {
         broker.set_events(events.receiver_count() > 0);
@@ -126,6 +143,23 @@ async fn run(
                 conns.remove(&client);
             }
         }
+        while let Some(req) = broker.poll_auth_request() {
+            // The HTTP query runs on its own task; the answer comes back as input.
+            let (cfg, me) = (auth.clone(), me.clone());
+            auth_start = auth_start.wrapping_add(1);
+            let start = auth_start;
+            tokio::spawn(async move {
+                let answer = super::auth::query(&cfg, &req, start).await;
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx
+                        .send(ToDriver::Auth {
+                            client: req.client,
+                            answer,
+                        })
+                        .await;
+                }
+            });
+        }
         while let Some(e) = broker.poll_event() {
             let _ = events.send(e);
         }
@@ -151,5 +185,6 @@ fn handle(
             broker.disconnect(now, client);
         }
         ToDriver::Call(f) => f(broker, now),
+        ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
     }
 }

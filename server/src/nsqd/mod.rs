@@ -1,6 +1,7 @@
 //! `nsqlab nsqd`: the server. Binds the TCP and HTTP listeners, starts the broker task, and
 //! shuts down cleanly on SIGINT/SIGTERM.
 
+pub mod auth;
 pub mod codec;
 pub mod driver;
 pub mod http;
@@ -63,7 +64,13 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     tracing::info!("ID: {}", opts.node_id);
     let now = crate::clock::now();
     let broker = Broker::new(opts, now, now);
-    let (driver, broker_task) = driver::spawn(broker);
+    let auth = auth::AuthConfig {
+        addresses: args.auth_http_address.clone(),
+        method_post: args.auth_http_request_method.eq_ignore_ascii_case("post"),
+        connect_timeout: args.http_client_connect_timeout,
+        request_timeout: args.http_client_request_timeout,
+    };
+    let (driver, broker_task) = driver::spawn(broker, auth);
 
     let tcp = TcpListener::bind(&args.tcp_address)
         .await
