@@ -35,3 +35,11 @@ fi
 if ! "$VENV/bin/python" -c 'import snappy' 2>/dev/null; then
   "$VENV/bin/pip" install -q 'python-snappy'
 fi
+
+# nsqjs from npm (unchanged) for the interop tests.
+NODE_DIR=target/node-interop
+if [ ! -d "$NODE_DIR/node_modules/nsqjs" ]; then
+  log "installing nsqjs into $NODE_DIR"
+  mkdir -p "$NODE_DIR"
+  (cd "$NODE_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund nsqjs@0.13.0)
+fi

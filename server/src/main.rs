@@ -32,7 +32,18 @@ fn main() {
     let rest = nsqlab::cli::normalize(args.into_iter().skip(1));
     match program.as_str() {
         "nsqd" => {
-            let parsed = NsqdArgs::parse_from(std::iter::once("nsqd".to_string()).chain(rest));
+            let argv: Vec<String> = std::iter::once("nsqd".to_string()).chain(rest).collect();
+            let argv = match nsqlab::nsqd::options::with_config_file(argv) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!(
+                        "[nsqd] {} FATAL: {e}",
+                        nsqlab::logging::timestamp(nsqlab::clock::now())
+                    );
+                    std::process::exit(1);
+                }
+            };
+            let parsed = NsqdArgs::parse_from(argv);
             if parsed.version {
                 println!(
                     "nsqd v{} (built w/nsqlab {})",

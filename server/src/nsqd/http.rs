@@ -8,7 +8,8 @@
 use super::driver::DriverHandle;
 use super::{Bound, NsqdArgs};
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{ConnectInfo, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -22,6 +23,7 @@ use nsqlab_core::{AdminError, Body, StatsFilter};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -613,6 +615,35 @@ async fn config_put(State(s): State<AppState>, Path(opt): Path<String>, body: By
     config_response(&s, &opt)
 }
 
+async fn ws_nsq(
+    State(s): State<AppState>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    ws: WebSocketUpgrade,
+) -> Response {
+    super::ws::nsq_upgrade(ws, s.driver.clone(), remote).await
+}
+
+async fn ws_events(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response {
+    super::ws::events_upgrade(ws, s.driver.clone()).await
+}
+
+async fn api_queues(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
+    let q = query(&raw)?;
+    let topic = first(&q, "topic")
+        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .to_string();
+    let channel = first(&q, "channel")
+        .ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?
+        .to_string();
+    match super::ws::queues(&s.driver, topic, channel)
+        .await
+        .ok_or(EXITING)?
+    {
+        Some(q) => Ok(json(&q)),
+        None => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
+    }
+}
+
 async fn index(State(s): State<AppState>) -> Response {
     if !s.info.visualiser {
         return ApiErr(404, "NOT_FOUND").into_response();
@@ -627,7 +658,7 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     const POST: &[&str] = &["POST"];
     const GET_PUT: &[&str] = &["GET", "PUT"];
     match path {
-        "/" | "/ping" | "/info" | "/stats" => Some(GET),
+        "/" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events" | "/api/queues" => Some(GET),
         "/pub" | "/mpub" => Some(POST),
         _ => {
             let (dir, leaf) = path.rsplit_once('/')?;
@@ -685,6 +716,9 @@ pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> R
         .route("/topic/{action}", post(topic_admin))
         .route("/channel/{action}", post(channel_admin))
         .route("/config/{opt}", get(config_get).put(config_put))
+        .route("/ws/nsq", get(ws_nsq))
+        .route("/ws/events", get(ws_events))
+        .route("/api/queues", get(api_queues))
         .fallback(|| async { ApiErr(404, "NOT_FOUND") })
         .layer(middleware::from_fn(method_guard))
         .with_state(state)
@@ -699,9 +733,12 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let app = router(driver, info, lookupd);
-    let _ = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            let _ = shutdown.changed().await;
-        })
-        .await;
+    let _ = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        let _ = shutdown.changed().await;
+    })
+    .await;
 }

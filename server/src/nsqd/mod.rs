@@ -8,6 +8,7 @@ pub mod http;
 pub mod options;
 pub mod tcp;
 pub mod tls;
+pub mod ws;
 
 pub use options::NsqdArgs;
 

@@ -409,3 +409,132 @@ impl NsqdArgs {
         }
     }
 }
+
+/// nsqd's config-file name for a flag is its `cfg` tag, else the flag with `-` → `_`; these
+/// are the ones that differ.
+const CFG_RENAMES: &[(&str, &str)] = &[
+    ("id", "node-id"),
+    ("nsqlookupd_tcp_addresses", "lookupd-tcp-address"),
+    ("auth_http_addresses", "auth-http-address"),
+    (
+        "e2e_processing_latency_percentiles",
+        "e2e-processing-latency-percentile",
+    ),
+];
+
+const DURATION_FLAGS: &[&str] = &[
+    "http-client-connect-timeout",
+    "http-client-request-timeout",
+    "sync-timeout",
+    "msg-timeout",
+    "max-msg-timeout",
+    "max-req-timeout",
+    "max-heartbeat-interval",
+    "max-output-buffer-timeout",
+    "min-output-buffer-timeout",
+    "output-buffer-timeout",
+    "statsd-interval",
+    "e2e-processing-latency-window-time",
+];
+
+/// Apply `--config <file>` (nsqd's TOML): its options become flags placed before the command
+/// line's own, so a flag given on the command line wins (for repeatable flags, entirely).
+pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
+    let mut path = None;
+    for (i, a) in args.iter().enumerate() {
+        if let Some(p) = a.strip_prefix("--config=") {
+            path = Some(p.to_string());
+        } else if a == "--config" {
+            path = args.get(i + 1).cloned();
+        }
+    }
+    let Some(path) = path else { return Ok(args) };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("failed to load config file {path} - {e}"))?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e| format!("failed to load config file {path} - {e}"))?;
+    let given = |flag: &str| {
+        let long = format!("--{flag}");
+        args.iter()
+            .any(|a| a == &long || a.starts_with(&format!("{long}=")))
+    };
+    let mut pre = Vec::new();
+    for (key, value) in &table {
+        let flag = CFG_RENAMES
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, f)| f.to_string())
+            .unwrap_or_else(|| key.replace('_', "-"));
+        if given(&flag) {
+            continue;
+        }
+        let one = |v: &toml::Value| -> Result<String, String> {
+            Ok(match v {
+                toml::Value::String(s) => s.clone(),
+                toml::Value::Integer(i) if DURATION_FLAGS.contains(&flag.as_str()) => {
+                    format!("{i}ns")
+                }
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                other => {
+                    return Err(format!(
+                        "failed to load config file {path} - bad value for {key}: {other}"
+                    ))
+                }
+            })
+        };
+        match value {
+            toml::Value::Array(items) => {
+                for v in items {
+                    pre.push(format!("--{flag}={}", one(v)?));
+                }
+            }
+            v => pre.push(format!("--{flag}={}", one(v)?)),
+        }
+    }
+    let mut out = Vec::with_capacity(args.len() + pre.len());
+    let mut it = args.into_iter();
+    if let Some(prog) = it.next() {
+        out.push(prog);
+    }
+    out.extend(pre);
+    out.extend(it);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn config_file_then_flags_win() {
+        let dir = std::env::temp_dir().join(format!("nsqlab-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("nsqd.cfg");
+        std::fs::write(
+            &f,
+            "mem_queue_size = 5\nmsg_timeout = \"10s\"\nnsqlookupd_tcp_addresses = [\"a:1\", \"b:2\"]\nsnappy = false\nid = 7\nmax_rdy_count = 10\n",
+        )
+        .unwrap();
+        let argv: Vec<String> = [
+            "nsqd",
+            "--config",
+            f.to_str().unwrap(),
+            "--max-rdy-count=20",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let a = NsqdArgs::parse_from(with_config_file(argv).unwrap());
+        assert_eq!(a.mem_queue_size, 5);
+        assert_eq!(a.msg_timeout, Duration::from_secs(10));
+        assert_eq!(a.lookupd_tcp_address, vec!["a:1", "b:2"]);
+        assert!(!a.snappy);
+        assert_eq!(a.node_id, Some(7));
+        assert_eq!(a.max_rdy_count, 20, "the command line wins");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,168 @@
+//! WebSocket on the HTTP port, for browsers:
+//!
+//! - `GET /ws/nsq`: NSQ protocol V2 over binary WebSocket messages — the same bytes as TCP, so
+//!   a page can publish and subscribe. Transport upgrades (TLS, snappy, deflate) are not
+//!   available here: a client that negotiates one is disconnected.
+//! - `GET /ws/events`: the broker's events as JSON text messages, plus a stats snapshot every
+//!   second. A slow browser never slows the broker: the stream is a bounded broadcast; when a
+//!   listener falls behind it gets `{"type":"dropped","count":N}` and carries on.
+//! - `GET /api/queues?topic=&channel=`: a channel's deferred and in-flight messages (ID, due
+//!   time, attempts, client) as JSON, to draw the state on connect.
+
+use super::driver::{DriverHandle, Out, ToDriver};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use bytes::Bytes;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+pub async fn nsq_upgrade(
+    ws: WebSocketUpgrade,
+    driver: DriverHandle,
+    remote: SocketAddr,
+) -> Response {
+    ws.on_upgrade(move |socket| nsq_over_ws(socket, driver, remote))
+}
+
+async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: SocketAddr) {
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+    let (reply_tx, reply_rx) = oneshot::channel();
+    let connect = ToDriver::Connect {
+        remote: remote.to_string(),
+        out: out_tx,
+        reply: reply_tx,
+    };
+    if !driver.send(connect).await {
+        return;
+    }
+    let Ok(client) = reply_rx.await else { return };
+    let mut broker_closed = false;
+    loop {
+        tokio::select! {
+            m = socket.recv() => match m {
+                Some(Ok(Message::Binary(b))) => {
+                    if !driver.send(ToDriver::Bytes { client, data: b }).await {
+                        break;
+                    }
+                }
+                Some(Ok(Message::Text(t))) => {
+                    let data = Bytes::copy_from_slice(t.as_bytes());
+                    if !driver.send(ToDriver::Bytes { client, data }).await {
+                        break;
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(_)) | None => break,
+            },
+            o = out_rx.recv() => match o {
+                Some(Out::Data(d)) => {
+                    if socket.send(Message::Binary(d.into())).await.is_err() {
+                        break;
+                    }
+                }
+                Some(Out::Upgrade(_)) | Some(Out::Close) | None => {
+                    broker_closed = true;
+                    let _ = socket.send(Message::Close(None)).await;
+                    break;
+                }
+            },
+        }
+    }
+    if !broker_closed {
+        driver.send(ToDriver::Closed { client }).await;
+    }
+}
+
+pub async fn events_upgrade(ws: WebSocketUpgrade, driver: DriverHandle) -> Response {
+    ws.on_upgrade(move |socket| event_stream(socket, driver))
+}
+
+async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
+    let mut events = driver.subscribe_events();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        let text = tokio::select! {
+            e = events.recv() => match e {
+                Ok(e) => serde_json::to_string(&e).unwrap_or_default(),
+                Err(broadcast::error::RecvError::Lagged(n)) => format!(r#"{{"type":"dropped","count":{n}}}"#),
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            _ = tick.tick() => {
+                let Some(stats) = driver.call(|b, now| (now, b.stats(&Default::default()))).await else { break };
+                serde_json::json!({"type": "stats", "at": stats.0, "topics": stats.1.topics}).to_string()
+            }
+            m = socket.recv() => match m {
+                Some(Ok(_)) => continue,
+                _ => break,
+            },
+        };
+        if socket.send(Message::Text(text.into())).await.is_err() {
+            break;
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct QueuedMessage {
+    pub id: String,
+    /// Due time (deferred) or deadline (in flight), Unix ns.
+    pub due: u64,
+    pub attempts: u16,
+    pub timestamp: u64,
+    pub client: Option<u64>,
+}
+
+#[derive(Serialize)]
+pub struct Queues {
+    pub topic: String,
+    pub channel: String,
+    pub now: u64,
+    pub depth: usize,
+    pub deferred: Vec<QueuedMessage>,
+    pub in_flight: Vec<QueuedMessage>,
+}
+
+/// A channel's deferred heap and in-flight messages, in heap (array) order.
+pub async fn queues(
+    driver: &DriverHandle,
+    topic: String,
+    channel: String,
+) -> Option<Option<Queues>> {
+    driver
+        .call(move |b, now| {
+            let c = b.channel(&topic, &channel)?;
+            Some(Queues {
+                deferred: c
+                    .deferred
+                    .entries()
+                    .iter()
+                    .map(|e| QueuedMessage {
+                        id: e.item.id.to_string(),
+                        due: e.key,
+                        attempts: e.item.attempts,
+                        timestamp: e.item.timestamp,
+                        client: None,
+                    })
+                    .collect(),
+                in_flight: c
+                    .in_flight
+                    .entries()
+                    .iter()
+                    .map(|e| QueuedMessage {
+                        id: e.item.msg.id.to_string(),
+                        due: e.key,
+                        attempts: e.item.msg.attempts,
+                        timestamp: e.item.msg.timestamp,
+                        client: Some(e.item.client.0),
+                    })
+                    .collect(),
+                depth: c.depth(),
+                topic,
+                channel,
+                now,
+            })
+        })
+        .await
+}

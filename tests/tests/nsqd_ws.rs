@@ -1,0 +1,117 @@
+//! WebSocket on the HTTP port: NSQ V2 over binary messages, the live event stream, and the
+//! deferred / in-flight listing.
+
+use nsqlab_core::protocol::{decode_frame, Frame};
+use nsqlab_tests::Nsqd;
+use std::time::{Duration, Instant};
+use tungstenite::Message;
+
+fn ws(d: &Nsqd, path: &str) -> tungstenite::WebSocket<std::net::TcpStream> {
+    let stream = std::net::TcpStream::connect(d.http).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (ws, _) =
+        tungstenite::client(format!("ws://{}{path}", d.http), stream).expect("websocket handshake");
+    ws
+}
+
+/// The WebSocket carries the same byte stream as TCP: a message may hold several frames (or
+/// part of one), so frames are read from a buffer.
+fn next_frame(w: &mut tungstenite::WebSocket<std::net::TcpStream>, buf: &mut Vec<u8>) -> Frame {
+    loop {
+        if let Some((f, n)) = decode_frame(buf).expect("frame") {
+            buf.drain(..n);
+            return f;
+        }
+        if let Message::Binary(b) = w.read().expect("ws message") {
+            buf.extend_from_slice(&b);
+        }
+    }
+}
+
+#[test]
+fn nsq_protocol_over_websocket() {
+    let d = Nsqd::start(&[]);
+    let mut w = ws(&d, "/ws/nsq");
+    let mut buf = Vec::new();
+    w.send(Message::binary(&b"  V2SUB t c\nRDY 5\n"[..]))
+        .unwrap();
+    assert_eq!(
+        next_frame(&mut w, &mut buf),
+        Frame::Response(b"OK".to_vec())
+    );
+    assert_eq!(d.http("POST", "/pub?topic=t", b"from http").status, 200);
+    let Frame::Message(m) = next_frame(&mut w, &mut buf) else {
+        panic!("message")
+    };
+    assert_eq!(&m.body[..], b"from http");
+    let mut fin = b"FIN ".to_vec();
+    fin.extend_from_slice(&m.id.to_hex());
+    fin.push(b'\n');
+    w.send(Message::binary(fin)).unwrap();
+    // Publishing from the browser side works too.
+    w.send(Message::binary(&b"PUB t\n\x00\x00\x00\x02ws"[..]))
+        .unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        got.push(next_frame(&mut w, &mut buf));
+    }
+    assert!(got.contains(&Frame::Response(b"OK".to_vec())), "{got:?}");
+    assert!(
+        got.iter()
+            .any(|f| matches!(f, Frame::Message(m) if &m.body[..] == b"ws")),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn live_events_and_queue_listing() {
+    let d = Nsqd::start(&[]);
+    assert_eq!(d.http("POST", "/topic/create?topic=live", b"").status, 200);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=live&channel=c", b"")
+            .status,
+        200
+    );
+    let mut events = ws(&d, "/ws/events");
+    // Give the broker a moment to see its listener (events are made only while someone listens).
+    std::thread::sleep(Duration::from_millis(200));
+    let start = Instant::now();
+    assert_eq!(
+        d.http("POST", "/pub?topic=live&defer=400", b"hi").status,
+        200
+    );
+
+    let q = d
+        .http("GET", "/api/queues?topic=live&channel=c", b"")
+        .json();
+    assert_eq!(q["deferred"].as_array().unwrap().len(), 1);
+    let due = q["deferred"][0]["due"].as_u64().unwrap();
+    assert!(due > q["now"].as_u64().unwrap());
+    assert_eq!(
+        d.http("GET", "/api/queues?topic=live&channel=nope", b"")
+            .status,
+        404
+    );
+
+    let mut kinds = Vec::new();
+    while !kinds.iter().any(|k: &String| k == "queued") {
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "no queued event: {kinds:?}"
+        );
+        if let Message::Text(t) = events.read().expect("event") {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            kinds.push(v["type"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    assert!(
+        start.elapsed() >= Duration::from_millis(390),
+        "due early: {:?}",
+        start.elapsed()
+    );
+    for k in ["published", "deferred", "became_due", "queued"] {
+        assert!(kinds.iter().any(|x| x == k), "{k} missing from {kinds:?}");
+    }
+}
