@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: build nsqlab and run it.
+# The main job: build the visualiser and the server, then run `nsqlab nsqd` with the
+# visualiser at http://127.0.0.1:4151/ (extra arguments are passed to nsqd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup.sh
-cargo build --release --locked -p nsqlab
-exec target/release/nsqlab "${@:-demo}"
+bash scripts/build-web.sh
+cargo build --release --locked -p nsqlab --bin nsqlab
+echo "nsqlab: visualiser at http://127.0.0.1:4151/ (TCP 4150, HTTP 4151; Ctrl-C to stop)" >&2
+exec target/release/nsqlab nsqd --www-dir="$PWD/www" "$@"

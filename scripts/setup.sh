@@ -43,3 +43,17 @@ if [ ! -d "$NODE_DIR/node_modules/nsqjs" ]; then
   mkdir -p "$NODE_DIR"
   (cd "$NODE_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund nsqjs@0.13.0)
 fi
+
+# wasm-opt from npm's binaryen (Debian's is too old for rustc's output) and playwright-core
+# for the page tests, which drive Debian's Chromium.
+TOOLS_DIR=target/node-tools
+if [ ! -x "$TOOLS_DIR/node_modules/.bin/wasm-opt" ] || [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ]; then
+  log "installing binaryen and playwright-core into $TOOLS_DIR"
+  mkdir -p "$TOOLS_DIR"
+  (cd "$TOOLS_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund binaryen@132 playwright-core)
+fi
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  log "installing Debian's chromium and chromium-driver"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver
+fi

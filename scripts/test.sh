@@ -18,6 +18,12 @@ cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release
 cargo build --locked -p nsqlab-core --target wasm32-unknown-unknown --release --example wasm_probe
 node scripts/wasm-imports.cjs target/wasm32-unknown-unknown/release/examples/wasm_probe.wasm
 
+step "clippy for the wasm-only visualiser code"
+cargo clippy --locked -p nsqlab-web --target wasm32-unknown-unknown --release -- -D warnings
+
+step "the visualiser page (www/pkg)"
+bash scripts/build-web.sh
+
 step "the nsqlab binary the black-box tests start"
 cargo build --locked -p nsqlab --bin nsqlab
 export NSQLAB_BIN="$PWD/target/debug/nsqlab"

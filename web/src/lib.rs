@@ -1,1 +1,20 @@
-//! The nsqlab visualiser.
+//! # nsqlab-web: the visualiser
+//!
+//! The broker core, compiled to WebAssembly, runs in the page in virtual time ([`lab`]); a
+//! learner steps through each event — a DPUB's push and every sift swap in the deferred heap,
+//! deliveries, timeouts, requeues — with an explanation of each. [`scenarios`] is the library,
+//! [`layout`] the pure drawing maths. The Yew components (`app`) exist only on wasm32; all the
+//! logic here is tested natively.
+
+pub mod lab;
+pub mod layout;
+pub mod scenarios;
+
+#[cfg(target_arch = "wasm32")]
+mod app;
+
+#[cfg(target_arch = "wasm32")]
+#[wasm_bindgen::prelude::wasm_bindgen(start)]
+pub fn start() {
+    yew::Renderer::<app::App>::new().render();
+}

@@ -51,7 +51,8 @@ pub struct ServerInfo {
     pub max_deflate_level: i64,
     pub limits: Limits,
     pub max_req_timeout: u64,
-    pub visualiser: bool,
+    /// Where the visualiser page lives (`None` with `--no-visualiser`).
+    pub www_dir: Option<std::path::PathBuf>,
     /// Readable options by nsqd's config name, in nsqd's order.
     pub config: Vec<(String, ConfigValue)>,
 }
@@ -77,7 +78,7 @@ impl ServerInfo {
                 max_body_size: args.max_body_size.max(0) as u64,
             },
             max_req_timeout: args.max_req_timeout.as_nanos() as u64,
-            visualiser: !args.no_visualiser,
+            www_dir: (!args.no_visualiser).then(|| args.www_dir()),
             config: args.config_values(bound),
         }
     }
@@ -645,11 +646,33 @@ async fn api_queues(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiRe
 }
 
 async fn index(State(s): State<AppState>) -> Response {
-    if !s.info.visualiser {
+    static_file(&s, "index.html").await
+}
+
+async fn stylesheet(State(s): State<AppState>) -> Response {
+    static_file(&s, "style.css").await
+}
+
+async fn pkg_file(State(s): State<AppState>, Path(file): Path<String>) -> Response {
+    if file.contains('/') || file.contains("..") {
         return ApiErr(404, "NOT_FOUND").into_response();
     }
-    let page = include_str!("../../../www/index.html");
-    ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], page).into_response()
+    static_file(&s, &format!("pkg/{file}")).await
+}
+
+/// A file of the visualiser page from `--www-dir`.
+async fn static_file(s: &AppState, rel: &str) -> Response {
+    let Some(dir) = &s.info.www_dir else {
+        return ApiErr(404, "NOT_FOUND").into_response();
+    };
+    let req = axum::http::Request::get(format!("/{rel}"))
+        .body(axum::body::Body::empty())
+        .expect("request");
+    let svc = tower_http::services::ServeDir::new(dir);
+    match tower::ServiceExt::oneshot(svc, req).await {
+        Ok(r) if r.status().is_success() => r.map(axum::body::Body::new),
+        _ => ApiErr(404, "NOT_FOUND").into_response(),
+    }
 }
 
 /// The methods nsqd routes for a path (httprouter's `allowed`), or `None` for unknown paths.
@@ -658,7 +681,8 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     const POST: &[&str] = &["POST"];
     const GET_PUT: &[&str] = &["GET", "PUT"];
     match path {
-        "/" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events" | "/api/queues" => Some(GET),
+        "/" | "/style.css" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events"
+        | "/api/queues" => Some(GET),
         "/pub" | "/mpub" => Some(POST),
         _ => {
             let (dir, leaf) = path.rsplit_once('/')?;
@@ -669,6 +693,7 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
                     Some(POST)
                 }
                 "/config" if !leaf.is_empty() => Some(GET_PUT),
+                "/pkg" if !leaf.is_empty() => Some(GET),
                 _ => None,
             }
         }
@@ -708,6 +733,8 @@ pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> R
     };
     Router::new()
         .route("/", get(index))
+        .route("/style.css", get(stylesheet))
+        .route("/pkg/{file}", get(pkg_file))
         .route("/ping", get(ping))
         .route("/info", get(info_handler))
         .route("/pub", post(pub_handler))

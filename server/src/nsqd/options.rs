@@ -194,6 +194,9 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "get")]
     pub auth_http_request_method: String,
 
+    /// nsqlab: the directory the visualiser page is served from (default: the repository's www/)
+    #[arg(long)]
+    pub www_dir: Option<String>,
     /// nsqlab: do not serve the visualiser page at GET /
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub no_visualiser: bool,
@@ -212,6 +215,14 @@ impl NsqdArgs {
             h = h.wrapping_mul(0x0100_0193);
         }
         (h % 1024) as u16
+    }
+
+    /// `--www-dir`, else `www/` next to the running binary's repository checkout.
+    pub fn www_dir(&self) -> std::path::PathBuf {
+        match &self.www_dir {
+            Some(d) => d.into(),
+            None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../www"),
+        }
     }
 
     pub fn broadcast_address(&self) -> String {

@@ -1,0 +1,456 @@
+//! The Yew app: a scenario's labs, controls, and the views. State lives in the labs (owned in
+//! a `use_mut_ref`); a generation counter re-renders after every change; the play timer is an
+//! owned `Interval`, dropped to stop.
+
+use crate::lab::{secs, short, ChannelView, Lab};
+use crate::layout::{heap_node_xy, nodes_in_levels, time_left, visible_levels};
+use crate::scenarios::{find, Scenario, SCENARIOS};
+use gloo_timers::callback::Interval;
+use nsqlab_core::time::{ms, MILLISECOND};
+use std::cell::RefCell;
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlInputElement, HtmlSelectElement, KeyboardEvent};
+use yew::prelude::*;
+
+const SPEEDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0];
+const TICK_MS: u32 = 50;
+
+struct Run {
+    scenario: &'static Scenario,
+    seed: u64,
+    labs: Vec<(&'static str, Lab)>,
+}
+
+impl Run {
+    fn new(scenario: &'static Scenario, seed: u64) -> Run {
+        Run {
+            scenario,
+            seed,
+            labs: (scenario.build)(seed),
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.labs.iter().map(|(_, l)| l.now()).max().unwrap_or(0)
+    }
+}
+
+fn query() -> (String, u64, f64) {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    let get = |k: &str| params.as_ref().and_then(|p| p.get(k));
+    (
+        get("scenario").unwrap_or_else(|| SCENARIOS[0].id.to_string()),
+        get("seed").and_then(|s| s.parse().ok()).unwrap_or(1),
+        get("speed").and_then(|s| s.parse().ok()).unwrap_or(1.0),
+    )
+}
+
+fn write_query(scenario: &str, seed: u64, speed: f64) {
+    if let Some(w) = web_sys::window() {
+        let url = format!("?scenario={scenario}&seed={seed}&speed={speed}");
+        if let Ok(h) = w.history() {
+            let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+        }
+    }
+}
+
+#[function_component(App)]
+pub fn app() -> Html {
+    let (sid, seed0, speed0) = query();
+    let run = use_mut_ref(|| Run::new(find(&sid).unwrap_or(&SCENARIOS[0]), seed0));
+    let generation = use_state(|| 0u64);
+    let playing = use_state(|| false);
+    let speed = use_state(|| speed0);
+    let refresh = {
+        let generation = generation.clone();
+        Callback::from(move |_: ()| generation.set(*generation + 1))
+    };
+
+    // The play timer: owned by the effect, dropped (cancelled) when play stops.
+    {
+        let run = run.clone();
+        let refresh = refresh.clone();
+        let speed = *speed;
+        use_effect_with((*playing, speed), move |(on, speed): &(bool, f64)| {
+            let timer = on.then(|| {
+                let speed = *speed;
+                Interval::new(TICK_MS, move || {
+                    let mut r = run.borrow_mut();
+                    let target = r.now() + (TICK_MS as f64 * speed * MILLISECOND as f64) as u64;
+                    for (_, lab) in r.labs.iter_mut() {
+                        lab.run_until(target);
+                    }
+                    drop(r);
+                    refresh.emit(());
+                })
+            });
+            move || drop(timer)
+        });
+    }
+
+    let act = |f: Rc<dyn Fn(&mut Run)>| {
+        let run = run.clone();
+        let refresh = refresh.clone();
+        Callback::from(move |_: MouseEvent| {
+            f(&mut run.borrow_mut());
+            refresh.emit(());
+        })
+    };
+    let on_step = act(Rc::new(|r: &mut Run| {
+        for (_, l) in r.labs.iter_mut() {
+            l.step();
+        }
+    }));
+    let on_next = act(Rc::new(|r: &mut Run| {
+        for (_, l) in r.labs.iter_mut() {
+            l.next_timer();
+        }
+    }));
+    let on_reset = act(Rc::new(|r: &mut Run| *r = Run::new(r.scenario, r.seed)));
+    let on_play = {
+        let playing = playing.clone();
+        Callback::from(move |_: MouseEvent| playing.set(!*playing))
+    };
+    let on_speed = {
+        let speed = speed.clone();
+        let run = run.clone();
+        Callback::from(move |e: Event| {
+            let v: f64 = e
+                .target_unchecked_into::<HtmlSelectElement>()
+                .value()
+                .parse()
+                .unwrap_or(1.0);
+            speed.set(v);
+            let r = run.borrow();
+            write_query(r.scenario.id, r.seed, v);
+        })
+    };
+    let pick = |s: &'static Scenario| {
+        let run = run.clone();
+        let refresh = refresh.clone();
+        let playing = playing.clone();
+        let speed = *speed;
+        Callback::from(move |_: MouseEvent| {
+            let seed = run.borrow().seed;
+            *run.borrow_mut() = Run::new(s, seed);
+            playing.set(false);
+            write_query(s.id, seed, speed);
+            refresh.emit(());
+        })
+    };
+    // Keyboard: space plays/pauses, → or s steps, n jumps to the next timer, r resets.
+    {
+        let (on_step, on_next, on_play, on_reset) = (
+            on_step.clone(),
+            on_next.clone(),
+            on_play.clone(),
+            on_reset.clone(),
+        );
+        use_effect_with((), move |_| {
+            let doc = web_sys::window().and_then(|w| w.document());
+            let handler = wasm_bindgen::closure::Closure::<dyn Fn(KeyboardEvent)>::new(
+                move |e: KeyboardEvent| {
+                    let tag = e
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .map(|el| el.tag_name())
+                        .unwrap_or_default();
+                    if tag == "INPUT" || tag == "SELECT" {
+                        return;
+                    }
+                    let click = MouseEvent::new("click").expect("event");
+                    match e.key().as_str() {
+                        " " => {
+                            e.prevent_default();
+                            on_play.emit(click)
+                        }
+                        "ArrowRight" | "s" => on_step.emit(click),
+                        "n" => on_next.emit(click),
+                        "r" => on_reset.emit(click),
+                        _ => {}
+                    }
+                },
+            );
+            if let Some(d) = &doc {
+                let _ =
+                    d.add_event_listener_with_callback("keydown", handler.as_ref().unchecked_ref());
+            }
+            move || {
+                if let Some(d) = doc {
+                    let _ = d.remove_event_listener_with_callback(
+                        "keydown",
+                        handler.as_ref().unchecked_ref(),
+                    );
+                }
+            }
+        });
+    }
+
+    let r = run.borrow();
+    let now = r.now();
+    html! {
+      <div class="app">
+        <header>
+          <h1>{"nsqlab"}<span class="sub">{" — watch a message queue work from the inside"}</span></h1>
+          <nav class="scenarios" aria-label="scenarios">
+            { for SCENARIOS.iter().map(|s| html! {
+                <button class={classes!("scenario", (s.id == r.scenario.id).then_some("active"))}
+                        data-scenario={s.id} onclick={pick(s)}>{s.title}</button>
+            }) }
+          </nav>
+          <p class="scenario-text" data-testid="scenario-text">{r.scenario.text}</p>
+        </header>
+        <section class="controls" aria-label="controls">
+          <button data-testid="play" onclick={on_play}>{ if *playing { "⏸ Pause" } else { "▶ Play" } }</button>
+          <button data-testid="step" onclick={on_step} title="one event (→ or s)">{"Step"}</button>
+          <button data-testid="next" onclick={on_next} title="jump to the next timer (n)">{"Next timer"}</button>
+          <button data-testid="reset" onclick={on_reset} title="start over (r)">{"Reset"}</button>
+          <label>{"speed "}
+            <select data-testid="speed" onchange={on_speed}>
+              { for SPEEDS.iter().map(|s| html! { <option value={s.to_string()} selected={(*s - *speed).abs() < 1e-9}>{format!("{s}×")}</option> }) }
+            </select>
+          </label>
+          <span class="clock" data-testid="clock">{format!("t = {}", secs(now))}</span>
+        </section>
+        <div class="labs">
+          { for r.labs.iter().map(|(label, lab)| lab_view(label, lab, run.clone(), refresh.clone())) }
+        </div>
+        { lateness_chart(&r.labs) }
+        { publish_form(run.clone(), refresh.clone()) }
+      </div>
+    }
+}
+
+fn lab_view(label: &str, lab: &Lab, run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
+    let last = lab
+        .log
+        .last()
+        .map(|s| s.text.clone())
+        .unwrap_or_else(|| "Press Step (→) or Play (space) to begin.".into());
+    let heap_chan = lab
+        .view
+        .heap_channel
+        .as_ref()
+        .and_then(|k| lab.view.channels.get(k))
+        .or_else(|| lab.view.channels.values().next());
+    html! {
+      <section class="lab" data-label={label.to_string()}>
+        { if label.is_empty() { html!{} } else { html!{ <h2>{label}</h2> } } }
+        <div class="explain" data-testid="explain" aria-live="polite">{last}</div>
+        <ol class="log">{ for lab.log.iter().rev().skip(1).take(5).map(|s| html!{ <li>{format!("{}  {}", secs(s.at), s.text)}</li> }) }</ol>
+        { topology(lab) }
+        { heap_chan.map(|c| heap_view(c, &lab.view.heap_marks, lab.view.highlight)).unwrap_or_default() }
+        { for lab.view.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| in_flight_view(c, lab.now(), run.clone(), refresh.clone(), label.to_string())) }
+      </section>
+    }
+}
+
+fn topology(lab: &Lab) -> Html {
+    let v = &lab.view;
+    html! {
+      <div class="topology" data-testid="topology">
+        <div class="col producers"><h3>{"producers"}</h3>{ for lab.producers.iter().map(|p| html!{ <div class="node producer">{format!("producer {p}")}</div> }) }</div>
+        <div class="arrow">{"→"}</div>
+        <div class="col topics"><h3>{"topics"}</h3>
+          { for v.topics.iter().map(|(t, held)| html!{
+              <div class="node topic" data-topic={t.clone()}>
+                <b>{t}</b>
+                { if held.is_empty() { html!{} } else { html!{ <div class="chips">{ for held.iter().map(|c| chip(c.id, v.highlight)) }</div> } } }
+              </div>
+          }) }
+        </div>
+        <div class="arrow">{"→"}</div>
+        <div class="col channels"><h3>{"channels"}</h3>
+          { for v.channels.values().map(|c| channel_box(c, v.highlight)) }
+        </div>
+        <div class="arrow">{"→"}</div>
+        <div class="col consumers"><h3>{"consumers"}</h3>
+          { for lab.consumers.iter().map(|c| {
+              let inflight: usize = v.channels.values().map(|ch| ch.in_flight.iter().filter(|m| m.client == c.id).count()).sum();
+              html!{ <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))}>
+                <b>{format!("{} ({})", c.name, c.id)}</b>
+                <div class="meta">{format!("{} · RDY {} · in flight {inflight}", c.channel, c.rdy)}</div>
+              </div> }
+          }) }
+        </div>
+      </div>
+    }
+}
+
+fn chip(id: nsqlab_core::MessageId, highlight: Option<nsqlab_core::MessageId>) -> Html {
+    html! { <span class={classes!("chip", (highlight == Some(id)).then_some("hot"))} data-id={id.to_string()} title={id.to_string()}>{short(id)}</span> }
+}
+
+fn channel_box(c: &ChannelView, highlight: Option<nsqlab_core::MessageId>) -> Html {
+    let mem: Vec<_> = c.queue.iter().filter(|m| !m.on_disk).collect();
+    let disk = c.queue.len() - mem.len();
+    html! {
+      <div class="node channel" data-channel={c.name.clone()}>
+        <b>{format!("{}/{}", c.topic, c.name)}</b>
+        <div class="counters">
+          <span data-testid="depth">{format!("depth {}", c.queue.len())}</span>
+          <span data-testid="deferred">{format!("deferred {}", c.heap.len())}</span>
+          <span data-testid="in-flight">{format!("in flight {}", c.in_flight.len())}</span>
+          <span data-testid="finished">{format!("finished {}", c.finished)}</span>
+          <span data-testid="requeued">{format!("requeued {}", c.requeued)}</span>
+          <span data-testid="timed-out">{format!("timed out {}", c.timed_out)}</span>
+        </div>
+        <div class="queue"><span class="label">{"memory "}</span>{ for mem.iter().take(24).map(|m| chip(m.id, highlight)) }
+          { if mem.len() > 24 { html!{ <span class="more">{format!("+{}", mem.len() - 24)}</span> } } else { html!{} } }</div>
+        { if disk > 0 { html!{ <div class="disk" data-testid="disk">{format!("💾 disk backlog: {disk}")}</div> } } else { html!{} } }
+      </div>
+    }
+}
+
+fn heap_view(c: &ChannelView, marks: &[usize], highlight: Option<nsqlab_core::MessageId>) -> Html {
+    let (w, lh) = (760.0, 58.0);
+    let levels = visible_levels(c.heap.len(), 63);
+    let shown = c.heap.len().min(nodes_in_levels(levels));
+    let hidden = c.heap.len() - shown;
+    let height = levels as f64 * lh + 10.0;
+    html! {
+      <div class="heap" data-testid="heap">
+        <h3>{format!("deferred min-heap of {}/{} — {} pending", c.topic, c.name, c.heap.len())}</h3>
+        <svg viewBox={format!("0 0 {w} {height}")} class="tree" role="img" aria-label="deferred heap as a tree">
+          { for (1..shown).map(|i| {
+              let (x1, y1) = heap_node_xy((i - 1) / 2, w, lh);
+              let (x2, y2) = heap_node_xy(i, w, lh);
+              html!{ <line x1={x1.to_string()} y1={y1.to_string()} x2={x2.to_string()} y2={y2.to_string()} class="edge"/> }
+          }) }
+          { for c.heap.iter().take(shown).enumerate().map(|(i, (id, due))| {
+              let (x, y) = heap_node_xy(i, w, lh);
+              let cls = classes!("hnode", marks.contains(&i).then_some("mark"), (highlight == Some(*id)).then_some("hot"));
+              html!{ <g class={cls} data-index={i.to_string()} data-id={id.to_string()}>
+                <circle cx={x.to_string()} cy={y.to_string()} r="19"/>
+                <text x={x.to_string()} y={(y - 2.0).to_string()} class="due">{format!("{:.2}", *due as f64 / 1e9)}</text>
+                <text x={x.to_string()} y={(y + 10.0).to_string()} class="idx">{format!("#{i}")}</text>
+              </g> }
+          }) }
+        </svg>
+        { if hidden > 0 { html!{ <p class="more">{format!("… {hidden} more in deeper levels")}</p> } } else { html!{} } }
+        <div class="array" data-testid="heap-array" aria-label="deferred heap as an array">
+          { for c.heap.iter().take(64).enumerate().map(|(i, (id, due))| html!{
+              <div class={classes!("cell", marks.contains(&i).then_some("mark"))} data-index={i.to_string()} data-id={id.to_string()} data-due={due.to_string()}>
+                <span class="i">{i}</span><span class="d">{format!("{:.3}", *due as f64 / 1e9)}</span>
+              </div>
+          }) }
+          { if c.heap.len() > 64 { html!{ <div class="cell more">{format!("+{}", c.heap.len() - 64)}</div> } } else { html!{} } }
+        </div>
+      </div>
+    }
+}
+
+fn in_flight_view(
+    c: &ChannelView,
+    now: u64,
+    run: Rc<RefCell<Run>>,
+    refresh: Callback<()>,
+    label: String,
+) -> Html {
+    html! {
+      <div class="inflight" data-testid="in-flight-window">
+        <h3>{format!("in flight on {}/{}", c.topic, c.name)}</h3>
+        { for c.in_flight.iter().map(|m| {
+            let left = time_left(m.sent, m.deadline, now);
+            let answer = |what: &'static str| {
+                let (run, refresh, label, client, id) = (run.clone(), refresh.clone(), label.clone(), m.client, m.id);
+                Callback::from(move |_: MouseEvent| {
+                    if let Some((_, lab)) = run.borrow_mut().labs.iter_mut().find(|(l, _)| *l == label) {
+                        lab.answer_by_hand(client, id, what);
+                    }
+                    refresh.emit(());
+                })
+            };
+            html!{ <div class="row" data-id={m.id.to_string()}>
+              <span class="id">{short(m.id)}</span>
+              <span>{format!("consumer {} · attempt {}", m.client, m.attempts)}</span>
+              <span class="bar"><span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
+              <span class="left">{format!("{:.1} s", m.deadline.saturating_sub(now) as f64 / 1e9)}</span>
+              <button onclick={answer("FIN")}>{"FIN"}</button>
+              <button onclick={answer("REQ")}>{"REQ"}</button>
+              <button onclick={answer("TOUCH")}>{"TOUCH"}</button>
+            </div> }
+        }) }
+      </div>
+    }
+}
+
+fn lateness_chart(labs: &[(&'static str, Lab)]) -> Html {
+    if labs.len() < 2 {
+        return html! {};
+    }
+    let max = labs
+        .iter()
+        .flat_map(|(_, l)| l.view.lateness.iter().map(|(_, d, s)| s - d))
+        .max()
+        .unwrap_or(0)
+        .max(ms(10));
+    html! {
+      <section class="lateness" data-testid="lateness">
+        <h3>{"lateness of each DPUB (delivery − due)"}</h3>
+        { for labs.iter().map(|(label, l)| html!{
+            <div class="series">
+              <div class="name">{*label}</div>
+              <svg viewBox="0 0 400 80" class="bars">
+                { for l.view.lateness.iter().enumerate().map(|(i, (_, due, sent))| {
+                    let late = sent - due;
+                    let h = (late as f64 / max as f64 * 70.0).max(1.0);
+                    html!{ <rect x={(i * 19 + 2).to_string()} y={(78.0 - h).to_string()} width="15" height={h.to_string()} data-late-ms={(late / MILLISECOND).to_string()}/> }
+                }) }
+              </svg>
+              <div class="summary">{ lateness_summary(l) }</div>
+            </div>
+        }) }
+      </section>
+    }
+}
+
+fn lateness_summary(l: &Lab) -> String {
+    let v: Vec<u64> = l.view.lateness.iter().map(|(_, d, s)| s - d).collect();
+    match v.iter().max() {
+        None => "—".to_string(),
+        Some(max) => format!(
+            "{} delivered · max {} ms late · avg {:.1} ms",
+            v.len(),
+            max / MILLISECOND,
+            v.iter().sum::<u64>() as f64 / v.len() as f64 / 1e6
+        ),
+    }
+}
+
+fn publish_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
+    let onsubmit = Callback::from(move |e: SubmitEvent| {
+        e.prevent_default();
+        let doc = web_sys::window().and_then(|w| w.document());
+        let val = |id: &str| {
+            doc.as_ref()
+                .and_then(|d| d.get_element_by_id(id))
+                .and_then(|el| el.dyn_into::<HtmlInputElement>().ok())
+                .map(|i| i.value())
+                .unwrap_or_default()
+        };
+        let (topic, body) = (val("pub-topic"), val("pub-body"));
+        let defer: u64 = val("pub-defer").parse().unwrap_or(0);
+        let count: usize = val("pub-count").parse().unwrap_or(1).clamp(1, 100);
+        if nsqlab_core::protocol::is_valid_name(&topic) && !body.is_empty() {
+            for (_, lab) in run.borrow_mut().labs.iter_mut() {
+                lab.publish_by_hand(&topic, &body, defer, count);
+            }
+        }
+        refresh.emit(());
+    });
+    html! {
+      <form class="publish" {onsubmit} aria-label="publish">
+        <b>{"publish "}</b>
+        <label>{"topic "}<input id="pub-topic" value="orders" size="10"/></label>
+        <label>{"body "}<input id="pub-body" value="hello" size="10"/></label>
+        <label>{"delay ms "}<input id="pub-defer" value="2000" size="6" inputmode="numeric"/></label>
+        <label>{"count "}<input id="pub-count" value="1" size="3" inputmode="numeric"/></label>
+        <button type="submit" data-testid="publish">{"PUB / DPUB / MPUB"}</button>
+      </form>
+    }
+}
