@@ -98,6 +98,30 @@ const overflow = await page.evaluate(() => document.documentElement.scrollWidth 
 check(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
 await page.screenshot({ path: `${shots}/phone-load-balance.png`, fullPage: true });
 
+// 4. Live mode against this server: the snapshot on connect, then a real DPUB entering the
+// channel's deferred heap and leaving it when due.
+await page.setViewportSize({ width: 1280, height: 800 });
+const post = (p, body = '') => fetch(`${base}${p}`, { method: 'POST', body });
+await post('/topic/create?topic=live');
+await post('/channel/create?topic=live&channel=c');
+await post('/pub?topic=live&defer=60000', 'already waiting');
+await page.goto(`${base}/?mode=live`);
+await page.waitForFunction(() => document.querySelector('[data-testid=status]')?.textContent.startsWith('connected'), null, { timeout: 10000 });
+await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 1, null, { timeout: 5000 })
+  .then(() => check(true, 'snapshot shows the waiting message'), () => check(false, 'snapshot shows the waiting message'));
+const t0 = Date.now();
+await post('/pub?topic=live&defer=1500', 'hi');
+await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 2, null, { timeout: 5000 })
+  .then(() => check(true, 'the DPUB entered the heap'), () => check(false, 'the DPUB entered the heap'));
+await page.screenshot({ path: `${shots}/live-dpub.png` });
+await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 1, null, { timeout: 6000 })
+  .then(() => check(true, 'the DPUB left the heap'), () => check(false, 'the DPUB left the heap'));
+const waited = Date.now() - t0;
+check(waited >= 1400, `it left when due, not before (${waited} ms)`);
+const log = await page.textContent('.app');
+check(/timer fired exactly then/.test(log), 'the live log explains the due time');
+await page.screenshot({ path: `${shots}/live-after.png` });
+
 check(errors.length === 0, `no page errors: ${errors.join(' | ')}`);
 await ctx.close();
 fs.rmSync(dir, { recursive: true, force: true });

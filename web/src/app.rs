@@ -2,11 +2,13 @@
 //! a `use_mut_ref`); a generation counter re-renders after every change; the play timer is an
 //! owned `Interval`, dropped to stop.
 
-use crate::lab::{secs, short, ChannelView, Lab};
+use crate::lab::{secs, short, time_of_day, ChannelView, Lab};
 use crate::layout::{heap_node_xy, nodes_in_levels, time_left, visible_levels};
+use crate::live::{LiveModel, QueuesJson};
 use crate::scenarios::{find, Scenario, SCENARIOS};
 use gloo_timers::callback::Interval;
 use nsqlab_core::time::{ms, MILLISECOND};
+use std::cell::Cell;
 use std::cell::RefCell;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
@@ -36,6 +38,16 @@ impl Run {
     }
 }
 
+fn mode() -> String {
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    web_sys::UrlSearchParams::new_with_str(&search)
+        .ok()
+        .and_then(|p| p.get("mode"))
+        .unwrap_or_default()
+}
+
 fn query() -> (String, u64, f64) {
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
@@ -60,6 +72,15 @@ fn write_query(scenario: &str, seed: u64, speed: f64) {
 
 #[function_component(App)]
 pub fn app() -> Html {
+    if mode() == "live" {
+        html! { <LiveApp/> }
+    } else {
+        html! { <SimApp/> }
+    }
+}
+
+#[function_component(SimApp)]
+fn sim_app() -> Html {
     let (sid, seed0, speed0) = query();
     let run = use_mut_ref(|| Run::new(find(&sid).unwrap_or(&SCENARIOS[0]), seed0));
     let generation = use_state(|| 0u64);
@@ -201,6 +222,7 @@ pub fn app() -> Html {
                 <button class={classes!("scenario", (s.id == r.scenario.id).then_some("active"))}
                         data-scenario={s.id} onclick={pick(s)}>{s.title}</button>
             }) }
+            <a class="live-link" href="?mode=live" data-testid="live">{"● live server"}</a>
           </nav>
           <p class="scenario-text" data-testid="scenario-text">{r.scenario.text}</p>
         </header>
@@ -243,7 +265,7 @@ fn lab_view(label: &str, lab: &Lab, run: Rc<RefCell<Run>>, refresh: Callback<()>
         <div class="explain" data-testid="explain" aria-live="polite">{last}</div>
         <ol class="log">{ for lab.log.iter().rev().skip(1).take(5).map(|s| html!{ <li>{format!("{}  {}", secs(s.at), s.text)}</li> }) }</ol>
         { topology(lab) }
-        { heap_chan.map(|c| heap_view(c, &lab.view.heap_marks, lab.view.highlight)).unwrap_or_default() }
+        { heap_chan.map(|c| heap_view(c, &lab.view.heap_marks, lab.view.highlight, None)).unwrap_or_default() }
         { for lab.view.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| in_flight_view(c, lab.now(), run.clone(), refresh.clone(), label.to_string())) }
       </section>
     }
@@ -306,7 +328,20 @@ fn channel_box(c: &ChannelView, highlight: Option<nsqlab_core::MessageId>) -> Ht
     }
 }
 
-fn heap_view(c: &ChannelView, marks: &[usize], highlight: Option<nsqlab_core::MessageId>) -> Html {
+/// A due time as drawn: virtual seconds, or (live, `now` given) seconds from now.
+fn due_label(due: u64, now: Option<u64>, digits: usize) -> String {
+    match now {
+        Some(now) => format!("+{:.*}", digits, due.saturating_sub(now) as f64 / 1e9),
+        None => format!("{:.*}", digits, due as f64 / 1e9),
+    }
+}
+
+fn heap_view(
+    c: &ChannelView,
+    marks: &[usize],
+    highlight: Option<nsqlab_core::MessageId>,
+    now: Option<u64>,
+) -> Html {
     let (w, lh) = (760.0, 58.0);
     let levels = visible_levels(c.heap.len(), 63);
     let shown = c.heap.len().min(nodes_in_levels(levels));
@@ -326,7 +361,7 @@ fn heap_view(c: &ChannelView, marks: &[usize], highlight: Option<nsqlab_core::Me
               let cls = classes!("hnode", marks.contains(&i).then_some("mark"), (highlight == Some(*id)).then_some("hot"));
               html!{ <g class={cls} data-index={i.to_string()} data-id={id.to_string()}>
                 <circle cx={x.to_string()} cy={y.to_string()} r="19"/>
-                <text x={x.to_string()} y={(y - 2.0).to_string()} class="due">{format!("{:.2}", *due as f64 / 1e9)}</text>
+                <text x={x.to_string()} y={(y - 2.0).to_string()} class="due">{due_label(*due, now, 2)}</text>
                 <text x={x.to_string()} y={(y + 10.0).to_string()} class="idx">{format!("#{i}")}</text>
               </g> }
           }) }
@@ -335,7 +370,7 @@ fn heap_view(c: &ChannelView, marks: &[usize], highlight: Option<nsqlab_core::Me
         <div class="array" data-testid="heap-array" aria-label="deferred heap as an array">
           { for c.heap.iter().take(64).enumerate().map(|(i, (id, due))| html!{
               <div class={classes!("cell", marks.contains(&i).then_some("mark"))} data-index={i.to_string()} data-id={id.to_string()} data-due={due.to_string()}>
-                <span class="i">{i}</span><span class="d">{format!("{:.3}", *due as f64 / 1e9)}</span>
+                <span class="i">{i}</span><span class="d">{due_label(*due, now, 3)}</span>
               </div>
           }) }
           { if c.heap.len() > 64 { html!{ <div class="cell more">{format!("+{}", c.heap.len() - 64)}</div> } } else { html!{} } }
@@ -452,5 +487,139 @@ fn publish_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
         <label>{"count "}<input id="pub-count" value="1" size="3" inputmode="numeric"/></label>
         <button type="submit" data-testid="publish">{"PUB / DPUB / MPUB"}</button>
       </form>
+    }
+}
+
+async fn fetch_text(url: &str) -> Option<String> {
+    let w = web_sys::window()?;
+    let resp = wasm_bindgen_futures::JsFuture::from(w.fetch_with_str(url))
+        .await
+        .ok()?;
+    let resp: web_sys::Response = resp.dyn_into().ok()?;
+    let text = wasm_bindgen_futures::JsFuture::from(resp.text().ok()?)
+        .await
+        .ok()?;
+    text.as_string()
+}
+
+/// Live mode: the page mirrors this server's channels from its event stream.
+#[function_component(LiveApp)]
+fn live_app() -> Html {
+    let model = use_mut_ref(LiveModel::new);
+    let update = use_force_update();
+    let status = use_mut_ref(|| "connecting…".to_string());
+    {
+        let (model, update, status) = (model.clone(), update.clone(), status.clone());
+        use_effect_with((), move |_| {
+            let dirty = Rc::new(Cell::new(false));
+            let loc = web_sys::window().map(|w| w.location());
+            let host = loc.as_ref().and_then(|l| l.host().ok()).unwrap_or_default();
+            let proto = if loc.and_then(|l| l.protocol().ok()).as_deref() == Some("https:") {
+                "wss"
+            } else {
+                "ws"
+            };
+            let ws = web_sys::WebSocket::new(&format!("{proto}://{host}/ws/events")).ok();
+            let on_message = {
+                let (model, dirty) = (model.clone(), dirty.clone());
+                wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+                    move |e: web_sys::MessageEvent| {
+                        if let Some(t) = e.data().as_string() {
+                            model.borrow_mut().handle_message(&t);
+                            dirty.set(true);
+                        }
+                    },
+                )
+            };
+            let on_open = {
+                let (model, status, dirty) = (model.clone(), status.clone(), dirty.clone());
+                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    *status.borrow_mut() = "connected".into();
+                    // Listening first, then the snapshot: nothing falls in between.
+                    let (model, later) = (model.clone(), dirty.clone());
+                    wasm_bindgen_futures::spawn_local(async move {
+                        if let Some(text) = fetch_text("/api/queues").await {
+                            if let Ok(qs) = serde_json::from_str::<Vec<QueuesJson>>(&text) {
+                                model.borrow_mut().load_snapshot(&qs);
+                            }
+                        }
+                        later.set(true);
+                    });
+                    dirty.set(true);
+                })
+            };
+            let on_close = {
+                let (status, dirty) = (status.clone(), dirty.clone());
+                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    *status.borrow_mut() = "disconnected (reload to reconnect)".into();
+                    dirty.set(true);
+                })
+            };
+            if let Some(ws) = &ws {
+                ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+                ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+                ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+            }
+            // Redraw at most ten times a second, however busy the server is.
+            let timer = Interval::new(100, move || {
+                if dirty.replace(false) {
+                    update.force_update();
+                }
+            });
+            move || {
+                if let Some(ws) = ws {
+                    ws.set_onmessage(None);
+                    ws.set_onclose(None);
+                    let _ = ws.close();
+                }
+                drop((on_message, on_open, on_close, timer));
+            }
+        });
+    }
+    let m = model.borrow();
+    let v = &m.view;
+    let heap_chan = v
+        .heap_channel
+        .as_ref()
+        .and_then(|k| v.channels.get(k))
+        .or_else(|| v.channels.values().next());
+    let host = web_sys::window()
+        .and_then(|w| w.location().host().ok())
+        .unwrap_or_default();
+    let last = m.log.last().map(|s| s.text.clone()).unwrap_or_else(|| {
+        format!("Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'")
+    });
+    html! {
+      <div class="app live">
+        <header>
+          <h1>{"nsqlab"}<span class="sub">{" — live: this server's channels, as they change"}</span></h1>
+          <nav class="scenarios">
+            <a class="live-link" href="?scenario=dpub-heap">{"← simulation"}</a>
+            <span class="status" data-testid="status">{format!("{} · events dropped: {}", status.borrow(), m.dropped)}</span>
+          </nav>
+        </header>
+        <section class="controls"><span class="clock" data-testid="clock">{format!("server time {} UTC", time_of_day(v.now))}</span></section>
+        <section class="lab">
+          <div class="explain" data-testid="explain" aria-live="polite">{last}</div>
+          <ol class="log">{ for m.log.iter().rev().skip(1).take(5).map(|s| html!{ <li>{s.text.clone()}</li> }) }</ol>
+          <div class="live-channels">{ for v.channels.values().map(|c| channel_box(c, v.highlight)) }</div>
+          { heap_chan.map(|c| heap_view(c, &v.heap_marks, v.highlight, Some(v.now))).unwrap_or_default() }
+          { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| in_flight_readonly(c, v.now)) }
+        </section>
+      </div>
+    }
+}
+
+fn in_flight_readonly(c: &ChannelView, now: u64) -> Html {
+    html! {
+      <div class="inflight" data-testid="in-flight-window">
+        <h3>{format!("in flight on {}/{}", c.topic, c.name)}</h3>
+        { for c.in_flight.iter().map(|m| html!{ <div class="row ro" data-id={m.id.to_string()}>
+            <span class="id">{short(m.id)}</span>
+            <span>{format!("client {} · attempt {}", m.client, m.attempts)}</span>
+            <span class="bar"><span class="fill" style={format!("width:{:.0}%", time_left(m.sent, m.deadline, now) * 100.0)}></span></span>
+            <span class="left">{format!("{:.1} s", m.deadline.saturating_sub(now) as f64 / 1e9)}</span>
+          </div> }) }
+      </div>
     }
 }

@@ -103,6 +103,8 @@ pub struct View {
     /// When each deferred message was due, and when it was delivered (lateness chart).
     pub lateness: Vec<(MessageId, Time, Time)>,
     due_of: BTreeMap<MessageId, Time>,
+    /// Times are Unix time (live mode): show them as a UTC time of day.
+    pub wall_clock: bool,
 }
 
 /// What a step did, in plain words.
@@ -138,6 +140,19 @@ pub fn short(id: MessageId) -> String {
 /// Seconds with millisecond precision, for text.
 pub fn secs(t: Time) -> String {
     format!("{:.3} s", t as f64 / 1e9)
+}
+
+/// A Unix time as a UTC time of day, `HH:MM:SS.mmm`.
+pub fn time_of_day(t: Time) -> String {
+    let ms_total = t / 1_000_000;
+    let s = (ms_total / 1000) % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60,
+        ms_total % 1000
+    )
 }
 
 impl Lab {
@@ -249,7 +264,7 @@ impl Lab {
     fn step_until(&mut self, limit: Time) -> Option<Step> {
         loop {
             if let Some(e) = self.pending.pop_front() {
-                let text = self.apply(&e);
+                let text = self.view.apply(&e);
                 let Some(text) = text else { continue };
                 let s = Step { at: e.at, text };
                 self.log.push(s.clone());
@@ -434,10 +449,20 @@ impl Lab {
             }
         }
     }
+}
 
-    fn chan(&mut self, t: &str, c: &str) -> &mut ChannelView {
-        self.view
-            .channels
+impl View {
+    /// A time for text: virtual seconds, or the time of day in live mode.
+    pub fn fmt(&self, t: Time) -> String {
+        if self.wall_clock {
+            time_of_day(t)
+        } else {
+            secs(t)
+        }
+    }
+
+    pub fn chan(&mut self, t: &str, c: &str) -> &mut ChannelView {
+        self.channels
             .entry((t.to_string(), c.to_string()))
             .or_insert_with(|| ChannelView {
                 topic: t.into(),
@@ -448,13 +473,13 @@ impl Lab {
 
     /// Apply one event to the view; the explanation, or `None` for bookkeeping events not
     /// worth a step of their own.
-    fn apply(&mut self, e: &Event) -> Option<String> {
-        self.view.now = self.view.now.max(e.at);
-        self.view.heap_marks.clear();
+    pub fn apply(&mut self, e: &Event) -> Option<String> {
+        self.now = self.now.max(e.at);
+        self.heap_marks.clear();
         let now = e.at;
         Some(match &e.kind {
             EventKind::TopicCreated { topic } => {
-                self.view.topics.entry(topic.to_string()).or_default();
+                self.topics.entry(topic.to_string()).or_default();
                 format!("Topic {topic} created (topics are made on first use).")
             }
             EventKind::ChannelCreated { topic, channel } => {
@@ -474,9 +499,9 @@ impl Lab {
                 format!("Consumer {client} sent RDY {count}: it accepts up to {count} messages in flight at once.")
             }
             EventKind::Published { topic, id, due, .. } => {
-                self.view.highlight = Some(*id);
+                self.highlight = Some(*id);
                 if let Some(d) = due {
-                    self.view.due_of.insert(*id, *d);
+                    self.due_of.insert(*id, *d);
                     format!(
                         "DPUB to {topic}: message {} is due in {} ms.",
                         short(*id),
@@ -487,8 +512,7 @@ impl Lab {
                 }
             }
             EventKind::HeldInTopic { topic, id, place } => {
-                self.view
-                    .topics
+                self.topics
                     .entry(topic.to_string())
                     .or_default()
                     .push(Chip {
@@ -503,7 +527,7 @@ impl Lab {
                 id,
                 place,
             } => {
-                if let Some(held) = self.view.topics.get_mut(&**topic) {
+                if let Some(held) = self.topics.get_mut(&**topic) {
                     held.retain(|c| c.id != *id);
                 }
                 let disk = *place == Place::Backend;
@@ -511,7 +535,7 @@ impl Lab {
                     id: *id,
                     on_disk: disk,
                 });
-                self.view.highlight = Some(*id);
+                self.highlight = Some(*id);
                 if disk {
                     format!("Channel {channel}'s memory queue is full: message {} goes to the disk backlog.", short(*id))
                 } else {
@@ -527,14 +551,14 @@ impl Lab {
                 id,
                 due,
             } => {
-                if let Some(held) = self.view.topics.get_mut(&**topic) {
+                if let Some(held) = self.topics.get_mut(&**topic) {
                     held.retain(|c| c.id != *id);
                 }
-                self.view.highlight = Some(*id);
+                self.highlight = Some(*id);
                 format!(
                     "Message {} goes into channel {channel}'s deferred heap, due at {}.",
                     short(*id),
-                    secs(*due)
+                    self.fmt(*due)
                 )
             }
             EventKind::Heap {
@@ -547,12 +571,12 @@ impl Lab {
             EventKind::BecameDue {
                 channel, id, due, ..
             } => {
-                self.view.highlight = Some(*id);
+                self.highlight = Some(*id);
                 format!(
                     "Message {} was due at {} — it is {}: the timer fired exactly then. It leaves {channel}'s deferred heap.",
                     short(*id),
-                    secs(*due),
-                    secs(now)
+                    self.fmt(*due),
+                    self.fmt(now)
                 )
             }
             EventKind::Sent {
@@ -572,14 +596,14 @@ impl Lab {
                     deadline: *deadline,
                     attempts: *attempts,
                 });
-                self.view.highlight = Some(*id);
-                if let Some(due) = self.view.due_of.remove(id) {
-                    self.view.lateness.push((*id, due, now));
+                self.highlight = Some(*id);
+                if let Some(due) = self.due_of.remove(id) {
+                    self.lateness.push((*id, due, now));
                 }
                 format!(
                     "Message {} sent to consumer {client} (attempt {attempts}); it must answer by {} or the message comes back.",
                     short(*id),
-                    secs(*deadline)
+                    self.fmt(*deadline)
                 )
             }
             EventKind::Finished {
@@ -628,7 +652,7 @@ impl Lab {
                 let c = self.chan(topic, channel);
                 c.in_flight.retain(|m| m.id != *id);
                 c.timed_out += 1;
-                self.view.highlight = Some(*id);
+                self.highlight = Some(*id);
                 format!(
                     "Consumer {client} never answered {}: its in-flight deadline passed, so the message goes back to the queue and will be delivered again with attempts + 1.",
                     short(*id)
@@ -652,7 +676,7 @@ impl Lab {
                 format!(
                     "TOUCH: message {} gets more time, until {}.",
                     short(*id),
-                    secs(*deadline)
+                    self.fmt(*deadline)
                 )
             }
             EventKind::Dropped { channel, id, .. } => format!(
@@ -675,8 +699,8 @@ impl Lab {
     }
 
     /// Replay one heap operation on the drawn heap, and explain it.
-    fn apply_heap(&mut self, topic: &str, channel: &str, op: HeapOp) -> String {
-        self.view.heap_channel = Some((topic.to_string(), channel.to_string()));
+    pub fn apply_heap(&mut self, topic: &str, channel: &str, op: HeapOp) -> String {
+        self.heap_channel = Some((topic.to_string(), channel.to_string()));
         let heap = &mut self.chan(topic, channel).heap;
         let marks: Vec<usize>;
         let text = match op {
@@ -691,7 +715,7 @@ impl Lab {
                 format!(
                     "Push: message {} (due {}) goes to the end of the heap, index {at}.{parent}",
                     short(id),
-                    secs(key)
+                    self.fmt(key)
                 )
             }
             HeapOp::Swap { child, parent } => {
@@ -702,9 +726,9 @@ impl Lab {
                     format!(
                         "Swap index {child} with its parent {parent}: {} is due at {}, sooner than {} at {}.",
                         short(c.0),
-                        secs(c.1),
+                        self.fmt(c.1),
                         short(p.0),
-                        secs(p.1)
+                        self.fmt(p.1)
                     )
                 } else {
                     format!(
@@ -729,7 +753,7 @@ impl Lab {
                     e.1 = key;
                 }
                 marks = vec![at];
-                format!("{} gets a new due time, {}.", short(id), secs(key))
+                format!("{} gets a new due time, {}.", short(id), self.fmt(key))
             }
             HeapOp::Clear => {
                 heap.clear();
@@ -737,7 +761,7 @@ impl Lab {
                 "The heap is emptied.".to_string()
             }
         };
-        self.view.heap_marks = marks;
+        self.heap_marks = marks;
         text
     }
 }

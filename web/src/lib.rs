@@ -8,6 +8,7 @@
 
 pub mod lab;
 pub mod layout;
+pub mod live;
 pub mod scenarios;
 
 #[cfg(target_arch = "wasm32")]

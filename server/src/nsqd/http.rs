@@ -630,6 +630,11 @@ async fn ws_events(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response 
 
 async fn api_queues(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
     let q = query(&raw)?;
+    if q.is_empty() {
+        return Ok(json(
+            &super::ws::all_queues(&s.driver).await.ok_or(EXITING)?,
+        ));
+    }
     let topic = first(&q, "topic")
         .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
         .to_string();

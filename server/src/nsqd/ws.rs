@@ -7,7 +7,8 @@
 //!   second. A slow browser never slows the broker: the stream is a bounded broadcast; when a
 //!   listener falls behind it gets `{"type":"dropped","count":N}` and carries on.
 //! - `GET /api/queues?topic=&channel=`: a channel's deferred and in-flight messages (ID, due
-//!   time, attempts, client) as JSON, to draw the state on connect.
+//!   time, attempts, client) as JSON, to draw the state on connect; without parameters, an
+//!   array with every channel.
 
 use super::driver::{DriverHandle, Out, ToDriver};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -124,6 +125,44 @@ pub struct Queues {
     pub in_flight: Vec<QueuedMessage>,
 }
 
+fn channel_queues(
+    topic: &str,
+    channel: &str,
+    c: &nsqlab_core::channel::Channel,
+    now: u64,
+) -> Queues {
+    Queues {
+        deferred: c
+            .deferred
+            .entries()
+            .iter()
+            .map(|e| QueuedMessage {
+                id: e.item.id.to_string(),
+                due: e.key,
+                attempts: e.item.attempts,
+                timestamp: e.item.timestamp,
+                client: None,
+            })
+            .collect(),
+        in_flight: c
+            .in_flight
+            .entries()
+            .iter()
+            .map(|e| QueuedMessage {
+                id: e.item.msg.id.to_string(),
+                due: e.key,
+                attempts: e.item.msg.attempts,
+                timestamp: e.item.msg.timestamp,
+                client: Some(e.item.client.0),
+            })
+            .collect(),
+        depth: c.depth(),
+        topic: topic.to_string(),
+        channel: channel.to_string(),
+        now,
+    }
+}
+
 /// A channel's deferred heap and in-flight messages, in heap (array) order.
 pub async fn queues(
     driver: &DriverHandle,
@@ -132,37 +171,29 @@ pub async fn queues(
 ) -> Option<Option<Queues>> {
     driver
         .call(move |b, now| {
-            let c = b.channel(&topic, &channel)?;
-            Some(Queues {
-                deferred: c
-                    .deferred
-                    .entries()
-                    .iter()
-                    .map(|e| QueuedMessage {
-                        id: e.item.id.to_string(),
-                        due: e.key,
-                        attempts: e.item.attempts,
-                        timestamp: e.item.timestamp,
-                        client: None,
-                    })
-                    .collect(),
-                in_flight: c
-                    .in_flight
-                    .entries()
-                    .iter()
-                    .map(|e| QueuedMessage {
-                        id: e.item.msg.id.to_string(),
-                        due: e.key,
-                        attempts: e.item.msg.attempts,
-                        timestamp: e.item.msg.timestamp,
-                        client: Some(e.item.client.0),
-                    })
-                    .collect(),
-                depth: c.depth(),
-                topic,
-                channel,
+            Some(channel_queues(
+                &topic,
+                &channel,
+                b.channel(&topic, &channel)?,
                 now,
-            })
+            ))
+        })
+        .await
+}
+
+/// Every channel's queues.
+pub async fn all_queues(driver: &DriverHandle) -> Option<Vec<Queues>> {
+    driver
+        .call(|b, now| {
+            let mut out = Vec::new();
+            for t in b.topics() {
+                for (name, &id) in &t.channels {
+                    if let Some(c) = b.channel_by_id(id) {
+                        out.push(channel_queues(&t.name, name, c, now));
+                    }
+                }
+            }
+            out
         })
         .await
 }
