@@ -146,6 +146,11 @@ impl<T: HeapItem> PQueue<T> {
         let at = self.heap.len();
         let id = item.heap_id();
         debug_assert!(!self.contains(id), "duplicate heap id {id}");
+        if self.heap.len() == self.heap.capacity() {
+            // Grow by a quarter, not double: a big deferred heap should not carry up to 50%
+            // empty slots (amortised O(1) either way).
+            self.heap.reserve_exact((self.heap.len() / 4).max(16));
+        }
         self.heap.push(Entry { key, seq, item });
         self.record(HeapOp::Push {
             id: MessageId(id),

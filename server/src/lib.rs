@@ -4,6 +4,7 @@
 //! - [`cli`]: Go-style command lines (`-flag value`, `--flag=value`, …) and durations.
 //! - [`logging`]: nsqd's log line format (client test harnesses parse the listening lines).
 
+pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod demo;

@@ -8,7 +8,8 @@ const PROGRAMS: &[&str] = &["nsqd"];
 
 fn usage() -> ! {
     eprintln!(
-        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd      an NSQ daemon (drop-in nsqd v1.3)\n  demo      print a DPUB's life through the core, in virtual time\n  version   print the version"
+        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd      an NSQ daemon (drop-in nsqd v1.3)\n  bench     benchmark clients: writer, reader, lateness, deferred-mem
+  demo      print a DPUB's life through the core, in virtual time\n  version   print the version"
     );
     std::process::exit(2);
 }
@@ -70,6 +71,19 @@ fn main() {
             }
         }
         "demo" => nsqlab::demo::run(),
+        "bench" => {
+            #[derive(clap::Parser)]
+            #[command(name = "nsqlab bench")]
+            struct B {
+                #[command(subcommand)]
+                b: nsqlab::bench::Bench,
+            }
+            let b = B::parse_from(std::iter::once("nsqlab bench".to_string()).chain(rest));
+            if let Err(e) = nsqlab::bench::run(b.b) {
+                eprintln!("nsqlab bench: {e:#}");
+                std::process::exit(1);
+            }
+        }
         "version" | "--version" => println!("nsqlab v{}", env!("CARGO_PKG_VERSION")),
         _ => usage(),
     }

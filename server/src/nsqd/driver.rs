@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
+/// Below this, the driver waits for a timer with a precise sleep instead of tokio's timer.
+const PRECISE: Duration = Duration::from_millis(1);
+
 /// Output for one connection, in order.
 #[derive(Debug)]
 pub enum Out {
@@ -109,7 +112,18 @@ async fn run(
     loop {
         broker.set_events(events.receiver_count() > 0);
         let deadline = broker.poll_timeout();
-        let wait = deadline.map(|t| Duration::from_nanos(t.saturating_sub(crate::clock::now())));
+        let mut wait =
+            deadline.map(|t| Duration::from_nanos(t.saturating_sub(crate::clock::now())));
+        // tokio's timers tick in whole milliseconds: sleep with them to within a millisecond of
+        // the deadline, then finish with a precise sleep, so timers fire on time.
+        if let Some(w) = wait {
+            if w <= PRECISE && !w.is_zero() && rx.is_empty() {
+                tokio::task::block_in_place(|| std::thread::sleep(w));
+                wait = Some(Duration::ZERO);
+            } else if w > PRECISE {
+                wait = Some(w - PRECISE);
+            }
+        }
         tokio::select! {
             biased;
             m = rx.recv() => {

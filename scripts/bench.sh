@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The benchmark suite (never part of the tests): starts a release nsqlab nsqd on loopback and
+# runs nsqlab's NSQ-compatible bench clients against it, then prints one table.
+#   bash scripts/bench.sh            # ~2 minutes
+#   RUNFOR=10s bash scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNFOR=${RUNFOR:-10s}
+cargo build --release --locked -p nsqlab --bin nsqlab >&2
+B=target/release/nsqlab
+TCP=127.0.0.1:4350
+HTTP=127.0.0.1:4351
+pid=
+start() {
+  $B nsqd --tcp-address=$TCP --http-address=$HTTP "$@" >/tmp/nsqlab-bench-nsqd.log 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do curl -sf http://$HTTP/ping >/dev/null && return; sleep 0.1; done
+  echo "nsqd did not start" >&2; exit 1
+}
+stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
+trap stop EXIT
+rows=()
+row() { rows+=("$(printf '| %-52s | %s |' "$1" "$2")"); echo "$1: $2" >&2; }
+tput() { sed -E 's/.* - ([0-9.]+)ops\/s.*/\1/' | awk '{printf "%.0f msg/s", $1}'; }
+
+for mq in 1000000 10000; do
+  note=; [ "$mq" = 10000 ] && note=", backend in memory: no storage yet"
+  start --mem-queue-size=$mq
+  curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
+  curl -sf -X POST "http://$HTTP/channel/create?topic=sub_bench&channel=ch" >/dev/null
+  row "PUB (bench writer, MPUB 200 x 200 B, mem-queue-size=$mq${note:-})" "$($B bench writer --tcp-address $TCP --runfor $RUNFOR | tput)"
+  row "SUB (bench reader, RDY 2500, mem-queue-size=$mq${note:-})" "$($B bench reader --tcp-address $TCP --runfor $RUNFOR | tput)"
+  stop
+done
+
+start
+row "DPUB lateness, 2000 due over 1 s, new channel" "$($B bench lateness --tcp-address $TCP --count 2000 --window 1s | sed 's/.*) - //')"
+row "DPUB lateness, same with 1 000 000 pending" "$($B bench lateness --tcp-address $TCP --count 2000 --window 1s --background 1000000 | sed 's/.*) - //')"
+stop
+for n in 200000 10000000; do
+  start
+  row "RSS per pending deferred 100 B message (N=$n)" "$($B bench deferred-mem --tcp-address $TCP --pid $pid --count $n | sed 's/.* - //')"
+  stop
+done
+
+echo
+echo "| benchmark | nsqlab |"
+echo "|---|---|"
+printf '%s\n' "${rows[@]}"
