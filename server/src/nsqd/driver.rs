@@ -7,11 +7,9 @@
 use bytes::Bytes;
 use nsqlab_core::{Broker, ClientId, Event, Time, Transmit, Upgrade};
 use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
-
-/// Below this, the driver waits for a timer with a precise sleep instead of tokio's timer.
-const PRECISE: Duration = Duration::from_millis(1);
 
 /// Output for one connection, in order.
 #[derive(Debug)]
@@ -45,6 +43,8 @@ pub enum ToDriver {
     },
     /// Run a closure on the broker (HTTP handlers, stats).
     Call(BrokerJob),
+    /// A timer is due (from the alarm thread).
+    Tick,
 }
 
 /// A handle to the broker task.
@@ -90,13 +90,7 @@ pub fn spawn(
         tx: tx.clone(),
         events: events.clone(),
     };
-    let task = tokio::spawn(run(
-        broker,
-        rx,
-        tx.downgrade(),
-        events,
-        std::sync::Arc::new(auth),
-    ));
+    let task = tokio::spawn(run(broker, rx, tx.downgrade(), events, Arc::new(auth)));
     (handle, task)
 }
 
@@ -105,39 +99,23 @@ async fn run(
     mut rx: mpsc::Receiver<ToDriver>,
     me: mpsc::WeakSender<ToDriver>,
     events: broadcast::Sender<Event>,
-    auth: std::sync::Arc<super::auth::AuthConfig>,
+    auth: Arc<super::auth::AuthConfig>,
 ) -> Broker {
     let mut auth_start = 0usize;
+    let alarm = Alarm::start(me.clone());
     let mut conns: HashMap<ClientId, mpsc::UnboundedSender<Out>> = HashMap::new();
     loop {
         broker.set_events(events.receiver_count() > 0);
-        let deadline = broker.poll_timeout();
-        let mut wait =
-            deadline.map(|t| Duration::from_nanos(t.saturating_sub(crate::clock::now())));
-        // tokio's timers tick in whole milliseconds: sleep with them to within a millisecond of
-        // the deadline, then finish with a precise sleep, so timers fire on time.
-        if let Some(w) = wait {
-            if w <= PRECISE && !w.is_zero() && rx.is_empty() {
-                tokio::task::block_in_place(|| std::thread::sleep(w));
-                wait = Some(Duration::ZERO);
-            } else if w > PRECISE {
-                wait = Some(w - PRECISE);
+        // The alarm thread wakes us (with a Tick) when the next timer is due.
+        alarm.set(broker.poll_timeout());
+        let Some(m) = rx.recv().await else { break };
+        handle(&mut broker, &mut conns, m);
+        // Take what else is waiting before writing anything out: one wake-up, many inputs.
+        for _ in 0..1024 {
+            match rx.try_recv() {
+                Ok(m) => handle(&mut broker, &mut conns, m),
+                Err(_) => break,
             }
-        }
-        tokio::select! {
-            biased;
-            m = rx.recv() => {
-                let Some(m) = m else { break };
-                handle(&mut broker, &mut conns, m);
-                // Take what else is waiting before writing anything out: one wake-up, many inputs.
-                for _ in 0..1024 {
-                    match rx.try_recv() {
-                        Ok(m) => handle(&mut broker, &mut conns, m),
-                        Err(_) => break,
-                    }
-                }
-            }
-            _ = tokio::time::sleep(wait.unwrap_or(Duration::ZERO)), if wait.is_some() => {}
         }
         let now = crate::clock::now();
         if broker.poll_timeout().is_some_and(|t| t <= now) {
@@ -178,7 +156,76 @@ async fn run(
             let _ = events.send(e);
         }
     }
+    alarm.stop();
     broker
+}
+
+/// A thread that sleeps until the broker's next timer — precisely (a condvar wait, not
+/// tokio's millisecond timer wheel) — and then wakes the broker task with a `Tick`.
+struct Alarm {
+    shared: Arc<(Mutex<AlarmState>, Condvar)>,
+}
+
+#[derive(Default)]
+struct AlarmState {
+    at: Option<Time>,
+    stop: bool,
+}
+
+impl Alarm {
+    fn start(tx: mpsc::WeakSender<ToDriver>) -> Alarm {
+        let shared = Arc::new((Mutex::new(AlarmState::default()), Condvar::new()));
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("nsqlab-alarm".into())
+            .spawn(move || {
+                let (lock, cv) = &*s;
+                let mut st = lock.lock().expect("alarm lock");
+                loop {
+                    if st.stop {
+                        return;
+                    }
+                    match st.at {
+                        None => st = cv.wait(st).expect("alarm lock"),
+                        Some(at) => {
+                            let now = crate::clock::now();
+                            if now >= at {
+                                st.at = None;
+                                drop(st);
+                                match tx.upgrade() {
+                                    Some(tx) => {
+                                        let _ = tx.try_send(ToDriver::Tick);
+                                    }
+                                    None => return,
+                                }
+                                st = lock.lock().expect("alarm lock");
+                            } else {
+                                let wait = Duration::from_nanos(at - now);
+                                st = cv.wait_timeout(st, wait).expect("alarm lock").0;
+                            }
+                        }
+                    }
+                }
+            })
+            .expect("spawn the alarm thread");
+        Alarm { shared }
+    }
+
+    /// Wake the broker at `at` (or never).
+    fn set(&self, at: Option<Time>) {
+        let (lock, cv) = &*self.shared;
+        let mut st = lock.lock().expect("alarm lock");
+        if st.at != at {
+            st.at = at;
+            cv.notify_one();
+        }
+    }
+
+    fn stop(&self) {
+        let (lock, cv) = &*self.shared;
+        lock.lock().expect("alarm lock").stop = true;
+        cv.notify_one();
+    }
 }
 
 fn handle(
@@ -199,6 +246,7 @@ fn handle(
             broker.disconnect(now, client);
         }
         ToDriver::Call(f) => f(broker, now),
+        ToDriver::Tick => {}
         ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
     }
 }
