@@ -203,6 +203,18 @@ impl Conn {
     }
 }
 
+/// Write `n` pipelined commands and wait for their `n` OK responses.
+fn send_and_await_oks(c: &mut Conn, buf: &[u8], n: usize) -> anyhow::Result<()> {
+    c.stream.write_all(buf)?;
+    let mut oks = 0;
+    c.read_frames(|f, _| {
+        if frame_type(f) == 0 && &f[8..] == b"OK" {
+            oks += 1;
+        }
+        oks < n
+    })
+}
+
 fn frame_type(frame: &[u8]) -> i32 {
     i32::from_be_bytes(frame[4..8].try_into().unwrap_or_default())
 }
@@ -349,14 +361,7 @@ fn lateness(a: LatenessArgs) -> anyhow::Result<()> {
             }
             .encode(&mut buf);
         }
-        producer.stream.write_all(&buf)?;
-        let mut oks = 0;
-        producer.read_frames(|f, _| {
-            if frame_type(f) == 0 && &f[8..] == b"OK" {
-                oks += 1;
-            }
-            oks < chunk.len()
-        })?;
+        send_and_await_oks(&mut producer, &buf, chunk.len())?;
     }
     // The measured messages: body = the defer in ms. A message is due at its publish
     // timestamp (the server's clock, in the message frame) plus its defer.
@@ -460,14 +465,7 @@ fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
             }
             .encode(&mut buf);
         }
-        p.stream.write_all(&buf)?;
-        let mut oks = 0;
-        p.read_frames(|f, _| {
-            if frame_type(f) == 0 && &f[8..] == b"OK" {
-                oks += 1;
-            }
-            oks < n
-        })?;
+        send_and_await_oks(&mut p, &buf, n)?;
         sent += n;
     }
     std::thread::sleep(Duration::from_millis(500));

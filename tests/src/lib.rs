@@ -204,6 +204,32 @@ impl Client {
         self.send(&c.to_bytes());
     }
 
+    /// Read once, waiting at most until `deadline`, into the buffer.
+    fn read_until(&mut self, deadline: Instant) -> ReadOutcome {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return ReadOutcome::TimedOut;
+        }
+        self.stream.set_read_timeout(Some(left)).ok();
+        let mut tmp = [0u8; 65536];
+        match self.stream.read(&mut tmp) {
+            Ok(0) => ReadOutcome::Closed,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                ReadOutcome::Data
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                ReadOutcome::TimedOut
+            }
+            Err(_) => ReadOutcome::Closed,
+        }
+    }
+
     /// The next frame, or `None` if the server closed the connection (or `timeout` passed).
     pub fn frame_within(&mut self, timeout: Duration) -> Option<Frame> {
         let deadline = Instant::now() + timeout;
@@ -212,24 +238,8 @@ impl Client {
                 self.buf.drain(..n);
                 return Some(f);
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
+            if self.read_until(deadline) != ReadOutcome::Data {
                 return None;
-            }
-            self.stream.set_read_timeout(Some(left)).ok();
-            let mut tmp = [0u8; 65536];
-            match self.stream.read(&mut tmp) {
-                Ok(0) => return None,
-                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return None
-                }
-                Err(_) => return None,
             }
         }
     }
@@ -252,27 +262,20 @@ impl Client {
     pub fn closed_within(&mut self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            self.stream.set_read_timeout(Some(left)).ok();
-            let mut tmp = [0u8; 4096];
-            match self.stream.read(&mut tmp) {
-                Ok(0) => return true,
-                Ok(n) => self.buf.extend_from_slice(&tmp[..n]),
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
-                    return false
-                }
-                Err(_) => return true,
+            match self.read_until(deadline) {
+                ReadOutcome::Data => continue,
+                ReadOutcome::Closed => return true,
+                ReadOutcome::TimedOut => return false,
             }
         }
     }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum ReadOutcome {
+    Data,
+    Closed,
+    TimedOut,
 }
 
 /// A parsed HTTP/1.1 response.

@@ -461,6 +461,13 @@ impl View {
         }
     }
 
+    /// A message leaves the in-flight window of a channel (FIN, REQ, timeout).
+    fn leave_flight(&mut self, t: &str, c: &str, id: MessageId) -> &mut ChannelView {
+        let ch = self.chan(t, c);
+        ch.in_flight.retain(|m| m.id != id);
+        ch
+    }
+
     pub fn chan(&mut self, t: &str, c: &str) -> &mut ChannelView {
         self.channels
             .entry((t.to_string(), c.to_string()))
@@ -612,9 +619,7 @@ impl View {
                 id,
                 client,
             } => {
-                let c = self.chan(topic, channel);
-                c.in_flight.retain(|m| m.id != *id);
-                c.finished += 1;
+                self.leave_flight(topic, channel, *id).finished += 1;
                 format!(
                     "Consumer {client} finished message {} (FIN): it is gone for good.",
                     short(*id)
@@ -627,9 +632,7 @@ impl View {
                 client,
                 delay,
             } => {
-                let c = self.chan(topic, channel);
-                c.in_flight.retain(|m| m.id != *id);
-                c.requeued += 1;
+                self.leave_flight(topic, channel, *id).requeued += 1;
                 if *delay == 0 {
                     format!(
                         "Consumer {client} could not handle {} (REQ): back to the queue now.",
@@ -649,9 +652,7 @@ impl View {
                 id,
                 client,
             } => {
-                let c = self.chan(topic, channel);
-                c.in_flight.retain(|m| m.id != *id);
-                c.timed_out += 1;
+                self.leave_flight(topic, channel, *id).timed_out += 1;
                 self.highlight = Some(*id);
                 format!(
                     "Consumer {client} never answered {}: its in-flight deadline passed, so the message goes back to the queue and will be delivered again with attempts + 1.",

@@ -243,6 +243,25 @@ mod tests {
         };
         live.load_snapshot(&[snap]);
         let mut seen = sim.events.len();
+        // Forward new events as the server would, then compare the mirror with the broker.
+        let mut forward = |sim: &Sim, live: &mut LiveModel| {
+            for e in &sim.events[seen..] {
+                live.handle_message(&serde_json::to_string(e).unwrap());
+            }
+            seen = sim.events.len();
+            let ch = sim.broker.channel("t", "c").unwrap();
+            let real: Vec<_> = ch
+                .deferred
+                .entries()
+                .iter()
+                .map(|e| (e.item.id, e.key))
+                .collect();
+            assert_eq!(
+                live.view.channels[&("t".to_string(), "c".to_string())].heap,
+                real
+            );
+            real.len()
+        };
         for (i, d) in [500u64, 300, 700, 100, 800, 200].into_iter().enumerate() {
             sim.sleep(1_000_000 * (i as u64 + 1));
             sim.send(
@@ -253,43 +272,10 @@ mod tests {
                     body: b"x"[..].into(),
                 },
             );
-            for e in &sim.events[seen..] {
-                live.handle_message(&serde_json::to_string(e).unwrap());
-            }
-            seen = sim.events.len();
-            let real: Vec<_> = sim
-                .broker
-                .channel("t", "c")
-                .unwrap()
-                .deferred
-                .entries()
-                .iter()
-                .map(|e| (e.item.id, e.key))
-                .collect();
-            assert_eq!(
-                live.view.channels[&("t".to_string(), "c".to_string())].heap,
-                real
-            );
+            forward(&sim, &mut live);
         }
         while sim.step(u64::MAX) {
-            for e in &sim.events[seen..] {
-                live.handle_message(&serde_json::to_string(e).unwrap());
-            }
-            seen = sim.events.len();
-            let real: Vec<_> = sim
-                .broker
-                .channel("t", "c")
-                .unwrap()
-                .deferred
-                .entries()
-                .iter()
-                .map(|e| (e.item.id, e.key))
-                .collect();
-            assert_eq!(
-                live.view.channels[&("t".to_string(), "c".to_string())].heap,
-                real
-            );
-            if real.is_empty() {
+            if forward(&sim, &mut live) == 0 {
                 break;
             }
         }
