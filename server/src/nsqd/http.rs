@@ -756,21 +756,50 @@ pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> R
         .with_state(state)
 }
 
-/// Serve HTTP until `shutdown` flips.
+/// Serve HTTP until `shutdown` flips. Each connection gets `header_timeout` to send a
+/// request's headers (a slowloris client is cut off; others are not affected).
 pub async fn serve(
     listener: TcpListener,
     driver: DriverHandle,
     info: ServerInfo,
     lookupd: Vec<String>,
+    header_timeout: std::time::Duration,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
     let app = router(driver, info, lookupd);
-    let _ = axum::serve(
-        listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        let _ = shutdown.changed().await;
-    })
-    .await;
+    loop {
+        let (stream, remote) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("http: temporary Accept() failure - {e}");
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => break,
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(
+                move |mut req: hyper::Request<hyper::body::Incoming>| {
+                    req.extensions_mut().insert(ConnectInfo(remote));
+                    let app = app.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(
+                            tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
+                                .await
+                                .unwrap_or_else(|e| match e {}),
+                        )
+                    }
+                },
+            );
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            let _ = conn.await;
+        });
+    }
 }

@@ -101,6 +101,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         driver.clone(),
         info,
         args.lookupd_tcp_address.clone(),
+        args.http_header_timeout,
         shutdown.clone(),
     )));
     drop(driver);

@@ -194,6 +194,9 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "get")]
     pub auth_http_request_method: String,
 
+    /// nsqlab: time an HTTP client has to send a request's headers (slowloris protection)
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    pub http_header_timeout: Duration,
     /// nsqlab: the directory the visualiser page is served from (default: the repository's www/)
     #[arg(long)]
     pub www_dir: Option<String>,

@@ -1,0 +1,125 @@
+//! Clients that misbehave must not hurt the others: a slowloris HTTP client, a consumer that
+//! never reads, huge size prefixes.
+
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_tests::Nsqd;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+#[test]
+fn slowloris_http_is_cut_off_and_others_are_served() {
+    let d = Nsqd::start(&["-http-header-timeout=1s"]);
+    let mut slow = TcpStream::connect(d.http).unwrap();
+    slow.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let start = Instant::now();
+    let mut closed = false;
+    while start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+        // Others are served meanwhile.
+        assert_eq!(d.http("GET", "/ping", b"").status, 200);
+        if slow.write_all(b"X-Dribble: 1\r\n").is_err() {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the slowloris connection was never closed");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_consumer_that_never_reads_does_not_slow_others() {
+    let d = Nsqd::start(&[]);
+    // A consumer on channel "stuck" takes up to 2500 messages and never reads its socket.
+    let mut stuck = d.client();
+    stuck.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "stuck".into(),
+    });
+    stuck.cmd(&Command::Rdy(2500));
+    // A healthy consumer on channel "ok".
+    let mut ok = d.client();
+    ok.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "ok".into(),
+    });
+    assert_eq!(ok.next_text(), "R:OK");
+    ok.cmd(&Command::Rdy(2500));
+    let mut p = d.client();
+    let body = vec![b'x'; 4096];
+    let n = 20_000;
+    let start = Instant::now();
+    for chunk in 0..(n / 100) {
+        let bodies = (0..100).map(|_| body.clone().into()).collect();
+        p.cmd(&Command::Mpub {
+            topic: "t".into(),
+            bodies,
+        });
+        assert_eq!(p.next_text(), "R:OK", "chunk {chunk}");
+    }
+    let mut got = 0;
+    let mut fins = Vec::new();
+    while got < n {
+        match ok
+            .frame_within(Duration::from_secs(10))
+            .expect("the healthy consumer keeps receiving")
+        {
+            Frame::Message(m) => {
+                got += 1;
+                fins.extend_from_slice(&Command::Fin(m.id.to_hex()).to_bytes());
+                if fins.len() > 500 * 21 {
+                    ok.send(&fins);
+                    fins.clear();
+                }
+            }
+            Frame::Response(_) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    // The stuck consumer holds at most its RDY in flight.
+    let stats = d
+        .http("GET", "/stats?format=json&channel=stuck", b"")
+        .json();
+    let ch = &stats["topics"][0]["channels"][0];
+    assert!(ch["in_flight_count"].as_u64().unwrap() <= 2500, "{ch}");
+    assert_eq!(
+        ch["depth"].as_u64().unwrap() + ch["in_flight_count"].as_u64().unwrap(),
+        n as u64
+    );
+    drop(stuck);
+}
+
+#[test]
+fn huge_size_prefixes_are_refused_at_once() {
+    let d = Nsqd::start(&[]);
+    for head in [
+        &b"PUB t\n"[..],
+        b"MPUB t\n",
+        b"DPUB t 1\n",
+        b"IDENTIFY\n",
+        b"AUTH\n",
+    ] {
+        let mut c = d.client();
+        let mut bytes = head.to_vec();
+        bytes.extend_from_slice(&0x7fff_ffffu32.to_be_bytes());
+        c.send(&bytes);
+        let start = Instant::now();
+        let text = c.next_text();
+        assert!(text.starts_with("E:E_BAD_"), "{text}");
+        assert!(c.closed_within(Duration::from_secs(2)));
+        assert!(
+            start.elapsed() < Duration::from_secs(2),
+            "refused without waiting for 2 GiB"
+        );
+    }
+}
