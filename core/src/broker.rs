@@ -5,9 +5,9 @@ use crate::auth::{AuthRequest, AuthResponse, AuthState};
 use crate::channel::{Channel, InFlight};
 use crate::client::Client;
 use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
+use crate::iqueue::IndexedQueue;
 use crate::message::{Body, Message, MessageId};
 use crate::options::{Options, TimerStrategy};
-use crate::pqueue::PQueue;
 use crate::protocol::decode::{decode, ClientState, DecodeContext, Decoded};
 use crate::protocol::identify::{ClientSettings, IdentifyData, IdentifyResponse, Upgrades};
 use crate::protocol::{
@@ -83,7 +83,7 @@ pub struct Broker {
     free_channels: Vec<u32>,
     clients: BTreeMap<ClientId, Client>,
     next_client: u64,
-    timers: PQueue<u64>,
+    timers: IndexedQueue<u64>,
     transmits: VecDeque<Transmit>,
     dirty: VecDeque<ClientId>,
     events: VecDeque<Event>,
@@ -105,7 +105,7 @@ impl Broker {
             free_channels: Vec::new(),
             clients: BTreeMap::new(),
             next_client: 1,
-            timers: PQueue::indexed(),
+            timers: IndexedQueue::new(),
             transmits: VecDeque::new(),
             dirty: VecDeque::new(),
             events: VecDeque::new(),

@@ -2,6 +2,7 @@
 //! it, a deferred heap, an in-flight heap, and the consumers that share it round-robin.
 
 use crate::event::Name;
+use crate::iqueue::IndexedQueue;
 use crate::message::{Message, MessageId};
 use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
@@ -77,7 +78,7 @@ pub struct Channel {
     pub paused: bool,
     pub queue: MessageQueue,
     pub deferred: PQueue<Message>,
-    pub in_flight: PQueue<InFlight>,
+    pub in_flight: IndexedQueue<InFlight>,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
     pub clients: Vec<ClientId>,
     /// Index into `clients` where the next round-robin search starts.
@@ -91,7 +92,7 @@ impl Channel {
     pub fn new(topic: Name, name: Name, trace: bool) -> Self {
         let ephemeral = crate::protocol::is_ephemeral(&name);
         let mut deferred = PQueue::plain();
-        let mut in_flight = PQueue::indexed();
+        let mut in_flight = IndexedQueue::new();
         deferred.set_trace(trace);
         in_flight.set_trace(trace);
         Self {

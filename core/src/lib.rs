@@ -56,6 +56,7 @@ pub mod broker;
 pub mod channel;
 pub mod client;
 pub mod event;
+pub mod iqueue;
 pub mod message;
 pub mod options;
 pub mod pqueue;

@@ -1,16 +1,15 @@
-//! An indexed binary min-heap: the deferred queue, the in-flight queue and the timer table.
+//! A binary min-heap of inline entries: the deferred queue (the in-flight queue and timer table
+//! use [`crate::iqueue::IndexedQueue`], which can also find entries by ID).
 //!
 //! Entries are ordered by `(key, seq)`: `key` is a due time, `seq` the insertion sequence, so
-//! entries due at the same instant leave in the order they came. With an index (in-flight and
-//! timer queues) an entry can be found, re-keyed or removed by its ID in O(log n); without one
-//! (the deferred queue) the heap is a plain array of entries.
+//! entries due at the same instant leave in the order they came. Entries sit in the heap array
+//! itself (no slab, no index), the smallest layout for millions of pending messages.
 //!
 //! Every structural change can be recorded as a [`HeapOp`] (push, each sift swap, take, move)
 //! so the visualiser can replay a push or pop one swap at a time.
 
 use crate::message::MessageId;
 use crate::time::Time;
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// What a heap entry must tell the heap: its ID for the index.
@@ -48,31 +47,19 @@ pub enum HeapOp {
     Clear,
 }
 
-/// The indexed min-heap.
+/// The min-heap.
 #[derive(Debug, Clone)]
 pub struct PQueue<T> {
     heap: Vec<Entry<T>>,
-    index: Option<FxHashMap<u64, u32>>,
     next_seq: u64,
     trace: Option<Vec<HeapOp>>,
 }
 
 impl<T: HeapItem> PQueue<T> {
-    /// A heap with an ID index (removal and re-keying by ID).
-    pub fn indexed() -> Self {
-        Self {
-            heap: Vec::new(),
-            index: Some(FxHashMap::default()),
-            next_seq: 0,
-            trace: None,
-        }
-    }
-
-    /// A heap without an index: push, peek and pop only (smaller).
+    /// An empty heap.
     pub fn plain() -> Self {
         Self {
             heap: Vec::new(),
-            index: None,
             next_seq: 0,
             trace: None,
         }
@@ -114,25 +101,6 @@ impl<T: HeapItem> PQueue<T> {
         self.heap.first().map(|e| e.key)
     }
 
-    pub fn contains(&self, id: u64) -> bool {
-        self.position(id).is_some()
-    }
-
-    /// The entry with this ID (indexed heaps only).
-    pub fn get(&self, id: u64) -> Option<&Entry<T>> {
-        self.position(id).map(|p| &self.heap[p])
-    }
-
-    /// The entry's item, mutably (its key cannot change this way: use [`PQueue::rekey`]).
-    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
-        let p = self.position(id)?;
-        Some(&mut self.heap[p].item)
-    }
-
-    fn position(&self, id: u64) -> Option<usize> {
-        self.index.as_ref()?.get(&id).map(|&p| p as usize)
-    }
-
     fn record(&mut self, op: HeapOp) {
         if let Some(t) = &mut self.trace {
             t.push(op);
@@ -145,7 +113,6 @@ impl<T: HeapItem> PQueue<T> {
         self.next_seq += 1;
         let at = self.heap.len();
         let id = item.heap_id();
-        debug_assert!(!self.contains(id), "duplicate heap id {id}");
         if self.heap.len() == self.heap.capacity() {
             // Grow by a quarter, not double: a big deferred heap should not carry up to 50%
             // empty slots (amortised O(1) either way).
@@ -177,61 +144,15 @@ impl<T: HeapItem> PQueue<T> {
         }
     }
 
-    /// Remove the entry with this ID (indexed heaps only).
-    pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
-        let p = self.position(id)?;
-        Some(self.remove_at(p))
-    }
-
-    /// Give the entry with this ID a new key and a fresh sequence number, as if re-inserted.
-    /// Returns false when the ID is not in the heap.
-    pub fn rekey(&mut self, id: u64, key: Time) -> bool {
-        let Some(at) = self.position(id) else {
-            return false;
-        };
-        self.heap[at].key = key;
-        self.heap[at].seq = self.next_seq;
-        self.next_seq += 1;
-        self.record(HeapOp::Rekey {
-            id: MessageId(id),
-            key,
-            at,
-        });
-        self.sift(at);
-        true
-    }
-
-    /// Insert, or re-key when the ID is already present (timer tables).
-    pub fn upsert(&mut self, key: Time, item: T) {
-        let id = item.heap_id();
-        match self.position(id) {
-            Some(at) if self.heap[at].key == key => {}
-            Some(_) => {
-                self.rekey(id, key);
-            }
-            None => {
-                self.push(key, item);
-            }
-        }
-    }
-
     /// Remove every entry, returning them in array order.
     pub fn clear(&mut self) -> Vec<Entry<T>> {
-        if let Some(ix) = &mut self.index {
-            ix.clear();
-        }
         self.record(HeapOp::Clear);
         std::mem::take(&mut self.heap)
     }
 
-    /// Bytes of heap and index storage per entry currently held (capacity included).
+    /// Bytes of heap storage (capacity included).
     pub fn memory_bytes(&self) -> usize {
-        let heap = self.heap.capacity() * std::mem::size_of::<Entry<T>>();
-        let index = self.index.as_ref().map_or(0, |ix| {
-            // hashbrown: one control byte per bucket plus the (key, value) pair.
-            ix.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
-        });
-        heap + index
+        self.heap.capacity() * std::mem::size_of::<Entry<T>>()
     }
 
     fn remove_at(&mut self, at: usize) -> Entry<T> {
@@ -242,9 +163,6 @@ impl<T: HeapItem> PQueue<T> {
             at,
         });
         let entry = self.heap.swap_remove(at);
-        if let Some(ix) = &mut self.index {
-            ix.remove(&id);
-        }
         if at != last {
             self.record(HeapOp::Move { from: last, to: at });
             self.sift(at);
@@ -258,24 +176,13 @@ impl<T: HeapItem> PQueue<T> {
         (x.key, x.seq) < (y.key, y.seq)
     }
 
-    #[inline]
-    fn set_index(&mut self, at: usize) {
-        if let Some(ix) = &mut self.index {
-            let id = self.heap[at].item.heap_id();
-            ix.insert(id, at as u32);
-        }
-    }
-
-    /// Move the entry at `at` up or down to its place. Displaced entries get their index
-    /// updated as they move; the sifted entry once, at its final place.
+    /// Move the entry at `at` up or down to its place; returns where it ends.
     fn sift(&mut self, at: usize) -> usize {
-        let end = if at > 0 && self.less(at, (at - 1) / 2) {
+        if at > 0 && self.less(at, (at - 1) / 2) {
             self.sift_up(at)
         } else {
             self.sift_down(at)
-        };
-        self.set_index(end);
-        end
+        }
     }
 
     fn sift_up(&mut self, mut at: usize) -> usize {
@@ -285,7 +192,6 @@ impl<T: HeapItem> PQueue<T> {
                 break;
             }
             self.heap.swap(at, parent);
-            self.set_index(at);
             self.record(HeapOp::Swap { child: at, parent });
             at = parent;
         }
@@ -305,7 +211,6 @@ impl<T: HeapItem> PQueue<T> {
                 return at;
             }
             self.heap.swap(c, at);
-            self.set_index(at);
             self.record(HeapOp::Swap {
                 child: c,
                 parent: at,
@@ -340,40 +245,19 @@ mod tests {
                 "heap order at {i}"
             );
         }
-        if let Some(ix) = &q.index {
-            assert_eq!(ix.len(), h.len());
-            for (i, e) in h.iter().enumerate() {
-                assert_eq!(ix[&e.item.heap_id()] as usize, i);
-            }
-        }
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn pops_in_key_then_insertion_order() {
-        let mut q = PQueue::indexed();
+        let mut q = PQueue::plain();
         for (id, key) in [(1u64, 50), (2, 10), (3, 50), (4, 10), (5, 30)] {
             q.push(key, id);
             check_invariant(&q);
         }
         let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
         assert_eq!(order, vec![2, 4, 5, 1, 3]);
-    }
-
-    #[cfg_attr(not(target_arch = "wasm32"), test)]
-    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
-    fn remove_and_rekey_by_id() {
-        let mut q = PQueue::indexed();
-        for id in 0..20u64 {
-            q.push(100 - id, id);
-        }
-        assert!(q.remove(7).is_some());
-        assert!(q.remove(7).is_none());
-        assert!(q.rekey(3, 1));
-        check_invariant(&q);
-        assert_eq!(q.pop().unwrap().item, 3);
-        assert_eq!(q.pop().unwrap().item, 19);
-        assert_eq!(q.len(), 17);
+        assert_eq!(q.pop_due(0), None);
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
@@ -431,70 +315,42 @@ mod tests {
         use proptest::prelude::*;
         use std::collections::BTreeMap;
 
-        #[derive(Debug, Clone)]
-        enum Op {
-            Push(u8),
-            Pop,
-            Remove(u8),
-            Rekey(u8, u8),
-        }
-
-        fn op() -> impl Strategy<Value = Op> {
-            prop_oneof![
-                3 => any::<u8>().prop_map(Op::Push),
-                2 => Just(Op::Pop),
-                1 => any::<u8>().prop_map(Op::Remove),
-                1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rekey(a, b)),
-            ]
-        }
-
         proptest! {
-            /// The heap behaves exactly like a reference model: a sorted map keyed by
-            /// (key, seq) with an id lookup.
-            #[cfg_attr(not(target_arch = "wasm32"), test)]
-            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
-            fn heap_matches_reference_model(ops in proptest::collection::vec(op(), 0..300)) {
-                let mut q: PQueue<u64> = PQueue::indexed();
+            /// Pushes and pops behave exactly like a sorted map keyed by (key, seq), and the
+            /// trace replayed on a plain array rebuilds the same heap.
+            #[test]
+            fn heap_matches_reference_model(ops in proptest::collection::vec(proptest::option::of(any::<u8>()), 0..300)) {
+                let mut q: PQueue<u64> = PQueue::plain();
+                q.set_trace(true);
                 let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-                let mut by_id: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-                let mut seq = 0u64;
-                let mut next_id = 0u64;
+                let mut replay: Vec<(u64, u64)> = Vec::new();
+                let (mut seq, mut next_id) = (0u64, 0u64);
                 for op in ops {
                     match op {
-                        Op::Push(k) => {
+                        Some(k) => {
                             q.push(k as u64, next_id);
                             model.insert((k as u64, seq), next_id);
-                            by_id.insert(next_id, (k as u64, seq));
                             seq += 1;
                             next_id += 1;
                         }
-                        Op::Pop => {
+                        None => {
                             let got = q.pop().map(|e| (e.key, e.seq, e.item));
                             let want = model.pop_first().map(|((k, s), id)| (k, s, id));
-                            if let Some((_, _, id)) = want { by_id.remove(&id); }
                             prop_assert_eq!(got, want);
                         }
-                        Op::Remove(i) => {
-                            let id = i as u64 % (next_id + 1);
-                            let got = q.remove(id).map(|e| e.item);
-                            let want = by_id.remove(&id).map(|ks| model.remove(&ks).unwrap());
-                            prop_assert_eq!(got, want);
-                        }
-                        Op::Rekey(i, k) => {
-                            let id = i as u64 % (next_id + 1);
-                            let got = q.rekey(id, k as u64);
-                            if let Some(ks) = by_id.remove(&id) {
-                                model.remove(&ks);
-                                model.insert((k as u64, seq), id);
-                                by_id.insert(id, (k as u64, seq));
-                            }
-                            if got { seq += 1; }
-                            prop_assert_eq!(got, by_id.contains_key(&id));
+                    }
+                    for op in q.drain_trace() {
+                        match op {
+                            HeapOp::Push { id, key, .. } => replay.push((id.0, key)),
+                            HeapOp::Swap { child, parent } => replay.swap(child, parent),
+                            HeapOp::Take { at, .. } => { replay.swap_remove(at); }
+                            HeapOp::Move { .. } | HeapOp::Rekey { .. } | HeapOp::Clear => {}
                         }
                     }
                     check_invariant(&q);
+                    let now: Vec<(u64, u64)> = q.entries().iter().map(|e| (e.item, e.key)).collect();
+                    prop_assert_eq!(&replay, &now);
                     prop_assert_eq!(q.len(), model.len());
-                    prop_assert_eq!(q.peek().map(|e| e.item), model.first_key_value().map(|(_, &id)| id));
                 }
             }
         }

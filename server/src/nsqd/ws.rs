@@ -146,7 +146,6 @@ fn channel_queues(
             .collect(),
         in_flight: c
             .in_flight
-            .entries()
             .iter()
             .map(|e| QueuedMessage {
                 id: e.item.msg.id.to_string(),

@@ -1,0 +1,411 @@
+//! An indexed binary min-heap for the in-flight queue and the timer table: entries can be
+//! found, re-keyed and removed by ID in O(log n).
+//!
+//! The entries live in a slab and the heap array holds only slab slots; each slot remembers
+//! its heap position. A sift swap therefore updates two array cells, never the ID index: the
+//! index (ID → slot) changes only when an entry comes or goes. Ordering is `(key, seq)` as in
+//! [`crate::pqueue::PQueue`], and the same [`HeapOp`] trace is recorded.
+
+use crate::message::MessageId;
+use crate::pqueue::{Entry, HeapItem, HeapOp};
+use crate::time::Time;
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Clone)]
+struct Slot<T> {
+    entry: Entry<T>,
+    pos: u32,
+}
+
+/// A heap cell: the ordering key inline (comparisons never leave the heap array) and the
+/// slab slot of the entry.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    key: Time,
+    seq: u64,
+    slot: u32,
+}
+
+/// The indexed min-heap.
+#[derive(Debug, Clone)]
+pub struct IndexedQueue<T> {
+    /// Keys and slab slots in heap order.
+    heap: Vec<Node>,
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<u32>,
+    index: FxHashMap<u64, u32>,
+    next_seq: u64,
+    trace: Option<Vec<HeapOp>>,
+}
+
+impl<T: HeapItem> Default for IndexedQueue<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: HeapItem> IndexedQueue<T> {
+    pub fn new() -> Self {
+        Self {
+            heap: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            next_seq: 0,
+            trace: None,
+        }
+    }
+
+    /// Start or stop recording [`HeapOp`]s.
+    pub fn set_trace(&mut self, on: bool) {
+        self.trace = if on { Some(Vec::new()) } else { None };
+    }
+
+    /// Take the recorded operations.
+    pub fn drain_trace(&mut self) -> Vec<HeapOp> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+
+    #[inline]
+    fn slot(&self, s: u32) -> &Slot<T> {
+        self.slots[s as usize].as_ref().expect("live slot")
+    }
+
+    #[cfg(test)]
+    fn at(&self, pos: usize) -> &Entry<T> {
+        &self.slot(self.heap[pos].slot).entry
+    }
+
+    /// The entries in heap (array) order; index 0 is the root.
+    pub fn iter(&self) -> impl Iterator<Item = &Entry<T>> {
+        self.heap.iter().map(|n| &self.slot(n.slot).entry)
+    }
+
+    pub fn peek(&self) -> Option<&Entry<T>> {
+        self.heap.first().map(|n| &self.slot(n.slot).entry)
+    }
+
+    pub fn peek_key(&self) -> Option<Time> {
+        self.heap.first().map(|n| n.key)
+    }
+
+    pub fn contains(&self, id: u64) -> bool {
+        self.index.contains_key(&id)
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Entry<T>> {
+        self.index.get(&id).map(|&s| &self.slot(s).entry)
+    }
+
+    /// The entry's item, mutably (its key cannot change this way: use [`Self::rekey`]).
+    pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
+        let s = *self.index.get(&id)?;
+        Some(
+            &mut self.slots[s as usize]
+                .as_mut()
+                .expect("live slot")
+                .entry
+                .item,
+        )
+    }
+
+    fn record(&mut self, op: HeapOp) {
+        if let Some(t) = &mut self.trace {
+            t.push(op);
+        }
+    }
+
+    /// Insert `item` due at `key`; returns its array index after sifting.
+    pub fn push(&mut self, key: Time, item: T) -> usize {
+        let id = item.heap_id();
+        debug_assert!(!self.contains(id), "duplicate heap id {id}");
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let pos = self.heap.len();
+        let slot = Slot {
+            entry: Entry { key, seq, item },
+            pos: pos as u32,
+        };
+        let s = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(slot);
+                s
+            }
+            None => {
+                self.slots.push(Some(slot));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.index.insert(id, s);
+        self.heap.push(Node { key, seq, slot: s });
+        self.record(HeapOp::Push {
+            id: MessageId(id),
+            key,
+            at: pos,
+        });
+        self.sift(pos)
+    }
+
+    pub fn pop(&mut self) -> Option<Entry<T>> {
+        (!self.heap.is_empty()).then(|| self.remove_at(0))
+    }
+
+    /// Pop the first entry if it is due at or before `now`.
+    pub fn pop_due(&mut self, now: Time) -> Option<Entry<T>> {
+        match self.peek_key() {
+            Some(k) if k <= now => self.pop(),
+            _ => None,
+        }
+    }
+
+    pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
+        let s = *self.index.get(&id)?;
+        let pos = self.slot(s).pos as usize;
+        Some(self.remove_at(pos))
+    }
+
+    /// Give the entry a new key and a fresh sequence number, as if re-inserted.
+    pub fn rekey(&mut self, id: u64, key: Time) -> bool {
+        let Some(&s) = self.index.get(&id) else {
+            return false;
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let slot = self.slots[s as usize].as_mut().expect("live slot");
+        slot.entry.key = key;
+        slot.entry.seq = seq;
+        let pos = slot.pos as usize;
+        self.heap[pos].key = key;
+        self.heap[pos].seq = seq;
+        self.record(HeapOp::Rekey {
+            id: MessageId(id),
+            key,
+            at: pos,
+        });
+        self.sift(pos);
+        true
+    }
+
+    /// Insert, or re-key when the ID is already present (timer tables).
+    pub fn upsert(&mut self, key: Time, item: T) {
+        let id = item.heap_id();
+        match self.get(id).map(|e| e.key) {
+            Some(k) if k == key => {}
+            Some(_) => {
+                self.rekey(id, key);
+            }
+            None => {
+                self.push(key, item);
+            }
+        }
+    }
+
+    /// Remove every entry, returning them in array order.
+    pub fn clear(&mut self) -> Vec<Entry<T>> {
+        self.record(HeapOp::Clear);
+        self.index.clear();
+        self.free.clear();
+        let heap = std::mem::take(&mut self.heap);
+        let mut slots = std::mem::take(&mut self.slots);
+        heap.into_iter()
+            .filter_map(|n| slots[n.slot as usize].take().map(|slot| slot.entry))
+            .collect()
+    }
+
+    /// Bytes of heap, slab and index storage (capacity included).
+    pub fn memory_bytes(&self) -> usize {
+        self.heap.capacity() * std::mem::size_of::<Node>()
+            + self.slots.capacity() * std::mem::size_of::<Option<Slot<T>>>()
+            + self.free.capacity() * 4
+            + self.index.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
+    }
+
+    fn remove_at(&mut self, pos: usize) -> Entry<T> {
+        let last = self.heap.len() - 1;
+        let s = self.heap[pos].slot;
+        let id = self.slot(s).entry.item.heap_id();
+        self.record(HeapOp::Take {
+            id: MessageId(id),
+            at: pos,
+        });
+        self.heap.swap_remove(pos);
+        self.index.remove(&id);
+        let slot = self.slots[s as usize].take().expect("live slot");
+        self.free.push(s);
+        if pos != last {
+            self.record(HeapOp::Move {
+                from: last,
+                to: pos,
+            });
+            self.set_pos(pos);
+            self.sift(pos);
+        }
+        slot.entry
+    }
+
+    #[inline]
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (&self.heap[a], &self.heap[b]);
+        (x.key, x.seq) < (y.key, y.seq)
+    }
+
+    #[inline]
+    fn set_pos(&mut self, pos: usize) {
+        let s = self.heap[pos].slot;
+        if let Some(slot) = self.slots[s as usize].as_mut() {
+            slot.pos = pos as u32;
+        }
+    }
+
+    fn swap(&mut self, child: usize, parent: usize) {
+        self.heap.swap(child, parent);
+        self.set_pos(child);
+        self.set_pos(parent);
+        self.record(HeapOp::Swap { child, parent });
+    }
+
+    fn sift(&mut self, mut pos: usize) -> usize {
+        while pos > 0 {
+            let parent = (pos - 1) / 2;
+            if !self.less(pos, parent) {
+                break;
+            }
+            self.swap(pos, parent);
+            pos = parent;
+        }
+        let len = self.heap.len();
+        loop {
+            let l = 2 * pos + 1;
+            if l >= len {
+                return pos;
+            }
+            let r = l + 1;
+            let c = if r < len && self.less(r, l) { r } else { l };
+            if !self.less(c, pos) {
+                return pos;
+            }
+            self.swap(c, pos);
+            pos = c;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<T: HeapItem>(q: &IndexedQueue<T>) {
+        for i in 1..q.len() {
+            let (p, c) = (q.at((i - 1) / 2), q.at(i));
+            assert!((p.key, p.seq) <= (c.key, c.seq), "heap order at {i}");
+        }
+        assert_eq!(q.index.len(), q.len());
+        for (pos, n) in q.heap.iter().enumerate() {
+            let e = &q.slot(n.slot).entry;
+            assert_eq!(q.slot(n.slot).pos as usize, pos);
+            assert_eq!(
+                (n.key, n.seq),
+                (e.key, e.seq),
+                "inline key matches the entry"
+            );
+            assert_eq!(q.index[&e.item.heap_id()], n.slot);
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn remove_rekey_and_ties() {
+        let mut q = IndexedQueue::new();
+        for (id, key) in [(1u64, 50), (2, 10), (3, 50), (4, 10), (5, 30)] {
+            q.push(key, id);
+            check(&q);
+        }
+        assert!(q.remove(5).is_some() && q.remove(5).is_none());
+        assert!(q.rekey(3, 1));
+        check(&q);
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
+        assert_eq!(order, vec![3, 2, 4, 1]);
+        assert!(q.is_empty());
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Push(u8),
+            Pop,
+            Remove(u8),
+            Rekey(u8, u8),
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                3 => any::<u8>().prop_map(Op::Push),
+                2 => Just(Op::Pop),
+                1 => any::<u8>().prop_map(Op::Remove),
+                1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rekey(a, b)),
+            ]
+        }
+
+        proptest! {
+            /// The indexed heap behaves exactly like a reference model: a sorted map keyed by
+            /// (key, seq) with an id lookup.
+            #[test]
+            fn matches_reference_model(ops in proptest::collection::vec(op(), 0..300)) {
+                let mut q: IndexedQueue<u64> = IndexedQueue::new();
+                let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
+                let mut by_id: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+                let (mut seq, mut next_id) = (0u64, 0u64);
+                for op in ops {
+                    match op {
+                        Op::Push(k) => {
+                            q.push(k as u64, next_id);
+                            model.insert((k as u64, seq), next_id);
+                            by_id.insert(next_id, (k as u64, seq));
+                            seq += 1;
+                            next_id += 1;
+                        }
+                        Op::Pop => {
+                            let got = q.pop().map(|e| (e.key, e.seq, e.item));
+                            let want = model.pop_first().map(|((k, s), id)| (k, s, id));
+                            if let Some((_, _, id)) = want { by_id.remove(&id); }
+                            prop_assert_eq!(got, want);
+                        }
+                        Op::Remove(i) => {
+                            let id = i as u64 % (next_id + 1);
+                            let got = q.remove(id).map(|e| e.item);
+                            let want = by_id.remove(&id).map(|ks| model.remove(&ks).unwrap());
+                            prop_assert_eq!(got, want);
+                        }
+                        Op::Rekey(i, k) => {
+                            let id = i as u64 % (next_id + 1);
+                            let got = q.rekey(id, k as u64);
+                            if let Some(ks) = by_id.remove(&id) {
+                                model.remove(&ks);
+                                model.insert((k as u64, seq), id);
+                                by_id.insert(id, (k as u64, seq));
+                            }
+                            if got { seq += 1; }
+                            prop_assert_eq!(got, by_id.contains_key(&id));
+                        }
+                    }
+                    check(&q);
+                    prop_assert_eq!(q.len(), model.len());
+                    prop_assert_eq!(q.peek().map(|e| e.item), model.first_key_value().map(|(_, &id)| id));
+                }
+            }
+        }
+    }
+}
