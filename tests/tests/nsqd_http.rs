@@ -275,3 +275,40 @@ fn stats_shapes_as_nsqd() {
     assert!(text.contains("      [c                        ] depth: 1     be-depth: 0     inflt: 0    def: 0    re-q: 0     timeout: 0     msgs: 1        e2e%: \n"), "{text}");
     assert!(text.contains("\nProducers:\n   [V2 "), "{text}");
 }
+
+#[test]
+fn prometheus_metrics() {
+    let d = Nsqd::start(&[]);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=m&channel=c", b"")
+            .status,
+        404
+    );
+    assert_eq!(d.http("POST", "/topic/create?topic=m", b"").status, 200);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=m&channel=c", b"")
+            .status,
+        200
+    );
+    assert_eq!(d.http("POST", "/pub?topic=m", b"x").status, 200);
+    assert_eq!(d.http("POST", "/pub?topic=m&defer=60000", b"y").status, 200);
+    let r = d.http("GET", "/metrics", b"");
+    assert_eq!(r.status, 200);
+    assert!(r
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
+    let text = r.text();
+    for line in [
+        "# TYPE nsq_topic_messages_total counter",
+        "nsq_topic_messages_total{topic=\"m\"} 2",
+        "nsq_channel_depth{topic=\"m\",channel=\"c\"} 1",
+        "nsq_channel_deferred{topic=\"m\",channel=\"c\"} 1",
+        "nsq_channel_clients{topic=\"m\",channel=\"c\"} 0",
+    ] {
+        assert!(
+            text.lines().any(|l| l == line),
+            "{line} missing from:\n{text}"
+        );
+    }
+}
