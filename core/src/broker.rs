@@ -348,12 +348,23 @@ impl Broker {
                 }
                 Ok(Decoded::Command(cmd, n)) => {
                     pos += n;
+                    let upgrades_before = self.transmits.len();
                     if let Err(e) = self.exec(now, id, cmd) {
                         if !self.fail(now, id, e) {
                             return pos;
                         }
                     }
                     self.command_done(now, id);
+                    // After IDENTIFY negotiated a TLS or compression upgrade, anything the client
+                    // sent behind it in plaintext is dropped (nsqd loses it too): it must not
+                    // count as sent over TLS, nor be read as compressed.
+                    let upgraded =
+                        self.transmits.iter().skip(upgrades_before).any(
+                            |t| matches!(t, Transmit::Upgrade { client, .. } if *client == id),
+                        );
+                    if upgraded {
+                        return input.len();
+                    }
                 }
                 Err(e) => {
                     self.fail(now, id, e);
@@ -811,7 +822,7 @@ impl Broker {
         let c = self.ch(ch);
         let id = msg.id;
         // An ephemeral channel has no backend: nsqd drops what does not fit in memory.
-        if c.ephemeral && c.queue.memory.len() >= mem.max(1) {
+        if c.ephemeral && c.queue.len() >= mem.max(1) {
             let (topic, channel) = (c.topic.clone(), c.name.clone());
             self.emit(now, EventKind::Dropped { topic, channel, id });
             return;
@@ -1234,7 +1245,9 @@ impl Broker {
                 defer_ms,
                 body,
             } => {
-                let defer = defer_ms.saturating_mul(MILLISECOND);
+                // As nsqd (and the decoder's range check): time.Duration(ms) * time.Millisecond,
+                // which wraps in int64.
+                let defer = (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64;
                 self.publish_inner(
                     now,
                     &topic,

@@ -718,3 +718,58 @@ fn publish_err(sim: &mut Sim, c: ClientId, want: &str) {
     );
     assert_eq!(err_text(&sim.frames(c)), vec![want.to_string()]);
 }
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn commands_pipelined_behind_an_upgrade_are_dropped() {
+    // With --tls-required, a PUB sent in plaintext right behind IDENTIFY(tls_v1) must not run
+    // as if it came over TLS.
+    let opts = Options {
+        tls_enabled: true,
+        tls_required: true,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let c = sim.connect();
+    let mut bytes =
+        Command::Identify(br#"{"feature_negotiation":true,"tls_v1":true}"#.to_vec()).to_bytes();
+    bytes.extend(
+        Command::Pub {
+            topic: "t".into(),
+            body: b"sneaky"[..].into(),
+        }
+        .to_bytes(),
+    );
+    sim.send_raw(c, &bytes);
+    assert!(
+        sim.broker.topic("t").is_none(),
+        "the pipelined PUB was dropped"
+    );
+    assert_eq!(
+        sim.end(c).unwrap().upgrades,
+        vec![nsqlab_core::Upgrade::Tls]
+    );
+    // After the upgrade, commands work.
+    sim.frames(c);
+    sim.send(
+        c,
+        &Command::Pub {
+            topic: "t".into(),
+            body: b"ok"[..].into(),
+        },
+    );
+    assert_eq!(sim.frames(c), vec![Frame::Response(b"OK".to_vec())]);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn dpub_defer_wraps_as_in_nsqd() {
+    // 18446744073710 ms wraps to 448 384 ns in nsqd's int64 Duration: valid, and due at once.
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    sim.send_raw(p, b"DPUB t 18446744073710\n\x00\x00\x00\x01x");
+    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+    sim.sleep(ms(1));
+    assert_eq!(sim.messages(c).len(), 1);
+}

@@ -464,8 +464,9 @@ pub fn read_mpub(buf: &[u8], limits: Limits) -> Result<MpubRead, ProtocolError> 
         ));
     }
     let max_msg = limits.max_msg_size;
+    // Walk the sizes first, without copying: a large MPUB arriving in many reads is re-walked,
+    // but its bodies are copied once, when all of it is there.
     let mut pos = 4;
-    let mut bodies = Vec::with_capacity((count as usize).min(1024));
     for i in 0..count {
         let Some(size) = read_len(buf, pos) else {
             return Ok(MpubRead::Incomplete(MpubShort::Size(i)));
@@ -483,11 +484,25 @@ pub fn read_mpub(buf: &[u8], limits: Limits) -> Result<MpubRead, ProtocolError> 
             ));
         }
         let end = pos + 4 + size as usize;
-        let Some(b) = buf.get(pos + 4..end) else {
+        // nsqd reads the messages from the stream whatever the declared body size; nsqlab
+        // also refuses to buffer more than --max-body-size for one MPUB.
+        if (end - 4) as u64 > limits.max_body_size {
+            return Err(fatal(
+                "E_BAD_BODY",
+                format!("MPUB body too big {} > {}", end - 4, limits.max_body_size),
+            ));
+        }
+        if buf.len() < end {
             return Ok(MpubRead::Incomplete(MpubShort::Body(i)));
-        };
-        bodies.push(Arc::from(b));
+        }
         pos = end;
+    }
+    let mut bodies = Vec::with_capacity(count as usize);
+    let mut at = 4;
+    for _ in 0..count {
+        let size = read_len(buf, at).unwrap_or_default() as usize;
+        bodies.push(Arc::from(&buf[at + 4..at + 4 + size]));
+        at += 4 + size;
     }
     Ok(MpubRead::Done(bodies, pos))
 }
@@ -635,6 +650,27 @@ mod tests {
         assert_eq!(
             decode(&long[..MAX_LINE_LENGTH - 1], &ctx(ClientState::Init)).unwrap(),
             Decoded::Incomplete
+        );
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn mpub_total_is_bounded_before_buffering() {
+        // Six 1 MiB messages: the fifth already passes --max-body-size (5 MiB), and that is
+        // refused without waiting for the bytes.
+        let mut big = b"MPUB t\n\x00\x00\x00\x10\x00\x00\x00\x06".to_vec();
+        big.extend_from_slice(&(1024u32 * 1024).to_be_bytes());
+        assert_eq!(
+            decode(&big, &ctx(ClientState::Init)).unwrap(),
+            Decoded::Incomplete
+        );
+        for _ in 0..4 {
+            big.extend_from_slice(&vec![b'x'; 1024 * 1024]);
+            big.extend_from_slice(&(1024u32 * 1024).to_be_bytes());
+        }
+        assert_eq!(
+            err(&big, ClientState::Init),
+            "E_BAD_BODY MPUB body too big 5242900 > 5242880"
         );
     }
 

@@ -45,6 +45,10 @@ fn bad(msg: &str) -> io::Error {
 
 const STREAM_ID: &[u8] = b"\xff\x06\x00\x00sNaPpY";
 const MAX_BLOCK: usize = 65_536;
+/// The longest a compressed chunk of a 64 KiB block can be (snappy's bound), plus its CRC.
+const MAX_CHUNK: usize = 32 + MAX_BLOCK + MAX_BLOCK / 6 + 4;
+/// How much one read may decompress to (a bomb is refused, not buffered).
+const MAX_INFLATE_PER_READ: usize = 16 * 1024 * 1024;
 
 /// The snappy framing format (stream identifier, then compressed or uncompressed chunks with
 /// masked CRC-32C checksums).
@@ -110,6 +114,10 @@ impl Snappy {
             let h = &self.inbuf[at..at + 4];
             let kind = h[0];
             let len = u32::from_le_bytes([h[1], h[2], h[3], 0]) as usize;
+            // Refuse an oversized data chunk on its header, before buffering it.
+            if kind <= 0x7f && len > MAX_CHUNK {
+                return Err(bad("snappy: chunk too long"));
+            }
             if self.inbuf.len() - at - 4 < len {
                 break;
             }
@@ -183,7 +191,11 @@ impl Deflate {
     }
 
     fn decode(&mut self, mut wire: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        let start = out.len();
         loop {
+            if out.len() - start > MAX_INFLATE_PER_READ {
+                return Err(bad("deflate: too much output for one read"));
+            }
             out.reserve(wire.len() * 4 + 1024);
             let before_in = self.decomp.total_in();
             let before_out = out.len();
@@ -200,7 +212,11 @@ impl Deflate {
                 return Ok(());
             }
             if used == 0 && out.len() == before_out {
-                return Ok(());
+                return if wire.is_empty() {
+                    Ok(())
+                } else {
+                    Err(bad("deflate: stuck"))
+                };
             }
         }
     }
@@ -260,6 +276,33 @@ mod tests {
         let mut got = Vec::new();
         Snappy::new().decode(&theirs, &mut got).unwrap();
         assert_eq!(got, b"from snap");
+    }
+
+    #[test]
+    fn bombs_are_refused() {
+        // Snappy: a chunk claiming a huge length, and a block that inflates past 64 KiB.
+        let mut s = Snappy::new();
+        let mut wire = STREAM_ID.to_vec();
+        wire.extend_from_slice(&[0x00, 0xff, 0xff, 0xff]);
+        assert!(s.decode(&wire, &mut Vec::new()).is_err());
+        let mut s = Snappy::new();
+        let block = snap::raw::Encoder::new()
+            .compress_vec(&vec![0u8; 200_000])
+            .unwrap();
+        let mut wire = STREAM_ID.to_vec();
+        wire.push(0x00);
+        wire.extend_from_slice(&((block.len() + 4) as u32).to_le_bytes()[..3]);
+        wire.extend_from_slice(&masked_crc(&vec![0u8; 200_000]).to_le_bytes());
+        wire.extend_from_slice(&block);
+        assert!(s.decode(&wire, &mut Vec::new()).is_err());
+        // Deflate: 64 MiB of zeros in a few KiB.
+        use std::io::Write;
+        let mut e = flate2::write::DeflateEncoder::new(Vec::new(), Compression::new(9));
+        e.write_all(&vec![0u8; 64 * 1024 * 1024]).unwrap();
+        e.flush().unwrap();
+        let wire = e.get_ref().clone();
+        assert!(wire.len() < 200_000);
+        assert!(Deflate::new(6).decode(&wire, &mut Vec::new()).is_err());
     }
 
     #[test]

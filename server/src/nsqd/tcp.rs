@@ -122,23 +122,9 @@ impl Connection {
         let mut broker_closed = false;
         'conn: loop {
             tokio::select! {
-                r = self.stream.read(&mut rbuf) => {
-                    let n = match r {
-                        Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    plain.clear();
-                    if let Err(e) = self.codec.decode(&rbuf[..n], &mut plain) {
-                        tracing::warn!("[{}] {e}", self.remote);
-                        break;
-                    }
-                    if !plain.is_empty() {
-                        let data = Bytes::copy_from_slice(&plain);
-                        if !driver.send(ToDriver::Bytes { client, data }).await {
-                            break;
-                        }
-                    }
-                }
+                // Output first: an upgrade the broker asked for must happen before the next
+                // read, which may already be the client's TLS handshake.
+                biased;
                 o = out_rx.recv() => {
                     let Some(o) = o else { broker_closed = true; break };
                     // Everything already queued goes out in one write.
@@ -166,6 +152,23 @@ impl Connection {
                     }
                     if self.write(&mut wbuf).await.is_err() {
                         break;
+                    }
+                }
+                r = self.stream.read(&mut rbuf) => {
+                    let n = match r {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    plain.clear();
+                    if let Err(e) = self.codec.decode(&rbuf[..n], &mut plain) {
+                        tracing::warn!("[{}] {e}", self.remote);
+                        break;
+                    }
+                    if !plain.is_empty() {
+                        let data = Bytes::copy_from_slice(&plain);
+                        if !driver.send(ToDriver::Bytes { client, data }).await {
+                            break;
+                        }
                     }
                 }
                 _ = shutdown.changed() => break,

@@ -63,7 +63,12 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
                         break;
                     }
                 }
-                Some(Out::Upgrade(_)) | Some(Out::Close) | None => {
+                Some(Out::Upgrade(_)) => {
+                    // No TLS or compression over WebSocket: hang up, and tell the broker.
+                    let _ = socket.send(Message::Close(None)).await;
+                    break;
+                }
+                Some(Out::Close) | None => {
                     broker_closed = true;
                     let _ = socket.send(Message::Close(None)).await;
                     break;
