@@ -27,9 +27,12 @@ pub struct Bound {
 
 /// Run nsqd until a signal arrives.
 pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
+    // Catch SIGTERM/SIGINT before anything is bound: a harness may signal as soon as it reads
+    // the listening lines.
+    let signals = Signals::new()?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let server = start(args, shutdown_rx).await?;
-    wait_for_signal().await;
+    signals.wait().await;
     tracing::info!("TCP: closing {}", server.bound.tcp);
     let _ = shutdown_tx.send(true);
     server.finish().await;
@@ -111,19 +114,38 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     Ok(Server { bound, tasks })
 }
 
-async fn wait_for_signal() {
+/// SIGTERM and SIGINT, caught from creation on.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-        tokio::select! {
-            _ = term.recv() => {},
-            _ = int.recv() => {},
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Signals {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(Signals {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.term.recv() => {},
+            _ = self.int.recv() => {},
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = &mut self;
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -164,10 +164,12 @@ impl Connection {
                         tracing::warn!("[{}] {e}", self.remote);
                         break;
                     }
-                    if !plain.is_empty() {
-                        let data = Bytes::copy_from_slice(&plain);
+                    // In pieces of at most 64 KiB: the broker's queue is bounded in messages,
+                    // so this bounds it in bytes too, however much a read decompresses to.
+                    for piece in plain.chunks(64 * 1024) {
+                        let data = Bytes::copy_from_slice(piece);
                         if !driver.send(ToDriver::Bytes { client, data }).await {
-                            break;
+                            break 'conn;
                         }
                     }
                 }
