@@ -94,12 +94,18 @@ pub struct Nsqd {
 }
 
 impl Nsqd {
-    /// Start `nsqd -tcp-address=127.0.0.1:0 -http-address=127.0.0.1:0 <extra>` through a
-    /// symlink named `nsqd`.
+    /// Start `nsqd -tcp-address=127.0.0.1:0 -http-address 127.0.0.1:0
+    /// -https-address=127.0.0.1:0 <extra>` through a symlink named `nsqd` (HTTPS is only bound
+    /// when a certificate is given, as in nsqd).
     pub fn start(extra: &[&str]) -> Nsqd {
         let (dir, link) = symlink_as("nsqd");
         let mut child = Command::new(&link)
-            .args(["-tcp-address=127.0.0.1:0", "-http-address", "127.0.0.1:0"])
+            .args([
+                "-tcp-address=127.0.0.1:0",
+                "-http-address",
+                "127.0.0.1:0",
+                "-https-address=127.0.0.1:0",
+            ])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

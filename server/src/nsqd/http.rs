@@ -888,18 +888,33 @@ pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> R
         .with_state(state)
 }
 
-/// Serve HTTP until `shutdown` flips. Each connection gets `header_timeout` to send a
-/// request's headers (a slowloris client is cut off; others are not affected).
+/// The plain-HTTP app under `--tls-required=true`: every request gets nsqd's 403 (with its odd
+/// spacing) pointing at the HTTPS port.
+pub fn tls_required_app(https_port: u16) -> Router {
+    Router::new().fallback(move || async move {
+        let body = format!(r#"{{"message": "TLS_REQUIRED", "https_port": {https_port}}}"#);
+        let mut r = Response::new(axum::body::Body::from(body));
+        *r.status_mut() = StatusCode::FORBIDDEN;
+        r.headers_mut().insert(
+            "X-NSQ-Content-Type",
+            HeaderValue::from_static(NSQ_CONTENT_TYPE),
+        );
+        r.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_TYPE));
+        r
+    })
+}
+
+/// Serve `app` until `shutdown` flips, over TLS when `tls` is given (HTTPS). Each connection
+/// gets `header_timeout` to send a request's headers (a slowloris client is cut off; others
+/// are not affected).
 pub async fn serve(
     listener: TcpListener,
-    driver: DriverHandle,
-    info: ServerInfo,
-    lookupd: Vec<String>,
+    app: Router,
     header_timeout: std::time::Duration,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    let app = router(driver, info, lookupd);
     loop {
         let (stream, remote) = tokio::select! {
             r = listener.accept() => match r {
@@ -911,27 +926,46 @@ pub async fn serve(
             },
             _ = shutdown.changed() => break,
         };
-        let app = app.clone();
+        let (app, tls) = (app.clone(), tls.clone());
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(
-                move |mut req: hyper::Request<hyper::body::Incoming>| {
-                    req.extensions_mut().insert(ConnectInfo(remote));
-                    let app = app.clone();
-                    async move {
-                        Ok::<_, std::convert::Infallible>(
-                            tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
-                                .await
-                                .unwrap_or_else(|e| match e {}),
-                        )
+            match tls {
+                None => serve_connection(stream, remote, app, header_timeout).await,
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout(header_timeout, acceptor.accept(stream));
+                    if let Ok(Ok(tls)) = handshake.await {
+                        serve_connection(tls, remote, app, header_timeout).await;
                     }
-                },
-            );
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            let _ = conn.await;
+                }
+            }
         });
     }
+}
+
+async fn serve_connection<I>(
+    io: I,
+    remote: SocketAddr,
+    app: Router,
+    header_timeout: std::time::Duration,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let service =
+        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            req.extensions_mut().insert(ConnectInfo(remote));
+            let app = app.clone();
+            async move {
+                Ok::<_, std::convert::Infallible>(
+                    tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
+                        .await
+                        .unwrap_or_else(|e| match e {}),
+                )
+            }
+        });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    let _ = conn.await;
 }

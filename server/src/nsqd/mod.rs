@@ -23,6 +23,7 @@ use tokio::sync::watch;
 pub struct Bound {
     pub tcp: SocketAddr,
     pub http: SocketAddr,
+    pub https: Option<SocketAddr>,
 }
 
 /// Run nsqd until a signal arrives.
@@ -86,9 +87,22 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         .with_context(|| format!("listen ({}) failed", args.http_address))?;
     let http_addr = http.local_addr()?;
     tracing::info!("HTTP: listening on {http_addr}");
+    // HTTPS when a certificate is configured (nsqd's rule).
+    let https = match (&tls, args.https_address.is_empty()) {
+        (Some(cfg), false) => {
+            let l = TcpListener::bind(&args.https_address)
+                .await
+                .with_context(|| format!("listen ({}) failed", args.https_address))?;
+            let addr = l.local_addr()?;
+            tracing::info!("HTTPS: listening on {addr}");
+            Some((l, addr, tokio_rustls::TlsAcceptor::from(cfg.clone())))
+        }
+        _ => None,
+    };
     let bound = Bound {
         tcp: tcp_addr,
         http: http_addr,
+        https: https.as_ref().map(|h| h.1),
     };
 
     let info = http::ServerInfo::new(&args, &bound, crate::clock::now());
@@ -99,14 +113,30 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         tls,
         shutdown.clone(),
     )));
+    let app = http::router(driver.clone(), info, args.lookupd_tcp_address.clone());
+    // --tls-required=true (not tcp-https) also closes plain HTTP, as nsqd.
+    let plain_app = if args.tls_required == "true" {
+        http::tls_required_app(bound.https.map_or(0, |a| a.port()))
+    } else {
+        app.clone()
+    };
+    let timeout = args.http_header_timeout;
     tasks.push(tokio::spawn(http::serve(
         http,
-        driver.clone(),
-        info,
-        args.lookupd_tcp_address.clone(),
-        args.http_header_timeout,
+        plain_app,
+        timeout,
+        None,
         shutdown.clone(),
     )));
+    if let Some((listener, _, acceptor)) = https {
+        tasks.push(tokio::spawn(http::serve(
+            listener,
+            app,
+            timeout,
+            Some(acceptor),
+            shutdown.clone(),
+        )));
+    }
     drop(driver);
     tasks.push(tokio::spawn(async move {
         let _ = broker_task.await;
