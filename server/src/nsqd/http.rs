@@ -328,8 +328,9 @@ struct MemStats {
     gc_total_runs: u32,
 }
 
-fn mem_stats() -> MemStats {
-    let rss = std::fs::read_to_string("/proc/self/statm")
+/// Resident memory of this process (Linux; 0 elsewhere).
+pub fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
         .ok()
         .and_then(|s| {
             s.split_whitespace()
@@ -337,7 +338,11 @@ fn mem_stats() -> MemStats {
                 .and_then(|p| p.parse::<u64>().ok())
         })
         .map(|pages| pages * 4096)
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+fn mem_stats() -> MemStats {
+    let rss = resident_bytes();
     MemStats {
         heap_objects: 0,
         heap_idle_bytes: 0,

@@ -6,6 +6,7 @@ pub mod codec;
 pub mod driver;
 pub mod http;
 pub mod options;
+pub mod statsd;
 pub mod tcp;
 pub mod tls;
 pub mod ws;
@@ -128,6 +129,27 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         None,
         shutdown.clone(),
     )));
+    if !args.statsd_address.is_empty() {
+        let http_port = if args.broadcast_http_port != 0 {
+            args.broadcast_http_port
+        } else {
+            http_addr.port()
+        };
+        let prefix = statsd::prefix(&args.statsd_prefix, &args.broadcast_address(), http_port);
+        let cfg = statsd::StatsdConfig {
+            address: args.statsd_address.clone(),
+            prefix,
+            interval: args.statsd_interval,
+            packet_size: args.statsd_udp_packet_size.max(0) as usize,
+            mem_stats: args.statsd_mem_stats,
+            exclude_ephemeral: args.statsd_exclude_ephemeral,
+        };
+        tasks.push(tokio::spawn(statsd::run(
+            driver.clone(),
+            cfg,
+            shutdown.clone(),
+        )));
+    }
     if let Some((listener, _, acceptor)) = https {
         tasks.push(tokio::spawn(http::serve(
             listener,

@@ -272,7 +272,11 @@ impl NsqdArgs {
             .flat_map(|s| s.split(','))
             .filter_map(|p| p.trim().parse().ok())
             .collect();
-        let _ = bound;
+        let http_port = if self.broadcast_http_port != 0 {
+            self.broadcast_http_port
+        } else {
+            bound.http.port()
+        };
         vec![
             ("id".into(), Json(json!(self.node_id()))),
             ("log_prefix".into(), Str(self.log_prefix.clone())),
@@ -347,7 +351,14 @@ impl NsqdArgs {
                 Json(json!(self.max_channel_consumers)),
             ),
             ("statsd_address".into(), Str(self.statsd_address.clone())),
-            ("statsd_prefix".into(), Str(self.statsd_prefix.clone())),
+            (
+                "statsd_prefix".into(),
+                Str(crate::nsqd::statsd::prefix(
+                    &self.statsd_prefix,
+                    &self.broadcast_address(),
+                    http_port,
+                )),
+            ),
             ("statsd_interval".into(), Json(ns(self.statsd_interval))),
             (
                 "statsd_mem_stats".into(),
