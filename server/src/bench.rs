@@ -215,6 +215,18 @@ fn send_and_await_oks(c: &mut Conn, buf: &[u8], n: usize) -> anyhow::Result<()> 
     })
 }
 
+/// A connection subscribed to `topic`/`c` (its OK read).
+fn subscribe(addr: &str, topic: &str) -> anyhow::Result<Conn> {
+    let mut c = Conn::connect(addr)?;
+    let sub = Command::Sub {
+        topic: topic.into(),
+        channel: "c".into(),
+    };
+    c.stream.write_all(&sub.to_bytes())?;
+    c.read_frames(|f, _| frame_type(f) != 0)?;
+    Ok(c)
+}
+
 fn frame_type(frame: &[u8]) -> i32 {
     i32::from_be_bytes(frame[4..8].try_into().unwrap_or_default())
 }
@@ -338,16 +350,8 @@ fn percentile(sorted: &[i64], p: f64) -> i64 {
 
 fn lateness(a: LatenessArgs) -> anyhow::Result<()> {
     let topic = format!("lateness_{}", unix_ns() % 1_000_000_000);
-    let mut consumer = Conn::connect(&a.tcp_address)?;
     // SUB creates the channel just before the DPUBs.
-    consumer.stream.write_all(
-        &Command::Sub {
-            topic: topic.clone(),
-            channel: "c".into(),
-        }
-        .to_bytes(),
-    )?;
-    consumer.read_frames(|f, _| frame_type(f) != 0)?;
+    let mut consumer = subscribe(&a.tcp_address, &topic)?;
     consumer.stream.write_all(&Command::Rdy(2500).to_bytes())?;
     let mut producer = Conn::connect(&a.tcp_address)?;
     // Optional background load: messages due long after the run.
@@ -439,15 +443,7 @@ fn rss_bytes(pid: u32) -> anyhow::Result<u64> {
 
 fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
     let topic = format!("defmem_{}", unix_ns() % 1_000_000_000);
-    let mut c = Conn::connect(&a.tcp_address)?;
-    c.stream.write_all(
-        &Command::Sub {
-            topic: topic.clone(),
-            channel: "c".into(),
-        }
-        .to_bytes(),
-    )?;
-    c.read_frames(|f, _| frame_type(f) != 0)?;
+    let c = subscribe(&a.tcp_address, &topic)?;
     std::thread::sleep(Duration::from_millis(300));
     let before = rss_bytes(a.pid)?;
     let mut p = Conn::connect(&a.tcp_address)?;
