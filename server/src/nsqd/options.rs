@@ -206,18 +206,12 @@ pub struct NsqdArgs {
 }
 
 impl NsqdArgs {
-    /// The node id: the flag, else nsqd's crc32(md5(hostname)) % 1024 — here a stable hash of
-    /// the hostname (FNV-1a), since only its range and stability matter to clients.
+    /// The node id: the flag, else nsqd's default, `crc32(md5(hostname)) % 1024`.
     pub fn node_id(&self) -> u16 {
         if let Some(id) = self.node_id.or(self.worker_id) {
             return (id.rem_euclid(1024)) as u16;
         }
-        let mut h: u32 = 0x811c_9dc5;
-        for b in hostname().bytes() {
-            h ^= b as u32;
-            h = h.wrapping_mul(0x0100_0193);
-        }
-        (h % 1024) as u16
+        default_node_id(&hostname())
     }
 
     /// `--www-dir`, else `www/` next to the running binary's repository checkout.
@@ -435,6 +429,13 @@ impl NsqdArgs {
     }
 }
 
+/// nsqd's default node id for a hostname: `crc32.ChecksumIEEE(md5(hostname)) % 1024`.
+pub fn default_node_id(hostname: &str) -> u16 {
+    use md5::Digest;
+    let digest = md5::Md5::digest(hostname.as_bytes());
+    (crc32fast::hash(&digest) % 1024) as u16
+}
+
 /// nsqd's config-file name for a flag is its `cfg` tag, else the flag with `-` → `_`; these
 /// are the ones that differ.
 const CFG_RENAMES: &[(&str, &str)] = &[
@@ -533,6 +534,28 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn default_node_id_as_nsqd() {
+        // md5("localhost") = 421aa90e079fa326b6494f812ad13e79; crc32 (IEEE) of those 16 bytes
+        // is computed independently here with the bitwise algorithm.
+        let digest: [u8; 16] = [
+            0x42, 0x1a, 0xa9, 0x0e, 0x07, 0x9f, 0xa3, 0x26, 0xb6, 0x49, 0x4f, 0x81, 0x2a, 0xd1,
+            0x3e, 0x79,
+        ];
+        let mut crc: u32 = !0;
+        for b in digest {
+            crc ^= b as u32;
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        assert_eq!(default_node_id("localhost") as u32, !crc % 1024);
+    }
 
     #[test]
     fn config_file_then_flags_win() {
