@@ -14,6 +14,7 @@ use crate::protocol::{
     encode_frame, encode_message_frame, is_valid_name, Command, ProtocolError, CLOSE_WAIT,
     FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE, HEARTBEAT, MAGIC_V2, OK,
 };
+use crate::store::{Hold, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
 use crate::topic::Topic;
 use crate::{ChannelId, ClientId};
@@ -55,6 +56,9 @@ pub enum AdminError {
     ChannelNotFound,
     #[error("INVALID_DEFER")]
     InvalidDefer,
+    /// Storage is failing (nsqd answers a failed put with 503 `EXITING`).
+    #[error("EXITING")]
+    Exiting,
 }
 
 const TIMER_CHANNEL: u64 = 1 << 56;
@@ -91,6 +95,17 @@ pub struct Broker {
     /// Reused list of a topic's channels while routing (no allocation per message).
     scratch: Vec<ChannelId>,
     auth_requests: VecDeque<AuthRequest>,
+    /// Changes for durable storage, in order (only with `opts.durable`).
+    store_ops: VecDeque<StoreOp>,
+    last_ticket: Ticket,
+    /// Clients whose output waits for the store.
+    held_clients: Vec<ClientId>,
+    /// Ordered transmits (upgrades, closes) of held clients, with the ticket they wait for.
+    parked: VecDeque<(Ticket, Transmit)>,
+    /// Why storage is failing, if it is (nsqd's health).
+    health: Option<String>,
+    /// Restoring from storage: the restored state is not stored again.
+    restoring: bool,
 }
 
 impl Broker {
@@ -112,6 +127,12 @@ impl Broker {
             scan: ScanState::default(),
             scratch: Vec::new(),
             auth_requests: VecDeque::new(),
+            store_ops: VecDeque::new(),
+            last_ticket: 0,
+            held_clients: Vec::new(),
+            parked: VecDeque::new(),
+            health: None,
+            restoring: false,
         };
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
@@ -145,7 +166,7 @@ impl Broker {
         while let Some(id) = self.dirty.pop_front() {
             if let Some(c) = self.clients.get_mut(&id) {
                 c.out_queued = false;
-                if !c.out.is_empty() {
+                if !c.out.is_empty() && c.hold.is_none() {
                     return Some(Transmit::Data {
                         client: id,
                         data: std::mem::take(&mut c.out),
@@ -167,6 +188,150 @@ impl Broker {
     #[must_use]
     pub fn poll_auth_request(&mut self) -> Option<AuthRequest> {
         self.auth_requests.pop_front()
+    }
+
+    /// The next change for durable storage (only with [`Options::durable`]); see
+    /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
+    #[must_use]
+    pub fn poll_store(&mut self) -> Option<StoreOp> {
+        self.store_ops.pop_front()
+    }
+
+    /// The last ticket handed out with a [`StoreOp::Publish`] (0 before the first).
+    pub fn last_ticket(&self) -> Ticket {
+        self.last_ticket
+    }
+
+    /// The store wrote every op up to and including the publish with ticket `through` — or
+    /// failed to (`Err` says why). On success the held acknowledgements go out; on failure
+    /// each waiting publisher gets nsqd's fatal `E_PUB_FAILED` (`E_MPUB_FAILED`,
+    /// `E_DPUB_FAILED`) instead, and the broker turns unhealthy (publishes fail at once) until
+    /// [`Broker::set_health`] clears it.
+    pub fn handle_stored(&mut self, now: Time, through: Ticket, result: Result<(), String>) {
+        let now = self.clock.advance(now);
+        let held = std::mem::take(&mut self.held_clients);
+        let mut failed = Vec::new();
+        for id in held {
+            let Some(c) = self.clients.get_mut(&id) else {
+                continue;
+            };
+            let Some(h) = c.hold.as_ref() else { continue };
+            if h.until > through {
+                self.held_clients.push(id);
+                continue;
+            }
+            let h = c.hold.take().expect("hold exists");
+            match &result {
+                Ok(()) => {
+                    if !c.out.is_empty() && !c.out_queued {
+                        c.out_queued = true;
+                        self.dirty.push_back(id);
+                    }
+                }
+                Err(_) => {
+                    // Nothing from the failed response on may go out.
+                    c.out.truncate(h.at);
+                    failed.push((id, h.cmd));
+                }
+            }
+        }
+        // Parked transmits in their order, now that what they waited for is decided.
+        let parked = std::mem::take(&mut self.parked);
+        for (ticket, t) in parked {
+            if ticket > through {
+                self.parked.push_back((ticket, t));
+            } else if result.is_ok() || matches!(t, Transmit::Close { .. }) {
+                self.transmits.push_back(t);
+            }
+        }
+        if let Err(reason) = result {
+            self.health = Some(reason.clone());
+            for (id, cmd) in failed {
+                let e =
+                    ProtocolError::fatal(store_error_code(cmd), format!("{cmd} failed {reason}"));
+                self.fail(now, id, e);
+            }
+        }
+    }
+
+    /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).
+    pub fn health(&self) -> Option<&str> {
+        self.health.as_deref()
+    }
+
+    /// Set or clear the health error (the host clears it once storage works again).
+    pub fn set_health(&mut self, error: Option<String>) {
+        self.health = error;
+    }
+
+    /// Restore a topic from storage (not stored again).
+    pub fn restore_topic(&mut self, now: Time, topic: &str, paused: bool) {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return;
+        }
+        self.restoring = true;
+        let name = self.get_or_create_topic(now, topic);
+        self.topics.get_mut(&name).expect("topic exists").paused = paused;
+        self.restoring = false;
+    }
+
+    /// Restore a channel from storage (not stored again; held messages stay held until
+    /// [`Broker::finish_restore`]).
+    pub fn restore_channel(&mut self, now: Time, topic: &str, channel: &str, paused: bool) {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) || !is_valid_name(channel) {
+            return;
+        }
+        self.restoring = true;
+        let t = self.get_or_create_topic(now, topic);
+        let ch = self.create_channel_inner(now, &t, channel);
+        self.ch(ch).paused = paused;
+        self.restoring = false;
+    }
+
+    /// Restore a message from storage: into `channel` (ready, or deferred until `due`), or,
+    /// with no channel, held by the topic. Later IDs of the topic are above its ID.
+    pub fn restore_message(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: Option<&str>,
+        msg: Message,
+        due: Option<Time>,
+    ) {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return;
+        }
+        self.restoring = true;
+        let name = self.get_or_create_topic(now, topic);
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        t.seen_id(msg.id);
+        match channel {
+            None => {
+                let mem = self.opts.mem_queue_size;
+                if let Some(d) = due {
+                    t.held_due.insert(msg.id, d);
+                }
+                t.queue.put(msg, mem);
+            }
+            Some(channel) if is_valid_name(channel) => {
+                let ch = self.create_channel_inner(now, &name, channel);
+                self.enter_channel(now, ch, msg, due);
+            }
+            Some(_) => {}
+        }
+        self.restoring = false;
+    }
+
+    /// Restoring is done: topics hand held messages to their channels and delivery starts.
+    pub fn finish_restore(&mut self, now: Time) {
+        let now = self.clock.advance(now);
+        let names: Vec<Name> = self.topics.keys().cloned().collect();
+        for name in names {
+            self.flush_topic(now, &name);
+        }
     }
 
     /// The auth server's answer (or why there was none) for `client`.
@@ -444,6 +609,9 @@ impl Broker {
                 return Err(AdminError::InvalidDefer);
             }
         }
+        if self.health.is_some() {
+            return Err(AdminError::Exiting);
+        }
         let mut ids = Vec::with_capacity(bodies.len());
         self.publish_inner(now, topic, bodies.into_iter(), defer, None, Some(&mut ids));
         Ok(ids)
@@ -468,6 +636,15 @@ impl Broker {
     pub fn empty_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
         let now = self.clock.advance(now);
         let name = self.topic_name(topic)?;
+        let store = self.stores(&name);
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        if store {
+            let dropped = t.queue.iter().map(|m| m.id).collect();
+            self.store_ops.push_back(StoreOp::TopicEmptied {
+                topic: name.clone(),
+                dropped,
+            });
+        }
         let t = self.topics.get_mut(&name).expect("topic exists");
         t.queue.clear();
         t.held_due.clear();
@@ -479,6 +656,12 @@ impl Broker {
         let now = self.clock.advance(now);
         let name = self.topic_name(topic)?;
         self.topics.get_mut(&name).expect("topic exists").paused = paused;
+        if self.stores(&name) {
+            self.store_ops.push_back(StoreOp::TopicPaused {
+                topic: name.clone(),
+                paused,
+            });
+        }
         if paused {
             self.emit(now, EventKind::TopicPaused { topic: name });
         } else {
@@ -534,6 +717,20 @@ impl Broker {
         let c = self.channels[ch.0 as usize]
             .as_mut()
             .expect("channel exists");
+        if c.stored {
+            let dropped = c.message_ids();
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            let start = self.topics[&topic].channel_start();
+            self.store_ops.push_back(StoreOp::ChannelEmptied {
+                topic,
+                channel,
+                start,
+                dropped,
+            });
+        }
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
         c.queue.clear();
         c.deferred.clear();
         c.in_flight.clear();
@@ -570,6 +767,13 @@ impl Broker {
             .expect("channel exists");
         c.paused = paused;
         let (topic, channel) = (c.topic.clone(), c.name.clone());
+        if c.stored {
+            self.store_ops.push_back(StoreOp::ChannelPaused {
+                topic: topic.clone(),
+                channel: channel.clone(),
+                paused,
+            });
+        }
         if paused {
             self.emit(now, EventKind::ChannelPaused { topic, channel });
         } else {
@@ -658,6 +862,11 @@ impl Broker {
         let name: Name = Arc::from(name);
         self.topics
             .insert(name.clone(), Topic::new(name.clone(), self.opts.node_id));
+        if self.stores(&name) {
+            self.store_ops.push_back(StoreOp::TopicCreated {
+                topic: name.clone(),
+            });
+        }
         self.emit(
             now,
             EventKind::TopicCreated {
@@ -671,8 +880,28 @@ impl Broker {
         if let Some(&id) = self.topics[topic].channels.get(name) {
             return id;
         }
+        let id = self.create_channel_inner(now, topic, name);
+        if self.ch(id).stored && !self.restoring {
+            let start = self.topics[topic].channel_start();
+            let channel = self.ch(id).name.clone();
+            self.store_ops.push_back(StoreOp::ChannelCreated {
+                topic: topic.clone(),
+                channel,
+                start,
+            });
+        }
+        self.flush_topic(now, topic);
+        id
+    }
+
+    /// Find or make a channel, without handing it held messages.
+    fn create_channel_inner(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
         let name: Name = Arc::from(name);
-        let ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
+        let mut ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
+        ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
         let id = match self.free_channels.pop() {
             Some(i) => {
                 self.channels[i as usize] = Some(ch);
@@ -695,7 +924,6 @@ impl Broker {
                 channel: name,
             },
         );
-        self.flush_topic(now, topic);
         id
     }
 
@@ -707,13 +935,22 @@ impl Broker {
         defer: Option<Nanos>,
         from: Option<ClientId>,
         mut ids: Option<&mut Vec<MessageId>>,
-    ) {
+    ) -> Option<Ticket> {
         let name = self.get_or_create_topic(now, topic);
         let due = defer.filter(|&d| d > 0).map(|d| now.saturating_add(d));
         let n = bodies.len() as u64;
+        let store = self.opts.durable && !self.restoring && !self.topics[&name].ephemeral;
+        let mut stored = Vec::new();
+        let (mut held, mut copies) = (false, 0);
+        if store {
+            stored.reserve(bodies.len());
+            let t = &self.topics[&name];
+            held = t.paused || t.channels.is_empty();
+            copies = if held { 1 } else { self.stored_copies(&name) };
+        }
         for body in bodies {
             let t = self.topics.get_mut(&name).expect("topic exists");
-            let id = t.guid.next(now);
+            let id = t.next_id(now);
             t.message_count += 1;
             t.message_bytes += body.len() as u64;
             let size = body.len();
@@ -734,8 +971,23 @@ impl Broker {
                     },
                 );
             }
+            if store {
+                stored.push(msg.clone());
+            }
             self.route(now, &name, msg, due, false);
         }
+        let ticket = store.then(|| {
+            self.last_ticket += 1;
+            self.store_ops.push_back(StoreOp::Publish {
+                ticket: self.last_ticket,
+                topic: name.clone(),
+                held,
+                copies,
+                due,
+                msgs: stored,
+            });
+            self.last_ticket
+        });
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
                 match c.pub_counts.get_mut(&name) {
@@ -747,6 +999,25 @@ impl Broker {
             }
         }
         self.pump_topic(now, &name);
+        ticket
+    }
+
+    /// How many of a topic's channels keep stored copies.
+    fn stored_copies(&self, topic: &Name) -> u32 {
+        self.topics[topic]
+            .channels
+            .values()
+            .filter(|ch| {
+                self.channels[ch.0 as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.stored)
+            })
+            .count() as u32
+    }
+
+    /// Whether changes to this topic go to the store now.
+    fn stores(&self, topic: &Name) -> bool {
+        self.opts.durable && !self.restoring && self.topics.get(topic).is_some_and(|t| !t.ephemeral)
     }
 
     /// Deliver what a topic's channels can send now.
@@ -842,14 +1113,28 @@ impl Broker {
 
     /// Hand held topic messages to its channels, if it has some and is not paused.
     fn flush_topic(&mut self, now: Time, topic: &Name) {
+        let t = &self.topics[topic];
+        if t.paused || t.channels.is_empty() {
+            return;
+        }
+        let store = self.stores(topic);
+        let mut moved = Vec::new();
         loop {
             let t = self.topics.get_mut(topic).expect("topic exists");
-            if t.paused || t.channels.is_empty() {
-                return;
-            }
             let Some(msg) = t.queue.pop() else { break };
             let due = t.held_due.remove(&msg.id);
+            if store {
+                moved.push(msg.id);
+            }
             self.route(now, topic, msg, due, false);
+        }
+        if !moved.is_empty() {
+            let copies = self.stored_copies(topic);
+            self.store_ops.push_back(StoreOp::Dispatched {
+                topic: topic.clone(),
+                ids: moved,
+                copies,
+            });
         }
         self.pump_topic(now, topic);
     }
@@ -1118,11 +1403,41 @@ impl Broker {
     fn flush_ordered(&mut self, id: ClientId) {
         if let Some(c) = self.clients.get_mut(&id) {
             if !c.out.is_empty() {
-                self.transmits.push_back(Transmit::Data {
-                    client: id,
-                    data: std::mem::take(&mut c.out),
-                });
+                let data = std::mem::take(&mut c.out);
+                self.push_ordered(Transmit::Data { client: id, data });
+                // What was held is parked now; later output is held behind it.
+                if let Some(h) = self.clients.get_mut(&id).and_then(|c| c.hold.as_mut()) {
+                    h.at = 0;
+                }
             }
+        }
+    }
+
+    /// Queue an ordered transmit, parked behind the store when the client's output is held.
+    fn push_ordered(&mut self, t: Transmit) {
+        let client = match &t {
+            Transmit::Data { client, .. }
+            | Transmit::Upgrade { client, .. }
+            | Transmit::Close { client } => *client,
+        };
+        let waiting = self
+            .clients
+            .get(&client)
+            .and_then(|c| c.hold.as_ref().map(|h| h.until))
+            .or_else(|| {
+                self.parked
+                    .iter()
+                    .rev()
+                    .find(|(_, p)| {
+                        matches!(p, Transmit::Data { client: c, .. }
+                            | Transmit::Upgrade { client: c, .. }
+                            | Transmit::Close { client: c } if *c == client)
+                    })
+                    .map(|(k, _)| *k)
+            });
+        match waiting {
+            Some(k) => self.parked.push_back((k, t)),
+            None => self.transmits.push_back(t),
         }
     }
 
@@ -1134,7 +1449,7 @@ impl Broker {
             return;
         };
         if close {
-            self.transmits.push_back(Transmit::Close { client: id });
+            self.push_ordered(Transmit::Close { client: id });
         }
         self.timers.remove(TIMER_HEARTBEAT | id.0);
         self.timers.remove(TIMER_READ | id.0);
@@ -1160,6 +1475,13 @@ impl Broker {
         if let Some(t) = self.topics.get_mut(&topic) {
             t.channels.remove(&c.name);
         }
+        if c.stored {
+            self.store_ops.push_back(StoreOp::ChannelDeleted {
+                topic: topic.clone(),
+                channel: c.name.clone(),
+                dropped: c.message_ids(),
+            });
+        }
         self.emit(
             now,
             EventKind::ChannelDeleted {
@@ -1181,6 +1503,7 @@ impl Broker {
     }
 
     fn delete_topic_inner(&mut self, now: Time, topic: &Name) {
+        let stored = self.stores(topic);
         let Some(t) = self.topics.get(topic) else {
             return;
         };
@@ -1193,6 +1516,11 @@ impl Broker {
             self.delete_channel_inner(now, ch);
         }
         if self.topics.remove(topic).is_some() {
+            if stored {
+                self.store_ops.push_back(StoreOp::TopicDeleted {
+                    topic: topic.clone(),
+                });
+            }
             self.emit(
                 now,
                 EventKind::TopicDeleted {
@@ -1231,13 +1559,16 @@ impl Broker {
             }
             Command::Sub { topic, channel } => self.sub(now, id, &topic, &channel),
             Command::Pub { topic, body } => {
-                self.publish_inner(now, &topic, std::iter::once(body), None, Some(id), None);
-                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                self.check_health("PUB")?;
+                let t =
+                    self.publish_inner(now, &topic, std::iter::once(body), None, Some(id), None);
+                self.respond_stored(id, t, "PUB");
                 Ok(())
             }
             Command::Mpub { topic, bodies } => {
-                self.publish_inner(now, &topic, bodies.into_iter(), None, Some(id), None);
-                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                self.check_health("MPUB")?;
+                let t = self.publish_inner(now, &topic, bodies.into_iter(), None, Some(id), None);
+                self.respond_stored(id, t, "MPUB");
                 Ok(())
             }
             Command::Dpub {
@@ -1248,7 +1579,8 @@ impl Broker {
                 // As nsqd (and the decoder's range check): time.Duration(ms) * time.Millisecond,
                 // which wraps in int64.
                 let defer = (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64;
-                self.publish_inner(
+                self.check_health("DPUB")?;
+                let t = self.publish_inner(
                     now,
                     &topic,
                     std::iter::once(body),
@@ -1256,7 +1588,7 @@ impl Broker {
                     Some(id),
                     None,
                 );
-                self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+                self.respond_stored(id, t, "DPUB");
                 Ok(())
             }
             Command::Rdy(n) => {
@@ -1288,6 +1620,37 @@ impl Broker {
                 self.send_frame(id, FRAME_TYPE_RESPONSE, CLOSE_WAIT);
                 self.emit(now, EventKind::ClientClosing { client: id });
                 Ok(())
+            }
+        }
+    }
+
+    /// While storage is failing, publishes fail at once (nsqd: every failed put).
+    fn check_health(&self, cmd: &'static str) -> Result<(), ProtocolError> {
+        match &self.health {
+            None => Ok(()),
+            Some(reason) => Err(ProtocolError::fatal(
+                store_error_code(cmd),
+                format!("{cmd} failed {reason}"),
+            )),
+        }
+    }
+
+    /// Answer a publish with `OK`, held until the store has it when it went to the store.
+    fn respond_stored(&mut self, id: ClientId, ticket: Option<Ticket>, cmd: &'static str) {
+        let at = self.clients.get(&id).map_or(0, |c| c.out.len());
+        self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
+        let (Some(ticket), Some(c)) = (ticket, self.clients.get_mut(&id)) else {
+            return;
+        };
+        match &mut c.hold {
+            Some(h) => h.until = ticket,
+            None => {
+                c.hold = Some(Hold {
+                    until: ticket,
+                    at,
+                    cmd,
+                });
+                self.held_clients.push(id);
             }
         }
     }
@@ -1343,7 +1706,7 @@ impl Broker {
         .flatten()
         {
             self.flush_ordered(id);
-            self.transmits.push_back(Transmit::Upgrade {
+            self.push_ordered(Transmit::Upgrade {
                 client: id,
                 upgrade: u,
             });
@@ -1415,6 +1778,14 @@ impl Broker {
         })?;
         let c = self.ch(ch);
         c.in_flight.remove(mid.0);
+        if c.stored {
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            self.store_ops.push_back(StoreOp::Finished {
+                topic,
+                channel,
+                id: mid,
+            });
+        }
         let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.finish_count += 1;
@@ -1468,6 +1839,18 @@ impl Broker {
             },
         );
         let due = (delay > 0).then(|| now.saturating_add(delay));
+        if let Some(due) = due {
+            let c = self.ch(ch);
+            if c.stored {
+                let (topic, channel) = (c.topic.clone(), c.name.clone());
+                self.store_ops.push_back(StoreOp::Requeued {
+                    topic,
+                    channel,
+                    id: mid,
+                    due,
+                });
+            }
+        }
         self.enter_channel(now, ch, e.item.msg, due);
         self.drain_heap_trace(now, ch);
         self.rearm_channel(ch);
@@ -1551,4 +1934,13 @@ fn needs_auth(input: &[u8]) -> bool {
         .next()
         .unwrap_or_default();
     input.contains(&b'\n') && matches!(name, b"SUB" | b"PUB" | b"MPUB" | b"DPUB")
+}
+
+/// nsqd's error code for a failed put, by command.
+fn store_error_code(cmd: &str) -> &'static str {
+    match cmd {
+        "MPUB" => "E_MPUB_FAILED",
+        "DPUB" => "E_DPUB_FAILED",
+        _ => "E_PUB_FAILED",
+    }
 }

@@ -75,6 +75,9 @@ pub struct Channel {
     pub topic: Name,
     pub name: Name,
     pub ephemeral: bool,
+    /// Its copies are kept by durable storage (durable broker, neither it nor its topic
+    /// ephemeral).
+    pub stored: bool,
     pub paused: bool,
     pub queue: MessageQueue,
     pub deferred: PQueue<Message>,
@@ -99,6 +102,7 @@ impl Channel {
             topic,
             name,
             ephemeral,
+            stored: false,
             paused: false,
             queue: MessageQueue::default(),
             deferred,
@@ -114,6 +118,14 @@ impl Channel {
     /// nsqd's `depth`: ready messages (memory and backend), not in flight, not deferred.
     pub fn depth(&self) -> usize {
         self.queue.len()
+    }
+
+    /// The IDs of every message the channel holds (ready, deferred and in flight).
+    pub fn message_ids(&self) -> Vec<MessageId> {
+        let mut ids: Vec<MessageId> = self.queue.iter().map(|m| m.id).collect();
+        ids.extend(self.deferred.entries().iter().map(|e| e.item.id));
+        ids.extend(self.in_flight.iter().map(|e| e.item.msg.id));
+        ids
     }
 
     pub fn in_flight_owner(&self, id: MessageId) -> Option<ClientId> {

@@ -42,6 +42,8 @@ pub struct Client {
     pub(crate) auth_secret: Vec<u8>,
     /// Input is held until the auth server answers.
     pub(crate) auth_wait: bool,
+    /// Output waits for the store (a publish not yet acknowledged by it).
+    pub(crate) hold: Option<crate::store::Hold>,
 }
 
 impl Client {
@@ -86,6 +88,7 @@ impl Client {
             auth: None,
             auth_secret: Vec::new(),
             auth_wait: false,
+            hold: None,
         }
     }
 

@@ -63,6 +63,7 @@ pub mod pqueue;
 pub mod protocol;
 pub mod sim;
 pub mod stats;
+pub mod store;
 pub mod time;
 pub mod topic;
 
@@ -72,6 +73,7 @@ pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};
 pub use stats::{Stats, StatsFilter};
+pub use store::{Replay, StoreOp, Ticket};
 pub use time::{Nanos, Time};
 
 use serde::{Deserialize, Serialize};

@@ -177,6 +177,18 @@ impl GuidFactory {
         }
     }
 
+    /// Make every later ID greater than `id` (for IDs restored from storage).
+    pub fn ensure_after(&mut self, id: MessageId) {
+        // The restored ID may carry another node ID: mark its pseudo-millisecond used up, so
+        // the next ID borrows the one after (greater whatever the node bits).
+        let ts = (id.0 >> TIMESTAMP_SHIFT).wrapping_add(TWEPOCH);
+        if !self.started || ts >= self.last_ts {
+            self.started = true;
+            self.last_ts = ts;
+            self.sequence = SEQUENCE_MASK;
+        }
+    }
+
     pub fn next(&mut self, now: Time) -> MessageId {
         let ts = now >> 20;
         if !self.started || ts > self.last_ts {

@@ -79,6 +79,9 @@ pub struct Options {
     pub events: bool,
     /// Record heap operations (push, swaps, pop) for animation.
     pub heap_trace: bool,
+    /// Describe every durable change as a [`crate::StoreOp`] and hold publishers' `OK` until
+    /// the host reports it stored (see [`crate::store`]).
+    pub durable: bool,
 }
 
 impl Default for Options {
@@ -112,6 +115,7 @@ impl Default for Options {
             queue_scan_selection_count: 20,
             events: true,
             heap_trace: false,
+            durable: false,
         }
     }
 }

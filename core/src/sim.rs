@@ -24,6 +24,7 @@ use crate::event::Event;
 use crate::message::Message;
 use crate::options::Options;
 use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
+use crate::store::Replay;
 use crate::time::Time;
 use crate::ClientId;
 use std::collections::BTreeMap;
@@ -52,6 +53,21 @@ pub struct Sim {
     pub record_events: bool,
     /// Questions for the auth server, waiting for [`Sim::answer_auth`].
     pub auth_requests: Vec<crate::auth::AuthRequest>,
+    /// The simulated disk (with [`Options::durable`]).
+    pub store: SimStore,
+}
+
+/// A store in memory: it applies every [`crate::StoreOp`] to a [`Replay`] and acknowledges
+/// at once, unless told to wait or to fail.
+#[derive(Debug, Clone, Default)]
+pub struct SimStore {
+    pub replay: Replay,
+    /// Ops applied so far.
+    pub ops: u64,
+    /// Leave publishes unacknowledged (call [`Sim::store_ack`]).
+    pub hold: bool,
+    /// Fail every write with this reason (nothing is applied).
+    pub fail: Option<String>,
 }
 
 impl Sim {
@@ -64,7 +80,37 @@ impl Sim {
             events: Vec::new(),
             record_events: true,
             auth_requests: Vec::new(),
+            store: SimStore::default(),
         }
+    }
+
+    /// A restart after a crash at this instant: a new broker (same options, `seed`) rebuilt
+    /// from what the store holds, at the same virtual time, with no clients.
+    pub fn restart(&self, seed: u64) -> Sim {
+        let mut broker = Broker::new(self.broker.options().clone(), seed, self.now);
+        self.store.replay.restore_into(&mut broker, self.now);
+        let mut sim = Sim {
+            broker,
+            now: self.now,
+            ends: BTreeMap::new(),
+            events: Vec::new(),
+            record_events: self.record_events,
+            auth_requests: Vec::new(),
+            store: SimStore {
+                replay: self.store.replay.clone(),
+                ..SimStore::default()
+            },
+        };
+        sim.flush();
+        sim
+    }
+
+    /// Acknowledge (or fail, with `fail`) every publish the store has seen.
+    pub fn store_ack(&mut self) {
+        let result = self.store.fail.clone().map_or(Ok(()), Err);
+        let through = self.broker.last_ticket();
+        self.broker.handle_stored(self.now, through, result);
+        self.flush();
     }
 
     pub fn now(&self) -> Time {
@@ -138,6 +184,19 @@ impl Sim {
 
     /// Drain the broker's outputs into the client ends and the event log.
     pub fn flush(&mut self) {
+        let mut wrote = false;
+        while let Some(op) = self.broker.poll_store() {
+            wrote = true;
+            if self.store.fail.is_none() {
+                self.store.replay.apply(&op);
+                self.store.ops += 1;
+            }
+        }
+        if wrote && !self.store.hold {
+            let result = self.store.fail.clone().map_or(Ok(()), Err);
+            let through = self.broker.last_ticket();
+            self.broker.handle_stored(self.now, through, result);
+        }
         while let Some(t) = self.broker.poll_transmit() {
             match t {
                 Transmit::Data { client, data } => {

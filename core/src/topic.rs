@@ -24,6 +24,8 @@ pub struct Topic {
     pub message_count: u64,
     pub message_bytes: u64,
     pub(crate) guid: GuidFactory,
+    /// The last message ID given out (IDs increase within a topic).
+    pub last_id: MessageId,
 }
 
 impl Topic {
@@ -38,11 +40,37 @@ impl Topic {
             message_count: 0,
             message_bytes: 0,
             guid: GuidFactory::new(node_id),
+            last_id: MessageId(0),
         }
     }
 
     /// nsqd's topic `depth` (memory and backend).
     pub fn depth(&self) -> usize {
         self.queue.len()
+    }
+
+    /// A new message ID, above every ID this topic gave out or restored.
+    pub(crate) fn next_id(&mut self, now: Time) -> MessageId {
+        let id = self.guid.next(now);
+        self.last_id = id;
+        id
+    }
+
+    /// The first ID a channel created now receives: the oldest held message (the new channel
+    /// gets those), else the next ID.
+    pub(crate) fn channel_start(&self) -> MessageId {
+        self.queue
+            .iter()
+            .map(|m| m.id)
+            .min()
+            .unwrap_or(MessageId(self.last_id.0.saturating_add(1)))
+    }
+
+    /// Restored message `id` exists: later IDs must be above it.
+    pub(crate) fn seen_id(&mut self, id: MessageId) {
+        if id > self.last_id {
+            self.last_id = id;
+            self.guid.ensure_after(id);
+        }
     }
 }

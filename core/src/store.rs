@@ -1,0 +1,340 @@
+//! The hand-off to durable storage, sans-IO.
+//!
+//! With [`Options::durable`](crate::Options::durable) on, the broker describes every change a
+//! store must keep as a [`StoreOp`], drained in order with
+//! [`Broker::poll_store`](crate::Broker::poll_store). The core does no I/O: the host appends the
+//! ops to its files (one write per batch: group commit) and then reports with
+//! [`Broker::handle_stored`](crate::Broker::handle_stored). Until then a publisher's `OK` (and
+//! everything after it on that connection) is held back, so an acknowledged message is always
+//! on disk; if the write fails the publisher gets nsqd's `E_PUB_FAILED` instead.
+//!
+//! # What a store must be able to rebuild
+//! Each non-ephemeral topic has one ordered log of ops. Replaying it gives every message that
+//! is still owed to someone:
+//! - [`StoreOp::Publish`] with `held: true` is held by the topic (no channel, or paused) until
+//!   a later [`StoreOp::Dispatched`] hands every held message to the channels, or
+//!   [`StoreOp::TopicEmptied`] drops them.
+//! - A dispatched message belongs to every channel whose `start` is at or below its ID (message
+//!   IDs increase within a topic), minus the channels that [`StoreOp::Finished`] it.
+//! - [`StoreOp::Requeued`] gives a channel's copy a new due time.
+//!
+//! At start, the host gives the survivors back with [`Broker::restore_topic`],
+//! [`Broker::restore_channel`] and [`Broker::restore_message`], then calls
+//! [`Broker::finish_restore`].
+//!
+//! # Copies
+//! `copies` (on publish and dispatch) and `dropped` (on empty and delete) let a store count the
+//! live copies of each message per file, so it can delete a file once nothing in it is owed.
+//! Ephemeral channels do not count: their copies are never stored.
+//!
+//! [`Broker::restore_topic`]: crate::Broker::restore_topic
+//! [`Broker::restore_channel`]: crate::Broker::restore_channel
+//! [`Broker::restore_message`]: crate::Broker::restore_message
+//! [`Broker::finish_restore`]: crate::Broker::finish_restore
+
+use crate::event::Name;
+use crate::message::{Message, MessageId};
+use crate::time::Time;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// Numbers the publishes whose acknowledgement waits for the store (increasing from 1).
+pub type Ticket = u64;
+
+/// One change for durable storage. Apply in the order polled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreOp {
+    TopicCreated {
+        topic: Name,
+    },
+    TopicDeleted {
+        topic: Name,
+    },
+    TopicPaused {
+        topic: Name,
+        paused: bool,
+    },
+    /// The messages the topic was holding are gone.
+    TopicEmptied {
+        topic: Name,
+        dropped: Vec<MessageId>,
+    },
+    /// A channel that receives every message with an ID at or above `start`.
+    ChannelCreated {
+        topic: Name,
+        channel: Name,
+        start: MessageId,
+    },
+    ChannelDeleted {
+        topic: Name,
+        channel: Name,
+        dropped: Vec<MessageId>,
+    },
+    ChannelPaused {
+        topic: Name,
+        channel: Name,
+        paused: bool,
+    },
+    /// The channel dropped its messages; from now on it receives IDs at or above `start`.
+    ChannelEmptied {
+        topic: Name,
+        channel: Name,
+        start: MessageId,
+        dropped: Vec<MessageId>,
+    },
+    /// PUB, MPUB or DPUB (or HTTP `/pub`, `/mpub`): acknowledge once written.
+    Publish {
+        ticket: Ticket,
+        topic: Name,
+        /// Held by the topic (no channel yet, or paused) rather than handed to channels.
+        held: bool,
+        /// Stored copies made: the non-ephemeral channels it went to, or 1 when held.
+        copies: u32,
+        /// DPUB's due time (absolute).
+        due: Option<Time>,
+        msgs: Vec<Message>,
+    },
+    /// Every message the topic held went to its channels (`copies` non-ephemeral ones).
+    Dispatched {
+        topic: Name,
+        ids: Vec<MessageId>,
+        copies: u32,
+    },
+    Finished {
+        topic: Name,
+        channel: Name,
+        id: MessageId,
+    },
+    /// REQ with a delay: the channel's copy is due again at `due`.
+    Requeued {
+        topic: Name,
+        channel: Name,
+        id: MessageId,
+        due: Time,
+    },
+}
+
+/// What the broker keeps per client while an acknowledgement waits for the store.
+#[derive(Debug, Clone)]
+pub(crate) struct Hold {
+    /// Output is held until this ticket is stored.
+    pub until: Ticket,
+    /// Where in the client's pending output the first held response starts.
+    pub at: usize,
+    /// The first held command (`PUB`, `MPUB`, `DPUB`), for its error if the write fails.
+    pub cmd: &'static str,
+}
+
+/// A channel as [`Replay`] rebuilds it.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayChannel {
+    /// It receives dispatched messages with IDs at or above this.
+    pub start: MessageId,
+    pub paused: bool,
+    finished: FxHashSet<MessageId>,
+    requeued: FxHashMap<MessageId, Time>,
+}
+
+#[derive(Debug, Clone)]
+struct ReplayMessage {
+    msg: Message,
+    due: Option<Time>,
+    /// Held by the topic (not yet dispatched, not dropped).
+    held: bool,
+    /// Dropped while held (the topic was emptied).
+    dropped: bool,
+}
+
+/// A topic as [`Replay`] rebuilds it.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayTopic {
+    pub paused: bool,
+    pub channels: BTreeMap<Name, ReplayChannel>,
+    messages: BTreeMap<MessageId, ReplayMessage>,
+}
+
+/// What a message owes, as [`Replay::survivors`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Survivor<'a> {
+    pub topic: &'a Name,
+    /// `None`: held by the topic.
+    pub channel: Option<&'a Name>,
+    pub msg: &'a Message,
+    pub due: Option<Time>,
+}
+
+/// Rebuilds what is owed from a stream of [`StoreOp`]s: the recovery rules of this module in
+/// one place, for any store (files on a server, memory in a test or the visualiser).
+///
+/// The result depends only on the ops' effect, not on how metadata ops interleave with message
+/// ops, so a store may keep metadata as a snapshot and messages as a log.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    pub topics: BTreeMap<Name, ReplayTopic>,
+}
+
+impl Replay {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn apply(&mut self, op: &StoreOp) {
+        match op {
+            StoreOp::TopicCreated { topic } => {
+                self.topics.entry(topic.clone()).or_default();
+            }
+            StoreOp::TopicDeleted { topic } => {
+                self.topics.remove(topic);
+            }
+            StoreOp::TopicPaused { topic, paused } => {
+                self.topics.entry(topic.clone()).or_default().paused = *paused;
+            }
+            StoreOp::TopicEmptied { topic, .. } => {
+                if let Some(t) = self.topics.get_mut(topic) {
+                    for m in t.messages.values_mut().filter(|m| m.held) {
+                        m.held = false;
+                        m.dropped = true;
+                    }
+                }
+            }
+            StoreOp::ChannelCreated {
+                topic,
+                channel,
+                start,
+            } => {
+                let t = self.topics.entry(topic.clone()).or_default();
+                t.channels.insert(
+                    channel.clone(),
+                    ReplayChannel {
+                        start: *start,
+                        ..ReplayChannel::default()
+                    },
+                );
+            }
+            StoreOp::ChannelDeleted { topic, channel, .. } => {
+                if let Some(t) = self.topics.get_mut(topic) {
+                    t.channels.remove(channel);
+                }
+            }
+            StoreOp::ChannelPaused {
+                topic,
+                channel,
+                paused,
+            } => {
+                if let Some(c) = self.channel(topic, channel) {
+                    c.paused = *paused;
+                }
+            }
+            StoreOp::ChannelEmptied {
+                topic,
+                channel,
+                start,
+                ..
+            } => {
+                if let Some(c) = self.channel(topic, channel) {
+                    c.start = *start;
+                    c.finished.clear();
+                    c.requeued.clear();
+                }
+            }
+            StoreOp::Publish {
+                topic,
+                held,
+                due,
+                msgs,
+                ..
+            } => {
+                let t = self.topics.entry(topic.clone()).or_default();
+                for m in msgs {
+                    t.messages.insert(
+                        m.id,
+                        ReplayMessage {
+                            msg: m.clone(),
+                            due: *due,
+                            held: *held,
+                            dropped: false,
+                        },
+                    );
+                }
+            }
+            StoreOp::Dispatched { topic, .. } => {
+                if let Some(t) = self.topics.get_mut(topic) {
+                    for m in t.messages.values_mut() {
+                        m.held = false;
+                    }
+                }
+            }
+            StoreOp::Finished { topic, channel, id } => {
+                if let Some(c) = self.channel(topic, channel) {
+                    c.finished.insert(*id);
+                    c.requeued.remove(id);
+                }
+            }
+            StoreOp::Requeued {
+                topic,
+                channel,
+                id,
+                due,
+            } => {
+                if let Some(c) = self.channel(topic, channel) {
+                    c.requeued.insert(*id, *due);
+                }
+            }
+        }
+    }
+
+    fn channel(&mut self, topic: &str, channel: &str) -> Option<&mut ReplayChannel> {
+        self.topics.get_mut(topic)?.channels.get_mut(channel)
+    }
+
+    /// Forget a message outright (a store compacted it away: nothing owed it any more).
+    pub fn forget(&mut self, topic: &str, id: MessageId) {
+        if let Some(t) = self.topics.get_mut(topic) {
+            t.messages.remove(&id);
+        }
+    }
+
+    /// Every copy still owed: per channel (dispatched, at or above its start, not finished)
+    /// and held by topics. Due times are a REQ's if there was one, else DPUB's.
+    pub fn survivors(&self) -> impl Iterator<Item = Survivor<'_>> {
+        self.topics.iter().flat_map(|(tn, t)| {
+            t.messages.values().flat_map(move |m| {
+                let held = (m.held && !m.dropped).then_some(Survivor {
+                    topic: tn,
+                    channel: None,
+                    msg: &m.msg,
+                    due: m.due,
+                });
+                let dispatched = !m.held && !m.dropped;
+                held.into_iter().chain(
+                    t.channels
+                        .iter()
+                        .filter(move |(_, c)| {
+                            dispatched && m.msg.id >= c.start && !c.finished.contains(&m.msg.id)
+                        })
+                        .map(move |(cn, c)| Survivor {
+                            topic: tn,
+                            channel: Some(cn),
+                            msg: &m.msg,
+                            due: c.requeued.get(&m.msg.id).copied().or(m.due),
+                        }),
+                )
+            })
+        })
+    }
+
+    /// Give everything back to a broker (topics, channels, then messages in ID order), and
+    /// finish the restore.
+    pub fn restore_into(&self, broker: &mut crate::Broker, now: Time) {
+        for (tn, t) in &self.topics {
+            broker.restore_topic(now, tn, t.paused);
+            for (cn, c) in &t.channels {
+                broker.restore_channel(now, tn, cn, c.paused);
+            }
+        }
+        for s in self.survivors() {
+            broker.restore_message(now, s.topic, s.channel.map(|c| &**c), s.msg.clone(), s.due);
+        }
+        broker.finish_restore(now);
+    }
+}

@@ -1,0 +1,345 @@
+//! The durable-storage hand-off: acknowledgements wait for the store, failures become nsqd's
+//! errors, and a restart rebuilt from the ops owes exactly what the crashed broker owed.
+
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_core::sim::Sim;
+use nsqlab_core::time::{ms, Time, SECOND};
+use nsqlab_core::{ClientId, MessageId, Options};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn durable() -> Options {
+    Options {
+        durable: true,
+        ..Options::default()
+    }
+}
+
+fn sub(sim: &mut Sim, topic: &str, channel: &str, rdy: i64) -> ClientId {
+    let c = sim.connect();
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: topic.into(),
+            channel: channel.into(),
+        },
+    );
+    assert_eq!(sim.frames(c), vec![Frame::Response(b"OK".to_vec())]);
+    if rdy > 0 {
+        sim.send(c, &Command::Rdy(rdy));
+    }
+    c
+}
+
+fn pub_cmd(topic: &str, body: &str) -> Command {
+    Command::Pub {
+        topic: topic.into(),
+        body: body.as_bytes().into(),
+    }
+}
+
+fn bodies(sim: &mut Sim, c: ClientId) -> Vec<String> {
+    sim.messages(c)
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+        .collect()
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn ok_waits_for_the_store_and_keeps_its_place() {
+    let mut sim = Sim::new(durable(), 1);
+    let p = sim.connect();
+    sim.store.hold = true;
+    sim.send(p, &pub_cmd("t", "a"));
+    sim.send(p, &Command::Nop);
+    sim.send(p, &Command::Fin(MessageId(1).to_hex()));
+    let early = sim.frames(p);
+    assert!(
+        early.is_empty(),
+        "nothing before the store has it: {early:?}"
+    );
+    assert!(!sim.is_closed(p), "the close waits behind the OK");
+    sim.store_ack();
+    let frames = sim.frames(p);
+    assert_eq!(frames[0], Frame::Response(b"OK".to_vec()));
+    // FIN before SUB is nsqd's fatal E_INVALID: it and the close come after the OK.
+    assert!(
+        matches!(&frames[1], Frame::Error(e) if e.starts_with(b"E_INVALID")),
+        "{frames:?}"
+    );
+    assert!(sim.is_closed(p));
+    // Without durability nothing waits.
+    let mut plain = Sim::new(Options::default(), 1);
+    let p = plain.connect();
+    plain.store.hold = true;
+    plain.send(p, &pub_cmd("t", "a"));
+    assert_eq!(plain.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_failed_write_is_nsqds_fatal_put_error_and_makes_the_broker_unhealthy() {
+    for (cmd, code) in [
+        (pub_cmd("t", "a"), "E_PUB_FAILED PUB failed disk full"),
+        (
+            Command::Mpub {
+                topic: "t".into(),
+                bodies: vec![b"a"[..].into(), b"b"[..].into()],
+            },
+            "E_MPUB_FAILED MPUB failed disk full",
+        ),
+        (
+            Command::Dpub {
+                topic: "t".into(),
+                defer_ms: 10,
+                body: b"a"[..].into(),
+            },
+            "E_DPUB_FAILED DPUB failed disk full",
+        ),
+    ] {
+        let mut sim = Sim::new(durable(), 1);
+        let p = sim.connect();
+        sim.store.fail = Some("disk full".into());
+        sim.send(p, &cmd);
+        assert_eq!(sim.frames(p), vec![Frame::Error(code.as_bytes().to_vec())]);
+        assert!(sim.is_closed(p));
+        assert_eq!(sim.broker.health(), Some("disk full"));
+        // Unhealthy: the next publisher fails at once, and HTTP publishing too.
+        let q = sim.connect();
+        sim.send(q, &pub_cmd("t", "b"));
+        assert_eq!(
+            sim.frames(q),
+            vec![Frame::Error(b"E_PUB_FAILED PUB failed disk full".to_vec())]
+        );
+        let now = sim.now();
+        assert_eq!(
+            sim.broker.publish(now, "t", vec![b"x"[..].into()], None),
+            Err(nsqlab_core::AdminError::Exiting)
+        );
+        // Healthy again once the host says so.
+        sim.store.fail = None;
+        sim.broker.set_health(None);
+        let r = sim.connect();
+        sim.send(r, &pub_cmd("t", "c"));
+        assert_eq!(sim.frames(r), vec![Frame::Response(b"OK".to_vec())]);
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn restart_delivers_what_was_not_finished_and_deferred_on_time() {
+    let mut sim = Sim::new(durable(), 1);
+    let c = sub(&mut sim, "t", "c", 10);
+    let p = sim.connect();
+    for b in ["a", "b", "c"] {
+        sim.send(p, &pub_cmd("t", b));
+    }
+    sim.send(
+        p,
+        &Command::Dpub {
+            topic: "t".into(),
+            defer_ms: 5000,
+            body: b"later"[..].into(),
+        },
+    );
+    let got = sim.messages(c);
+    assert_eq!(got.len(), 3);
+    sim.send(c, &Command::Fin(got[0].id.to_hex()));
+    sim.sleep(ms(1000));
+
+    let mut after = sim.restart(2);
+    let c = sub(&mut after, "t", "c", 10);
+    // b and c were in flight: delivered again; a was finished: never again.
+    assert_eq!(bodies(&mut after, c), vec!["b", "c"]);
+    after.advance(ms(4999));
+    assert!(after.messages(c).is_empty(), "not before its due time");
+    after.advance(ms(5000));
+    assert_eq!(bodies(&mut after, c), vec!["later"]);
+    // New IDs stay above the restored ones.
+    let p = after.connect();
+    after.send(p, &pub_cmd("t", "new"));
+    let m = after.messages(c);
+    assert!(m[0].id > got[2].id);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn restart_keeps_pauses_deletions_and_drops_ephemeral_channels() {
+    let mut sim = Sim::new(durable(), 1);
+    let now = sim.now();
+    sim.broker.create_channel(now, "paused", "c").unwrap();
+    sim.broker.pause_topic(now, "paused", true).unwrap();
+    sim.broker.create_channel(now, "t", "pc").unwrap();
+    sim.broker.pause_channel(now, "t", "pc", true).unwrap();
+    sim.broker.create_channel(now, "gone", "c").unwrap();
+    sim.broker.delete_topic(now, "gone").unwrap();
+    let _e = sub(&mut sim, "t", "e#ephemeral", 0);
+    sim.broker
+        .publish(now, "paused", vec![b"held"[..].into()], None)
+        .unwrap();
+    sim.flush();
+
+    let mut after = sim.restart(2);
+    assert!(after.broker.topic("paused").unwrap().paused);
+    assert_eq!(after.broker.topic("paused").unwrap().depth(), 1);
+    assert!(after.broker.channel("t", "pc").unwrap().paused);
+    assert!(after.broker.topic("gone").is_none());
+    assert!(after.broker.channel("t", "e#ephemeral").is_none());
+    let now = after.now();
+    after.broker.pause_topic(now, "paused", false).unwrap();
+    after.flush();
+    assert_eq!(after.broker.channel("paused", "c").unwrap().depth(), 1);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn held_messages_go_to_the_first_channel_after_a_restart() {
+    let mut sim = Sim::new(durable(), 1);
+    let p = sim.connect();
+    sim.send(p, &pub_cmd("t", "early"));
+    let mut after = sim.restart(2);
+    let c = sub(&mut after, "t", "c", 10);
+    assert_eq!(bodies(&mut after, c), vec!["early"]);
+    // And once dispatched, a second restart does not give them to a newer channel.
+    after.sleep(SECOND);
+    let mut again = after.restart(3);
+    let d = sub(&mut again, "t", "d", 10);
+    assert!(again.messages(d).is_empty());
+    let c = sub(&mut again, "t", "c", 10);
+    assert_eq!(bodies(&mut again, c), vec!["early"]);
+}
+
+/// What a broker owes, as (topic, channel or "" for held, id) → due time if deferred.
+fn owed(sim: &Sim) -> BTreeMap<(String, String, MessageId), Option<Time>> {
+    let mut out = BTreeMap::new();
+    for t in sim.broker.topics() {
+        if t.ephemeral {
+            continue;
+        }
+        for m in t.queue.iter() {
+            let due = t.held_due.get(&m.id).copied();
+            out.insert((t.name.to_string(), String::new(), m.id), due);
+        }
+        for ch in t.channels.values() {
+            let c = sim.broker.channel_by_id(*ch).unwrap();
+            if c.ephemeral {
+                continue;
+            }
+            for m in c.queue.iter() {
+                out.insert((t.name.to_string(), c.name.to_string(), m.id), None);
+            }
+            for e in c.deferred.entries() {
+                out.insert(
+                    (t.name.to_string(), c.name.to_string(), e.item.id),
+                    Some(e.key),
+                );
+            }
+            for e in c.in_flight.iter() {
+                out.insert(
+                    (t.name.to_string(), c.name.to_string(), e.item.msg.id),
+                    None,
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Random traffic and admin calls, a crash at a random moment: the rebuilt broker owes the
+/// same copies, and deferred ones no earlier.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_restart_owes_exactly_what_the_crashed_broker_owed() {
+    let seeds: u64 = option_env!("STORE_SEEDS")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    for seed in 0..seeds {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let mut sim = Sim::new(durable(), seed);
+        let topics = ["a", "b", "c#ephemeral"];
+        let channels = ["x", "y", "z#ephemeral"];
+        let p = sim.connect();
+        let mut consumers: Vec<ClientId> = Vec::new();
+        let steps = 20 + rng.next_u64() % 80;
+        for _ in 0..steps {
+            let t = topics[(rng.next_u64() % 3) as usize];
+            let ch = channels[(rng.next_u64() % 3) as usize];
+            let now = sim.now();
+            match rng.next_u64() % 16 {
+                0..=3 => sim.send(p, &pub_cmd(t, "m")),
+                4 => sim.send(
+                    p,
+                    &Command::Mpub {
+                        topic: t.into(),
+                        bodies: vec![b"1"[..].into(), b"2"[..].into()],
+                    },
+                ),
+                5 => sim.send(
+                    p,
+                    &Command::Dpub {
+                        topic: t.into(),
+                        defer_ms: rng.next_u64() % 3000,
+                        body: b"d"[..].into(),
+                    },
+                ),
+                6 => consumers.push(sub(&mut sim, t, ch, (rng.next_u64() % 3) as i64)),
+                7 => {
+                    let _ = sim.broker.delete_channel(now, t, ch);
+                }
+                8 => {
+                    let _ = sim.broker.empty_channel(now, t, ch);
+                }
+                9 => {
+                    let on = rng.next_u64() % 2 == 0;
+                    let _ = sim.broker.pause_topic(now, t, on);
+                }
+                10 => {
+                    let _ = sim.broker.empty_topic(now, t);
+                }
+                11 => {
+                    if rng.next_u64() % 4 == 0 {
+                        let _ = sim.broker.delete_topic(now, t);
+                    }
+                }
+                12 | 13 => {
+                    // A consumer answers one of its messages.
+                    if let Some(&c) = consumers.get((rng.next_u64() % 8) as usize) {
+                        if let Some(m) = sim.messages(c).first() {
+                            let cmd = if rng.next_u64() % 2 == 0 {
+                                Command::Fin(m.id.to_hex())
+                            } else {
+                                Command::Req {
+                                    id: m.id.to_hex(),
+                                    timeout_ms: rng.next_u64() % 2000,
+                                }
+                            };
+                            sim.send(c, &cmd);
+                        }
+                    }
+                }
+                14 => {
+                    let _ = sim.broker.create_channel(now, t, ch);
+                }
+                _ => sim.sleep(ms(rng.next_u64() % 1500)),
+            }
+            sim.flush();
+        }
+        let before = owed(&sim);
+        let after_sim = sim.restart(seed + 1);
+        let after = owed(&after_sim);
+        let keys_b: BTreeSet<_> = before.keys().collect();
+        let keys_a: BTreeSet<_> = after.keys().collect();
+        assert_eq!(keys_b, keys_a, "seed {seed}: owed copies differ");
+        for (k, due) in &before {
+            if let Some(d) = due {
+                let a = after[k];
+                assert!(
+                    a.is_some_and(|a| a >= *d) || *d <= sim.now(),
+                    "seed {seed}: {k:?} due {d} became {a:?}"
+                );
+            }
+        }
+    }
+}
