@@ -325,6 +325,22 @@ impl Broker {
         self.restoring = false;
     }
 
+    /// Storage saw message IDs up to `id` for `topic` (finished ones too): later IDs must be
+    /// above them.
+    pub fn restore_seen_id(&mut self, now: Time, topic: &str, id: MessageId) {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return;
+        }
+        self.restoring = true;
+        let name = self.get_or_create_topic(now, topic);
+        self.topics
+            .get_mut(&name)
+            .expect("topic exists")
+            .seen_id(id);
+        self.restoring = false;
+    }
+
     /// Restoring is done: topics hand held messages to their channels and delivery starts.
     pub fn finish_restore(&mut self, now: Time) {
         let now = self.clock.advance(now);

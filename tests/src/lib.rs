@@ -98,8 +98,16 @@ impl Nsqd {
     /// -https-address=127.0.0.1:0 <extra>` through a symlink named `nsqd` (HTTPS is only bound
     /// when a certificate is given, as in nsqd).
     pub fn start(extra: &[&str]) -> Nsqd {
+        Nsqd::start_in(None, extra)
+    }
+
+    /// [`Nsqd::start`] with its working directory — nsqd's default `--data-path` — in `data`
+    /// (to restart on the same data), else in a fresh temp directory.
+    pub fn start_in(data: Option<&std::path::Path>, extra: &[&str]) -> Nsqd {
         let (dir, link) = symlink_as("nsqd");
+        let cwd = data.unwrap_or(dir.path()).to_path_buf();
         let mut child = Command::new(&link)
+            .current_dir(cwd)
             .args([
                 "-tcp-address=127.0.0.1:0",
                 "-http-address",
@@ -149,6 +157,16 @@ impl Nsqd {
         let mut c = Client::connect(self.tcp);
         c.send(b"  V2");
         c
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGKILL: the process dies at once, mid-write if it was writing.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Send SIGTERM and wait for the exit status.

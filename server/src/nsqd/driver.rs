@@ -22,6 +22,12 @@ pub enum Out {
 /// Work to run on the broker task with the current time.
 pub type BrokerJob = Box<dyn FnOnce(&mut Broker, Time) + Send>;
 
+/// Called once the store has written (or failed to write) what a job produced.
+pub type AfterStore = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+/// Work whose answer waits for the store (an HTTP publish).
+pub type StoredJob = Box<dyn FnOnce(&mut Broker, Time) -> AfterStore + Send>;
+
 /// A request to the broker task.
 pub enum ToDriver {
     Connect {
@@ -43,6 +49,8 @@ pub enum ToDriver {
     },
     /// Run a closure on the broker (HTTP handlers, stats).
     Call(BrokerJob),
+    /// Run a closure on the broker and answer after the store's next commit.
+    CallStored(StoredJob),
     /// A timer is due (from the alarm thread).
     Tick,
 }
@@ -72,6 +80,23 @@ impl DriverHandle {
         rx.await.ok()
     }
 
+    /// Run `f` on the broker; the result comes back once what it changed is stored, with the
+    /// store's verdict (always `Ok` without storage).
+    pub async fn call_stored<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
+    ) -> Option<(R, Result<(), String>)> {
+        let (tx, rx) = oneshot::channel();
+        let job: StoredJob = Box::new(move |b: &mut Broker, now: Time| {
+            let r = f(b, now);
+            Box::new(move |stored: Result<(), String>| {
+                let _ = tx.send((r, stored));
+            }) as AfterStore
+        });
+        self.tx.send(ToDriver::CallStored(job)).await.ok()?;
+        rx.await.ok()
+    }
+
     /// Subscribe to the broker's events (the live stream). Events are produced only while
     /// someone listens.
     pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
@@ -83,6 +108,7 @@ impl DriverHandle {
 pub fn spawn(
     broker: Broker,
     auth: super::auth::AuthConfig,
+    store: Option<super::store::Store>,
 ) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
     let (tx, rx) = mpsc::channel(4096);
     let (events, _) = broadcast::channel(65_536);
@@ -90,7 +116,14 @@ pub fn spawn(
         tx: tx.clone(),
         events: events.clone(),
     };
-    let task = tokio::spawn(run(broker, rx, tx.downgrade(), events, Arc::new(auth)));
+    let task = tokio::spawn(run(
+        broker,
+        rx,
+        tx.downgrade(),
+        events,
+        Arc::new(auth),
+        store,
+    ));
     (handle, task)
 }
 
@@ -100,26 +133,60 @@ async fn run(
     me: mpsc::WeakSender<ToDriver>,
     events: broadcast::Sender<Event>,
     auth: Arc<super::auth::AuthConfig>,
+    mut store: Option<super::store::Store>,
 ) -> Broker {
     let mut auth_start = 0usize;
     let alarm = Alarm::start(me.clone());
     let mut conns: HashMap<ClientId, mpsc::UnboundedSender<Out>> = HashMap::new();
+    let mut after_store: Vec<AfterStore> = Vec::new();
+    let mut last_probe = std::time::Instant::now();
     loop {
         broker.set_events(events.receiver_count() > 0);
         // The alarm thread wakes us (with a Tick) when the next timer is due.
         alarm.set(broker.poll_timeout());
-        let Some(m) = rx.recv().await else { break };
-        handle(&mut broker, &mut conns, m);
+        // While storage is failing, wake every second to see whether it works again.
+        let unhealthy = store.is_some() && broker.health().is_some();
+        let m = if unhealthy {
+            tokio::select! {
+                m = rx.recv() => m,
+                _ = tokio::time::sleep(PROBE_INTERVAL) => Some(ToDriver::Tick),
+            }
+        } else {
+            rx.recv().await
+        };
+        let Some(m) = m else { break };
+        handle(&mut broker, &mut conns, &mut after_store, m);
         // Take what else is waiting before writing anything out: one wake-up, many inputs.
         for _ in 0..1024 {
             match rx.try_recv() {
-                Ok(m) => handle(&mut broker, &mut conns, m),
+                Ok(m) => handle(&mut broker, &mut conns, &mut after_store, m),
                 Err(_) => break,
             }
         }
         let now = crate::clock::now();
         if broker.poll_timeout().is_some_and(|t| t <= now) {
             broker.handle_timeout(now);
+        }
+        // Group commit: everything this wake-up changed, in one write per topic; the
+        // publishers' OKs go out only after it.
+        let stored = match store.as_mut() {
+            Some(s) => commit(&mut broker, s),
+            None => Ok(()),
+        };
+        for reply in after_store.drain(..) {
+            reply(stored.clone());
+        }
+        if let Some(s) = store.as_mut() {
+            if broker.health().is_some() && last_probe.elapsed() >= PROBE_INTERVAL {
+                last_probe = std::time::Instant::now();
+                match s.probe() {
+                    Ok(()) => {
+                        tracing::info!("storage: writable again; healthy");
+                        broker.set_health(None);
+                    }
+                    Err(e) => tracing::debug!("storage: still failing: {e}"),
+                }
+            }
         }
         while let Some(t) = broker.poll_transmit() {
             let (client, out) = match t {
@@ -157,7 +224,38 @@ async fn run(
         }
     }
     alarm.stop();
+    if let Some(mut s) = store {
+        let _ = commit(&mut broker, &mut s);
+        s.close();
+    }
     broker
+}
+
+const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Hand the broker's store ops to the store, write them, and tell the broker.
+fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), String> {
+    let mut result = Ok(());
+    // A failure answer can close clients, which may change more; a few rounds settle it.
+    for _ in 0..4 {
+        let mut any = false;
+        while let Some(op) = broker.poll_store() {
+            store.apply(op);
+            any = true;
+        }
+        if !any {
+            break;
+        }
+        let r = store.commit();
+        if let Err(e) = &r {
+            tracing::error!("storage: {e}");
+        }
+        broker.handle_stored(crate::clock::now(), broker.last_ticket(), r.clone());
+        if result.is_ok() {
+            result = r;
+        }
+    }
+    result
 }
 
 /// A thread that sleeps until the broker's next timer — precisely (a condvar wait, not
@@ -231,6 +329,7 @@ impl Alarm {
 fn handle(
     broker: &mut Broker,
     conns: &mut HashMap<ClientId, mpsc::UnboundedSender<Out>>,
+    after_store: &mut Vec<AfterStore>,
     m: ToDriver,
 ) {
     let now = crate::clock::now();
@@ -246,6 +345,7 @@ fn handle(
             broker.disconnect(now, client);
         }
         ToDriver::Call(f) => f(broker, now),
+        ToDriver::CallStored(f) => after_store.push(f(broker, now)),
         ToDriver::Tick => {}
         ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
     }

@@ -208,8 +208,22 @@ async fn topic_from_query(
     Ok(t)
 }
 
-async fn ping() -> Response {
-    ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response()
+/// `OK`, or nsqd's 500 `NOK - <error>` while storage is failing.
+async fn ping(State(s): State<AppState>) -> Response {
+    let health = s
+        .driver
+        .call(|b, _| b.health().map(str::to_owned))
+        .await
+        .flatten();
+    match health {
+        None => ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response(),
+        Some(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::CONTENT_TYPE, TEXT_TYPE)],
+            format!("NOK - {e}"),
+        )
+            .into_response(),
+    }
 }
 
 async fn info_handler(State(s): State<AppState>) -> Response {
@@ -242,15 +256,18 @@ async fn info_handler(State(s): State<AppState>) -> Response {
 }
 
 async fn publish(s: &AppState, topic: String, bodies: Vec<Body>, defer: Option<u64>) -> ApiResult {
+    // Answered once the store has the messages: nsqd's 503 EXITING when it could not keep
+    // them (nsqd answers every failed put so).
     match s
         .driver
-        .call(move |b, now| b.publish(now, &topic, bodies, defer))
+        .call_stored(move |b, now| b.publish(now, &topic, bodies, defer))
         .await
         .ok_or(EXITING)?
     {
-        Ok(_) => Ok(ok_text("OK")),
-        Err(AdminError::InvalidDefer) => Err(ApiErr(400, "INVALID_DEFER")),
-        Err(_) => Err(ApiErr(400, "INVALID_TOPIC")),
+        (Ok(_), Ok(())) => Ok(ok_text("OK")),
+        (Ok(_), Err(_)) | (Err(AdminError::Exiting), _) => Err(EXITING),
+        (Err(AdminError::InvalidDefer), _) => Err(ApiErr(400, "INVALID_DEFER")),
+        (Err(_), _) => Err(ApiErr(400, "INVALID_TOPIC")),
     }
 }
 
@@ -371,9 +388,11 @@ async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult 
     };
     let st = s
         .driver
-        .call(move |b, _| b.stats(&filter))
+        .call(move |b, _| (b.stats(&filter), b.health().map(|e| format!("NOK - {e}"))))
         .await
         .ok_or(EXITING)?;
+    let (st, health) = st;
+    let health = health.unwrap_or_else(|| "OK".to_string());
     let mem = include_mem.then(mem_stats);
     if json_format {
         #[derive(Serialize)]
@@ -388,18 +407,23 @@ async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult 
         }
         return Ok(json(&Out {
             version: &s.info.version,
-            health: "OK",
+            health: &health,
             start_time: s.info.start_time,
             topics: &st.topics,
             memory: mem,
             producers: &st.producers,
         }));
     }
-    Ok(ok_text(stats_text(&s.info, &st, mem.as_ref())))
+    Ok(ok_text(stats_text(&s.info, &st, mem.as_ref(), &health)))
 }
 
 /// nsqd's `printStats`.
-fn stats_text(info: &ServerInfo, st: &nsqlab_core::Stats, mem: Option<&MemStats>) -> String {
+fn stats_text(
+    info: &ServerInfo,
+    st: &nsqlab_core::Stats,
+    mem: Option<&MemStats>,
+    health: &str,
+) -> String {
     use std::fmt::Write;
     let mut w = String::new();
     let _ = writeln!(
@@ -410,7 +434,7 @@ fn stats_text(info: &ServerInfo, st: &nsqlab_core::Stats, mem: Option<&MemStats>
     );
     let _ = writeln!(w, "start_time {}", rfc3339(info.start_time));
     let _ = writeln!(w, "uptime {}", uptime(info.start_time));
-    let _ = writeln!(w, "\nHealth: OK");
+    let _ = writeln!(w, "\nHealth: {health}");
     if let Some(m) = mem {
         let _ = writeln!(w, "\nMemory:");
         for (k, v) in [
@@ -581,6 +605,7 @@ fn admin_result(r: Result<(), AdminError>) -> ApiResult {
         Err(AdminError::InvalidTopic) => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
         Err(AdminError::InvalidChannel) => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
         Err(AdminError::InvalidDefer) => Err(ApiErr(400, "INVALID_DEFER")),
+        Err(AdminError::Exiting) => Err(EXITING),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod http;
 pub mod options;
 pub mod statsd;
+pub mod store;
 pub mod tcp;
 pub mod tls;
 pub mod ws;
@@ -68,15 +69,45 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let mut opts = args.core_options();
     opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);
+    opts.durable = args.durable;
     let now = crate::clock::now();
-    let broker = Broker::new(opts, now, now);
+    let mut broker = Broker::new(opts, now, now);
+    let store = if args.durable {
+        let data_path = if args.data_path.is_empty() {
+            std::env::current_dir()?
+        } else {
+            std::path::PathBuf::from(&args.data_path)
+        };
+        let cfg = store::StoreConfig {
+            data_path,
+            max_bytes_per_file: args.max_bytes_per_file.max(4096) as u64,
+            sync_every: args.sync_every.max(1) as u64,
+            sync_timeout: args.sync_timeout,
+        };
+        let (s, rec) = store::Store::open(cfg, &mut broker, now)
+            .map_err(|e| anyhow::anyhow!("failed to open the data path: {e}"))?;
+        tracing::info!(
+            "storage: restored {} topic(s), {} channel(s), {} message copies{}",
+            rec.topics,
+            rec.channels,
+            rec.messages,
+            if rec.corrupt_ranges > 0 {
+                format!(" ({} corrupt range(s) set aside)", rec.corrupt_ranges)
+            } else {
+                String::new()
+            }
+        );
+        Some(s)
+    } else {
+        None
+    };
     let auth = auth::AuthConfig {
         addresses: args.auth_http_address.clone(),
         method_post: args.auth_http_request_method.eq_ignore_ascii_case("post"),
         connect_timeout: args.http_client_connect_timeout,
         request_timeout: args.http_client_request_timeout,
     };
-    let (driver, broker_task) = driver::spawn(broker, auth);
+    let (driver, broker_task) = driver::spawn(broker, auth, store);
 
     let tcp = TcpListener::bind(&args.tcp_address)
         .await
@@ -172,6 +203,10 @@ struct Signals {
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
+    /// SIGXFSZ (a file hit RLIMIT_FSIZE) is caught so the write fails with EFBIG — a storage
+    /// error nsqd-style — instead of killing the process.
+    #[cfg(unix)]
+    _xfsz: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -182,6 +217,7 @@ impl Signals {
             Ok(Signals {
                 term: signal(SignalKind::terminate())?,
                 int: signal(SignalKind::interrupt())?,
+                _xfsz: signal(SignalKind::from_raw(25))?,
             })
         }
         #[cfg(not(unix))]

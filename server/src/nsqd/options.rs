@@ -203,6 +203,10 @@ pub struct NsqdArgs {
     /// nsqlab: do not serve the visualiser page at GET /
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub no_visualiser: bool,
+    /// nsqlab: keep every message on disk before acknowledging it (--durable=false: memory
+    /// only, messages lost on exit, as nsqd with a huge --mem-queue-size)
+    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub durable: bool,
 }
 
 impl NsqdArgs {

@@ -1,0 +1,795 @@
+//! Durable storage: the core's [`StoreOp`]s kept in files, so nothing acknowledged is lost on
+//! `kill -9` and deferred messages keep their due time across restarts.
+//!
+//! # Layout (under `--data-path`)
+//! ```text
+//! nsqlab/<topic>/meta.json            paused, channels (key, start ID, paused)
+//! nsqlab/<topic>/<n:020>.log          the topic's log, in segments (see record.rs)
+//! nsqlab/<topic>/<n:020>.log.corrupt-<k>  bytes a checksum rejected, set aside
+//! ```
+//! One log per topic holds its messages (with due times), FINs, REQ delays and the dispatch
+//! of held messages; metadata is a small JSON snapshot written atomically when it changes.
+//! The core's [`Replay`] turns both back into what is owed.
+//!
+//! # Writing
+//! The broker task applies a batch of ops ([`Store::apply`]) into per-topic buffers and then
+//! [`Store::commit`]s: one `write` per topic per batch (group commit). Only then does the core
+//! send the publishers' `OK`. A sync thread `fdatasync`s every `--sync-every` messages or
+//! `--sync-timeout`, whichever comes first (power loss; a process crash needs only the write).
+//!
+//! # Deleting
+//! Each segment counts the live copies of the messages it holds (`copies` on publish, minus
+//! FINs and drops). The oldest segments are deleted once their count is zero.
+
+pub mod record;
+
+use nsqlab_core::{Broker, MessageId, Name, Replay, StoreOp, Time};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+/// Storage settings (nsqd's flags).
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    pub data_path: PathBuf,
+    pub max_bytes_per_file: u64,
+    pub sync_every: u64,
+    pub sync_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct ChannelMeta {
+    key: u32,
+    start: u64,
+    #[serde(default)]
+    paused: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TopicMeta {
+    #[serde(default)]
+    paused: bool,
+    #[serde(default)]
+    next_key: u32,
+    #[serde(default)]
+    channels: BTreeMap<String, ChannelMeta>,
+}
+
+#[derive(Debug)]
+struct Segment {
+    num: u64,
+    /// Every message in this segment has an ID above this.
+    mark: u64,
+    /// Live copies of its messages.
+    refs: i64,
+    len: u64,
+}
+
+#[derive(Debug)]
+struct TopicStore {
+    dir: PathBuf,
+    meta: TopicMeta,
+    segments: VecDeque<Segment>,
+    /// The last segment, open for appending.
+    tail: Arc<File>,
+    /// Records not yet written to `tail`.
+    pending: Vec<u8>,
+    pending_msgs: u64,
+    last_id: u64,
+}
+
+/// What a failed write leaves behind.
+pub type StoreError = String;
+
+/// The files of every non-ephemeral topic.
+pub struct Store {
+    cfg: StoreConfig,
+    root: PathBuf,
+    topics: HashMap<Name, TopicStore>,
+    /// Topics whose files could not be created (writes to them fail until a probe succeeds).
+    missing: Vec<Name>,
+    /// A write that failed since the last commit.
+    failed: Option<StoreError>,
+    unsynced: u64,
+    sync: mpsc::Sender<SyncMsg>,
+    sync_thread: Option<std::thread::JoinHandle<()>>,
+}
+
+enum SyncMsg {
+    Dirty(Arc<File>),
+    Now,
+    Stop,
+}
+
+fn seg_path(dir: &Path, num: u64) -> PathBuf {
+    dir.join(format!("{num:020}.log"))
+}
+
+fn io_err(what: &str, path: &Path, e: std::io::Error) -> StoreError {
+    format!("{what} {}: {e}", path.display())
+}
+
+/// Write a file whole and durably (temp file, fsync, rename, fsync the directory).
+fn write_atomic(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+    f.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
+    f.sync_data().map_err(|e| io_err("sync", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| io_err("rename", path, e))?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    Ok(())
+}
+
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// What opening the store found, for the log.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Recovered {
+    pub topics: usize,
+    pub channels: usize,
+    pub messages: usize,
+    pub corrupt_ranges: usize,
+}
+
+impl Store {
+    /// Open (creating) the store under `cfg.data_path` and restore its contents into `broker`.
+    pub fn open(
+        cfg: StoreConfig,
+        broker: &mut Broker,
+        now: Time,
+    ) -> Result<(Store, Recovered), StoreError> {
+        let root = cfg.data_path.join("nsqlab");
+        fs::create_dir_all(&root).map_err(|e| io_err("create", &root, e))?;
+        // A probe write: refuse to start on a data path that cannot be written.
+        let probe = root.join(".probe");
+        fs::write(&probe, b"ok").map_err(|e| io_err("write", &probe, e))?;
+        let _ = fs::remove_file(&probe);
+        let (tx, rx) = mpsc::channel();
+        let sync_thread = spawn_sync_thread(rx, cfg.sync_timeout);
+        let mut store = Store {
+            cfg,
+            root,
+            topics: HashMap::new(),
+            missing: Vec::new(),
+            failed: None,
+            unsynced: 0,
+            sync: tx,
+            sync_thread: Some(sync_thread),
+        };
+        let rec = store.recover(broker, now)?;
+        Ok((store, rec))
+    }
+
+    fn recover(&mut self, broker: &mut Broker, now: Time) -> Result<Recovered, StoreError> {
+        let mut rec = Recovered::default();
+        let mut replay = Replay::new();
+        let mut dirs: Vec<PathBuf> = fs::read_dir(&self.root)
+            .map_err(|e| io_err("read", &self.root, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let Some(name) = dir.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+                continue;
+            };
+            if name.starts_with(".deleted-") {
+                let _ = fs::remove_dir_all(&dir);
+                continue;
+            }
+            if !dir.is_dir() || !nsqlab_core::protocol::is_valid_name(&name) {
+                continue;
+            }
+            let topic: Name = Arc::from(name.as_str());
+            let ts = self.recover_topic(&topic, &dir, &mut replay, &mut rec)?;
+            self.topics.insert(topic, ts);
+        }
+        // Count the live copies per segment, then give everything back to the broker.
+        for s in replay.survivors() {
+            if let Some(ts) = self.topics.get_mut(s.topic) {
+                add_ref(ts, s.msg.id, 1);
+            }
+            rec.messages += 1;
+        }
+        for (topic, ts) in &self.topics {
+            broker.restore_seen_id(now, topic, MessageId(ts.last_id));
+        }
+        rec.topics = replay.topics.len();
+        rec.channels = replay.topics.values().map(|t| t.channels.len()).sum();
+        replay.restore_into(broker, now);
+        Ok(rec)
+    }
+
+    /// Read one topic's metadata and segments into `replay`.
+    fn recover_topic(
+        &mut self,
+        topic: &Name,
+        dir: &Path,
+        replay: &mut Replay,
+        rec: &mut Recovered,
+    ) -> Result<TopicStore, StoreError> {
+        let meta_path = dir.join("meta.json");
+        let meta = match fs::read(&meta_path) {
+            Ok(b) => match serde_json::from_slice::<TopicMeta>(&b) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    let bad = dir.join(format!("meta.json.corrupt-{}", crate::clock::now()));
+                    tracing::warn!(
+                        "TOPIC({topic}): metadata {} is corrupt ({e}); moved to {}; its messages wait for the first channel",
+                        meta_path.display(),
+                        bad.display()
+                    );
+                    let _ = fs::rename(&meta_path, &bad);
+                    None
+                }
+            },
+            Err(_) => {
+                tracing::warn!(
+                    "TOPIC({topic}): no metadata {}; its messages wait for the first channel",
+                    meta_path.display()
+                );
+                None
+            }
+        };
+        let known = meta.is_some();
+        let meta = meta.unwrap_or_default();
+        replay.apply(&StoreOp::TopicCreated {
+            topic: topic.clone(),
+        });
+        replay.apply(&StoreOp::TopicPaused {
+            topic: topic.clone(),
+            paused: meta.paused,
+        });
+        let mut keys: HashMap<u32, Name> = HashMap::new();
+        for (cn, c) in &meta.channels {
+            let channel: Name = Arc::from(cn.as_str());
+            keys.insert(c.key, channel.clone());
+            replay.apply(&StoreOp::ChannelCreated {
+                topic: topic.clone(),
+                channel: channel.clone(),
+                start: MessageId(c.start),
+            });
+            replay.apply(&StoreOp::ChannelPaused {
+                topic: topic.clone(),
+                channel,
+                paused: c.paused,
+            });
+        }
+        let mut nums: Vec<u64> = fs::read_dir(dir)
+            .map_err(|e| io_err("read", dir, e))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let n = e.file_name();
+                let n = n.to_str()?;
+                n.strip_suffix(".log")?.parse::<u64>().ok()
+            })
+            .collect();
+        nums.sort_unstable();
+        let mut segments = VecDeque::new();
+        let mut last_id = 0u64;
+        for num in nums {
+            let path = seg_path(dir, num);
+            let bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
+            let scan = record::scan(&bytes);
+            let mut len = bytes.len() as u64;
+            if !scan.bad.is_empty() {
+                rec.corrupt_ranges += scan.bad.len();
+                len = quarantine(topic, &path, &bytes, &scan)?;
+            }
+            let mut mark = None;
+            for (_, r) in scan.records {
+                match r {
+                    record::Record::Mark { last_id: m } => {
+                        mark.get_or_insert(m.0);
+                        last_id = last_id.max(m.0);
+                    }
+                    record::Record::Pub { held, due, msg } => {
+                        last_id = last_id.max(msg.id.0);
+                        replay.apply(&StoreOp::Publish {
+                            ticket: 0,
+                            topic: topic.clone(),
+                            held: held || !known,
+                            copies: 0,
+                            due,
+                            msgs: vec![msg],
+                        });
+                    }
+                    record::Record::Fin { key, id } => {
+                        if let Some(channel) = keys.get(&key) {
+                            replay.apply(&StoreOp::Finished {
+                                topic: topic.clone(),
+                                channel: channel.clone(),
+                                id,
+                            });
+                        }
+                    }
+                    record::Record::Req { key, id, due } => {
+                        if let Some(channel) = keys.get(&key) {
+                            replay.apply(&StoreOp::Requeued {
+                                topic: topic.clone(),
+                                channel: channel.clone(),
+                                id,
+                                due,
+                            });
+                        }
+                    }
+                    // Without metadata every message waits for the first channel.
+                    record::Record::Dispatch if known => replay.apply(&StoreOp::Dispatched {
+                        topic: topic.clone(),
+                        ids: Vec::new(),
+                        copies: 0,
+                    }),
+                    record::Record::DropHeld if known => replay.apply(&StoreOp::TopicEmptied {
+                        topic: topic.clone(),
+                        dropped: Vec::new(),
+                    }),
+                    record::Record::Dispatch | record::Record::DropHeld => {}
+                }
+            }
+            // A segment whose mark was lost lies above the previous one.
+            let mark = mark.unwrap_or_else(|| segments.back().map_or(0, |s: &Segment| s.mark));
+            segments.push_back(Segment {
+                num,
+                mark,
+                refs: 0,
+                len,
+            });
+        }
+        if segments.is_empty() {
+            let path = seg_path(dir, 0);
+            let mut b = Vec::new();
+            record::put_mark(&mut b, MessageId(last_id));
+            fs::write(&path, &b).map_err(|e| io_err("write", &path, e))?;
+            segments.push_back(Segment {
+                num: 0,
+                mark: last_id,
+                refs: 0,
+                len: b.len() as u64,
+            });
+        }
+        let tail_path = seg_path(dir, segments.back().expect("a segment").num);
+        let tail = OpenOptions::new()
+            .append(true)
+            .open(&tail_path)
+            .map_err(|e| io_err("open", &tail_path, e))?;
+        let ts = TopicStore {
+            dir: dir.to_path_buf(),
+            meta,
+            segments,
+            tail: Arc::new(tail),
+            pending: Vec::new(),
+            pending_msgs: 0,
+            last_id,
+        };
+        if !known {
+            // Write fresh metadata so the next start knows the topic.
+            write_meta(&ts)?;
+        }
+        Ok(ts)
+    }
+
+    /// Apply one op (buffered until [`Store::commit`]; metadata is written at once).
+    pub fn apply(&mut self, op: StoreOp) {
+        if let Err(e) = self.apply_inner(op) {
+            tracing::error!("storage: {e}");
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn apply_inner(&mut self, op: StoreOp) -> Result<(), StoreError> {
+        match op {
+            StoreOp::TopicCreated { topic } => self.create_topic(&topic),
+            StoreOp::TopicDeleted { topic } => {
+                self.missing.retain(|t| *t != topic);
+                if let Some(ts) = self.topics.remove(&topic) {
+                    let gone = self
+                        .root
+                        .join(format!(".deleted-{topic}-{}", crate::clock::now()));
+                    fs::rename(&ts.dir, &gone).map_err(|e| io_err("rename", &ts.dir, e))?;
+                    sync_dir(&self.root);
+                    let _ = fs::remove_dir_all(&gone);
+                }
+                Ok(())
+            }
+            StoreOp::TopicPaused { topic, paused } => {
+                let ts = self.topic(&topic)?;
+                ts.meta.paused = paused;
+                write_meta(ts)
+            }
+            StoreOp::TopicEmptied { topic, dropped } => {
+                let ts = self.topic(&topic)?;
+                record::put_drop_held(&mut ts.pending);
+                for id in dropped {
+                    add_ref(ts, id, -1);
+                }
+                Ok(())
+            }
+            StoreOp::ChannelCreated {
+                topic,
+                channel,
+                start,
+            } => {
+                let ts = self.topic(&topic)?;
+                let key = ts.meta.next_key;
+                ts.meta.next_key += 1;
+                ts.meta.channels.insert(
+                    channel.to_string(),
+                    ChannelMeta {
+                        key,
+                        start: start.0,
+                        paused: false,
+                    },
+                );
+                write_meta(ts)
+            }
+            StoreOp::ChannelDeleted {
+                topic,
+                channel,
+                dropped,
+            } => {
+                let ts = self.topic(&topic)?;
+                ts.meta.channels.remove(&*channel);
+                for id in dropped {
+                    add_ref(ts, id, -1);
+                }
+                write_meta(ts)
+            }
+            StoreOp::ChannelPaused {
+                topic,
+                channel,
+                paused,
+            } => {
+                let ts = self.topic(&topic)?;
+                if let Some(c) = ts.meta.channels.get_mut(&*channel) {
+                    c.paused = paused;
+                }
+                write_meta(ts)
+            }
+            StoreOp::ChannelEmptied {
+                topic,
+                channel,
+                start,
+                dropped,
+            } => {
+                let ts = self.topic(&topic)?;
+                if let Some(c) = ts.meta.channels.get_mut(&*channel) {
+                    c.start = start.0;
+                }
+                for id in dropped {
+                    add_ref(ts, id, -1);
+                }
+                write_meta(ts)
+            }
+            StoreOp::Publish {
+                topic,
+                held,
+                copies,
+                due,
+                msgs,
+                ..
+            } => {
+                let max = self.cfg.max_bytes_per_file;
+                let ts = self.topic(&topic)?;
+                let tail = ts.segments.back().expect("a segment");
+                if tail.len + ts.pending.len() as u64 >= max {
+                    roll(ts)?;
+                }
+                for m in &msgs {
+                    record::put_pub(&mut ts.pending, held, due, m);
+                    ts.last_id = ts.last_id.max(m.id.0);
+                }
+                let tail = ts.segments.back_mut().expect("a segment");
+                tail.refs += copies as i64 * msgs.len() as i64;
+                ts.pending_msgs += msgs.len() as u64;
+                Ok(())
+            }
+            StoreOp::Dispatched { topic, ids, copies } => {
+                let ts = self.topic(&topic)?;
+                record::put_dispatch(&mut ts.pending);
+                for id in ids {
+                    add_ref(ts, id, copies as i64 - 1);
+                }
+                Ok(())
+            }
+            StoreOp::Finished { topic, channel, id } => {
+                let ts = self.topic(&topic)?;
+                if let Some(c) = ts.meta.channels.get(&*channel) {
+                    record::put_fin(&mut ts.pending, c.key, id);
+                }
+                add_ref(ts, id, -1);
+                Ok(())
+            }
+            StoreOp::Requeued {
+                topic,
+                channel,
+                id,
+                due,
+            } => {
+                let ts = self.topic(&topic)?;
+                if let Some(c) = ts.meta.channels.get(&*channel) {
+                    record::put_req(&mut ts.pending, c.key, id, due);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn topic(&mut self, topic: &Name) -> Result<&mut TopicStore, StoreError> {
+        self.topics
+            .get_mut(topic)
+            .ok_or_else(|| format!("topic {topic} has no storage"))
+    }
+
+    fn create_topic(&mut self, topic: &Name) -> Result<(), StoreError> {
+        if self.topics.contains_key(topic) {
+            return Ok(());
+        }
+        let dir = self.root.join(&**topic);
+        let made = (|| {
+            fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
+            let path = seg_path(&dir, 0);
+            let mut b = Vec::new();
+            record::put_mark(&mut b, MessageId(0));
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| io_err("create", &path, e))?;
+            f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
+            sync_dir(&self.root);
+            let ts = TopicStore {
+                dir: dir.clone(),
+                meta: TopicMeta::default(),
+                segments: VecDeque::from([Segment {
+                    num: 0,
+                    mark: 0,
+                    refs: 0,
+                    len: b.len() as u64,
+                }]),
+                tail: Arc::new(f),
+                pending: Vec::new(),
+                pending_msgs: 0,
+                last_id: 0,
+            };
+            write_meta(&ts)?;
+            Ok::<_, StoreError>(ts)
+        })();
+        match made {
+            Ok(ts) => {
+                self.missing.retain(|t| t != topic);
+                self.topics.insert(topic.clone(), ts);
+                Ok(())
+            }
+            Err(e) => {
+                if !self.missing.contains(topic) {
+                    self.missing.push(topic.clone());
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Write every buffered record (one write per topic), then delete segments nothing needs.
+    /// An error means some op of this batch may not be on disk: the publishers of the batch
+    /// must not be told OK.
+    pub fn commit(&mut self) -> Result<(), StoreError> {
+        let mut result = self.failed.take().map_or(Ok(()), Err);
+        let mut wrote = 0;
+        for (topic, ts) in self.topics.iter_mut() {
+            if ts.pending.is_empty() {
+                continue;
+            }
+            match write_pending(ts) {
+                Ok(n) => {
+                    wrote += n;
+                    let _ = self.sync.send(SyncMsg::Dirty(ts.tail.clone()));
+                }
+                Err(e) => {
+                    tracing::error!("TOPIC({topic}): {e}");
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+            }
+            compact(topic, ts);
+        }
+        self.unsynced += wrote;
+        if self.unsynced >= self.cfg.sync_every.max(1) {
+            self.unsynced = 0;
+            let _ = self.sync.send(SyncMsg::Now);
+        }
+        result
+    }
+
+    /// After a failure: can the store write again? Creates what could not be created and
+    /// appends a marker to every topic's log.
+    pub fn probe(&mut self) -> Result<(), StoreError> {
+        for topic in self.missing.clone() {
+            self.create_topic(&topic)?;
+        }
+        for ts in self.topics.values_mut() {
+            let mut b = std::mem::take(&mut ts.pending);
+            record::put_mark(&mut b, MessageId(ts.last_id));
+            ts.pending = b;
+            write_pending(ts)?;
+            ts.tail
+                .sync_data()
+                .map_err(|e| io_err("sync", &ts.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Write what is buffered and fsync everything (clean shutdown).
+    pub fn close(mut self) {
+        if let Err(e) = self.commit() {
+            tracing::error!("storage: {e}");
+        }
+        for ts in self.topics.values() {
+            let _ = ts.tail.sync_data();
+        }
+        let _ = self.sync.send(SyncMsg::Stop);
+        if let Some(t) = self.sync_thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The segment holding message `id` gains (or loses) `delta` live copies.
+fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
+    let i = ts.segments.partition_point(|s| s.mark < id.0);
+    if i == 0 {
+        return; // in a segment already deleted
+    }
+    ts.segments[i - 1].refs += delta;
+}
+
+fn write_meta(ts: &TopicStore) -> Result<(), StoreError> {
+    let b = serde_json::to_vec_pretty(&ts.meta).expect("metadata serialises");
+    write_atomic(&ts.dir.join("meta.json"), &b)
+}
+
+/// Write a topic's buffered records to its tail segment; on failure cut the file back so no
+/// half record stays behind.
+fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
+    let tail = ts.segments.back_mut().expect("a segment");
+    let path = seg_path(&ts.dir, tail.num);
+    match (&*ts.tail).write_all(&ts.pending) {
+        Ok(()) => {
+            tail.len += ts.pending.len() as u64;
+            ts.pending.clear();
+            Ok(std::mem::take(&mut ts.pending_msgs))
+        }
+        Err(e) => {
+            let _ = ts.tail.set_len(tail.len);
+            ts.pending.clear();
+            ts.pending_msgs = 0;
+            Err(io_err("write", &path, e))
+        }
+    }
+}
+
+/// Start a new segment (writing what is buffered to the old one first).
+fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
+    write_pending(ts)?;
+    let num = ts.segments.back().expect("a segment").num + 1;
+    let path = seg_path(&ts.dir, num);
+    let f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| io_err("create", &path, e))?;
+    sync_dir(&ts.dir);
+    let _ = ts.tail.sync_data();
+    ts.tail = Arc::new(f);
+    ts.segments.push_back(Segment {
+        num,
+        mark: ts.last_id,
+        refs: 0,
+        len: 0,
+    });
+    record::put_mark(&mut ts.pending, MessageId(ts.last_id));
+    Ok(())
+}
+
+/// Delete the oldest segments once nothing in them is owed.
+fn compact(topic: &Name, ts: &mut TopicStore) {
+    while ts.segments.len() > 1 && ts.segments[0].refs <= 0 {
+        let s = ts.segments.pop_front().expect("a segment");
+        if s.refs < 0 {
+            tracing::warn!(
+                "TOPIC({topic}): segment {} counted {} copies",
+                s.num,
+                s.refs
+            );
+        }
+        let path = seg_path(&ts.dir, s.num);
+        if let Err(e) = fs::remove_file(&path) {
+            tracing::warn!("TOPIC({topic}): failed to remove {}: {e}", path.display());
+        }
+    }
+}
+
+/// Keep a segment's intact records; move the bytes that failed their checksum to a
+/// `.corrupt-<n>` file beside it. Returns the segment's new length.
+fn quarantine(
+    topic: &Name,
+    path: &Path,
+    bytes: &[u8],
+    scan: &record::Scan,
+) -> Result<u64, StoreError> {
+    let mut bad = Vec::new();
+    for r in &scan.bad {
+        bad.extend_from_slice(&bytes[r.clone()]);
+    }
+    let mut k = 0;
+    let qpath = loop {
+        let p = PathBuf::from(format!("{}.corrupt-{k}", path.display()));
+        if !p.exists() {
+            break p;
+        }
+        k += 1;
+    };
+    write_atomic(&qpath, &bad)?;
+    let mut good = Vec::with_capacity(bytes.len() - bad.len());
+    let mut at = 0;
+    for r in &scan.bad {
+        good.extend_from_slice(&bytes[at..r.start]);
+        at = r.end;
+    }
+    good.extend_from_slice(&bytes[at..]);
+    write_atomic(path, &good)?;
+    tracing::warn!(
+        "TOPIC({topic}): {} had {} corrupt byte range(s) ({} bytes); kept {} intact bytes, moved the rest to {}",
+        path.display(),
+        scan.bad.len(),
+        bad.len(),
+        good.len(),
+        qpath.display()
+    );
+    Ok(good.len() as u64)
+}
+
+fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("nsqlab-sync".into())
+        .spawn(move || {
+            let mut dirty: Vec<Arc<File>> = Vec::new();
+            let every = every.max(Duration::from_millis(1));
+            let mut deadline = std::time::Instant::now() + every;
+            loop {
+                let wait = deadline.saturating_duration_since(std::time::Instant::now());
+                let now_sync = match rx.recv_timeout(wait) {
+                    Ok(SyncMsg::Dirty(f)) => {
+                        if !dirty.iter().any(|d| Arc::ptr_eq(d, &f)) {
+                            dirty.push(f);
+                        }
+                        false
+                    }
+                    Ok(SyncMsg::Now) => true,
+                    Ok(SyncMsg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        for f in dirty.drain(..) {
+                            let _ = f.sync_data();
+                        }
+                        return;
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => true,
+                };
+                if now_sync {
+                    for f in dirty.drain(..) {
+                        if let Err(e) = f.sync_data() {
+                            tracing::error!("storage: fsync failed: {e}");
+                        }
+                    }
+                    deadline = std::time::Instant::now() + every;
+                }
+            }
+        })
+        .expect("spawn the sync thread")
+}

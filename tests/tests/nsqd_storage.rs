@@ -1,0 +1,564 @@
+//! Durable storage, black-box: the real binary killed with SIGKILL at seeded random moments,
+//! restarted cleanly, fed corrupt files, and run out of room.
+
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_tests::tempdir::TempDir;
+use nsqlab_tests::{Client, Nsqd};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A published message the server acknowledged: body, and the earliest instant it may be
+/// delivered (sent + defer) when deferred.
+#[derive(Debug, Clone)]
+struct Acked {
+    body: String,
+    not_before: Option<Instant>,
+}
+
+fn sub(d: &Nsqd, topic: &str, channel: &str, rdy: i64) -> Client {
+    let mut c = d.client();
+    c.cmd(&Command::Sub {
+        topic: topic.into(),
+        channel: channel.into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Rdy(rdy));
+    c
+}
+
+/// Consume from `c` (FIN everything) until `stop` says so; returns (body, first arrival).
+fn drain(
+    c: &mut Client,
+    seen: &mut HashMap<String, (Instant, u32)>,
+    mut stop: impl FnMut(&HashMap<String, (Instant, u32)>) -> bool,
+    idle: Duration,
+) {
+    let mut last = Instant::now();
+    while !stop(seen) && last.elapsed() < idle {
+        match c.frame_within(Duration::from_millis(200)) {
+            Some(Frame::Message(m)) => {
+                let now = Instant::now();
+                let body = String::from_utf8_lossy(&m.body).into_owned();
+                seen.entry(body).or_insert((now, 0)).1 += 1;
+                c.cmd(&Command::Fin(m.id.to_hex()));
+                last = now;
+            }
+            Some(Frame::Response(r)) if r == b"_heartbeat_" => c.cmd(&Command::Nop),
+            Some(_) => {}
+            None => {}
+        }
+    }
+}
+
+fn segments(data: &Path, topic: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(data.join("nsqlab").join(topic))
+        .expect("topic dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn corrupt_files(data: &Path, topic: &str) -> usize {
+    std::fs::read_dir(data.join("nsqlab").join(topic))
+        .expect("topic dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".corrupt-"))
+        .count()
+}
+
+/// Producers publish PUB, MPUB and DPUB over several connections while the server is killed
+/// with SIGKILL at seeded random moments, round after round, on the same data path. Then every
+/// acknowledged message must arrive, and no deferred one before its due time.
+#[test]
+fn sigkill_at_random_moments_loses_no_acknowledged_message() {
+    let seed: u64 = std::env::var("CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20261130);
+    let rounds: usize = std::env::var("CRASH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(6);
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let data = TempDir::new();
+    let acked: Arc<Mutex<Vec<Acked>>> = Arc::default();
+    let mut seen: HashMap<String, (Instant, u32)> = HashMap::new();
+    for round in 0..rounds {
+        // Small segments: rolling and deleting finished segments happen under the kills too.
+        let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
+        if round == 0 {
+            for path in ["/topic/create?topic=t", "/channel/create?topic=t&channel=c"] {
+                assert_eq!(d.http("POST", path, b"").status, 200);
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut producers = Vec::new();
+        for p in 0..3u64 {
+            let (acked, stop) = (acked.clone(), stop.clone());
+            let mut c = d.client();
+            let mut prng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (round as u64 * 7 + p));
+            producers.push(std::thread::spawn(move || {
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    // Topic "h" has no channel until the end: its messages are held.
+                    let topic = if p == 2 && n.is_multiple_of(3) { "h" } else { "t" };
+                    let tag = format!("r{round}-p{p}-{n}");
+                    let kind = prng.next_u64() % 3;
+                    let sent = Instant::now();
+                    let (cmd, batch) = match kind {
+                        0 => (
+                            Command::Pub {
+                                topic: topic.into(),
+                                body: tag.as_bytes().into(),
+                            },
+                            vec![Acked {
+                                body: tag.clone(),
+                                not_before: None,
+                            }],
+                        ),
+                        1 => {
+                            let bodies: Vec<String> = (0..1 + prng.next_u64() % 20)
+                                .map(|k| format!("{tag}-{k}"))
+                                .collect();
+                            (
+                                Command::Mpub {
+                                    topic: topic.into(),
+                                    bodies: bodies.iter().map(|b| b.as_bytes().into()).collect(),
+                                },
+                                bodies
+                                    .into_iter()
+                                    .map(|body| Acked {
+                                        body,
+                                        not_before: None,
+                                    })
+                                    .collect(),
+                            )
+                        }
+                        _ => {
+                            let ms = 100 + prng.next_u64() % 2500;
+                            (
+                                Command::Dpub {
+                                    topic: topic.into(),
+                                    defer_ms: ms,
+                                    body: tag.as_bytes().into(),
+                                },
+                                vec![Acked {
+                                    body: tag.clone(),
+                                    not_before: Some(sent + Duration::from_millis(ms)),
+                                }],
+                            )
+                        }
+                    };
+                    if c.stream.write_all_ok(&cmd.to_bytes()).is_err() {
+                        return;
+                    }
+                    match c.frame_within(Duration::from_secs(5)) {
+                        Some(Frame::Response(r)) if r == b"OK" => {
+                            acked.lock().unwrap().extend(batch);
+                        }
+                        Some(Frame::Response(r)) if r == b"_heartbeat_" => {
+                            // Not an answer; the OK follows.
+                            if let Some(Frame::Response(r)) = c.frame_within(Duration::from_secs(5))
+                            {
+                                if r == b"OK" {
+                                    acked.lock().unwrap().extend(batch);
+                                }
+                            }
+                        }
+                        _ => return, // killed: unacknowledged, may or may not arrive
+                    }
+                }
+            }));
+        }
+        // A consumer FINs what it gets, as at-least-once consumers do.
+        let mut c = sub(&d, "t", "c", 100);
+        let kill_at = Instant::now() + Duration::from_millis(300 + rng.next_u64() % 1200);
+        drain(
+            &mut c,
+            &mut seen,
+            |_| Instant::now() >= kill_at,
+            Duration::MAX,
+        );
+        d.kill9();
+        stop.store(true, Ordering::Relaxed);
+        for p in producers {
+            p.join().expect("producer");
+        }
+    }
+    let acked = acked.lock().unwrap().clone();
+    let want: HashSet<&str> = acked.iter().map(|a| a.body.as_str()).collect();
+    assert!(
+        want.len() > 100,
+        "the producers got few OKs: {}",
+        want.len()
+    );
+    let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
+    let mut ct = sub(&d, "t", "c", 2500);
+    let mut ch = sub(&d, "h", "c", 2500);
+    let all = |seen: &HashMap<String, (Instant, u32)>| want.iter().all(|b| seen.contains_key(*b));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !all(&seen) && Instant::now() < deadline {
+        drain(&mut ct, &mut seen, |_| true, Duration::ZERO);
+        drain(&mut ch, &mut seen, |_| false, Duration::from_millis(300));
+        drain(&mut ct, &mut seen, |_| false, Duration::from_millis(300));
+    }
+    let lost: Vec<&&str> = want.iter().filter(|b| !seen.contains_key(**b)).collect();
+    let early: Vec<(&str, Duration)> = acked
+        .iter()
+        .filter_map(|a| {
+            let nb = a.not_before?;
+            let (at, _) = seen.get(&a.body)?;
+            (*at < nb).then(|| (a.body.as_str(), nb - *at))
+        })
+        .collect();
+    let dups = seen.values().filter(|(_, n)| *n > 1).count();
+    let files = segments(data.path(), "t").len();
+    eprintln!(
+        "crash test (seed {seed}, {rounds} SIGKILLs): {} acknowledged, {} lost, {} deferred early, {} delivered more than once (allowed: at-least-once); {files} segment(s) left",
+        want.len(),
+        lost.len(),
+        early.len(),
+        dups
+    );
+    assert!(lost.is_empty(), "acknowledged messages lost: {lost:?}");
+    assert!(early.is_empty(), "deferred messages early: {early:?}");
+}
+
+trait WriteOk {
+    fn write_all_ok(&mut self, b: &[u8]) -> std::io::Result<()>;
+}
+
+impl WriteOk for std::net::TcpStream {
+    fn write_all_ok(&mut self, b: &[u8]) -> std::io::Result<()> {
+        std::io::Write::write_all(self, b)
+    }
+}
+
+/// SIGTERM and restart: unfinished messages come back, finished ones do not, deferred ones
+/// keep their due time; pauses persist, deleted topics and ephemeral channels are gone.
+#[test]
+fn clean_restart_keeps_due_times_pauses_and_deletions() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    for path in [
+        "/topic/create?topic=t",
+        "/topic/create?topic=pt",
+        "/channel/create?topic=t&channel=c",
+        "/channel/create?topic=t&channel=pc",
+        "/channel/pause?topic=t&channel=pc",
+        "/channel/create?topic=pt&channel=c",
+        "/topic/pause?topic=pt",
+        "/topic/create?topic=gone",
+        "/topic/delete?topic=gone",
+    ] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
+    let _eph = sub(&d, "t", "e#ephemeral", 1);
+    let mut p = d.client();
+    let sent = Instant::now();
+    for i in 0..100 {
+        p.cmd(&Command::Dpub {
+            topic: "t".into(),
+            defer_ms: 3000,
+            body: format!("d{i}").into_bytes().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+    for i in 0..10 {
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: format!("m{i}").into_bytes().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+    let mut c = d.client();
+    c.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "c".into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Rdy(10));
+    let mut got = Vec::new();
+    while got.len() < 10 {
+        if let Frame::Message(m) = c.frame() {
+            got.push(m);
+        }
+    }
+    // FIN the first five; the others stay in flight over the restart.
+    for m in &got[..5] {
+        c.cmd(&Command::Fin(m.id.to_hex()));
+    }
+    c.cmd(&Command::Nop);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(d.terminate().success());
+
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let stats = d.http("GET", "/stats?format=json", b"").json();
+    let topics = stats["topics"].as_array().unwrap();
+    let topic = |n: &str| topics.iter().find(|t| t["topic_name"] == n).cloned();
+    assert!(topic("gone").is_none(), "deleted topics stay deleted");
+    assert_eq!(topic("pt").expect("paused topic")["paused"], true);
+    let t = topic("t").expect("topic t");
+    let chans: Vec<(String, bool)> = t["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["channel_name"].as_str().unwrap().to_string(),
+                c["paused"] == true,
+            )
+        })
+        .collect();
+    assert_eq!(chans, vec![("c".into(), false), ("pc".into(), true)]);
+
+    let mut seen = HashMap::new();
+    let mut c = sub(&d, "t", "c", 200);
+    drain(&mut c, &mut seen, |s| s.len() >= 5, Duration::from_secs(2));
+    let mut early: Vec<&String> = seen.keys().collect();
+    early.sort();
+    assert_eq!(
+        early,
+        vec!["m5", "m6", "m7", "m8", "m9"],
+        "unfinished come back, finished do not"
+    );
+    drain(
+        &mut c,
+        &mut seen,
+        |s| s.len() >= 105,
+        Duration::from_secs(6),
+    );
+    let due = sent + Duration::from_millis(3000);
+    let mut late = Vec::new();
+    for i in 0..100 {
+        let (at, n) = seen[&format!("d{i}")];
+        assert_eq!(n, 1);
+        assert!(at >= due, "d{i} arrived {:?} before its due time", due - at);
+        late.push(at - due);
+    }
+    late.sort();
+    eprintln!(
+        "deferred after a restart: lateness p50 {:?}, max {:?}",
+        late[50], late[99]
+    );
+    assert!(
+        late[99] < Duration::from_secs(1),
+        "deferred on time: {:?}",
+        late[99]
+    );
+}
+
+fn publish_n(d: &Nsqd, topic: &str, n: usize) {
+    let mut p = d.client();
+    for i in 0..n {
+        p.cmd(&Command::Pub {
+            topic: topic.into(),
+            body: format!("m{i:03}").into_bytes().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+}
+
+fn consume_all(d: &Nsqd, topic: &str) -> HashMap<String, (Instant, u32)> {
+    let mut seen = HashMap::new();
+    let mut c = sub(d, topic, "c", 1000);
+    drain(&mut c, &mut seen, |_| false, Duration::from_millis(800));
+    seen
+}
+
+#[test]
+fn a_torn_last_record_is_set_aside_and_the_rest_delivered() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    publish_n(&d, "t", 50);
+    d.kill9();
+    let seg = segments(data.path(), "t").pop().unwrap();
+    let len = std::fs::metadata(&seg).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 3)
+        .unwrap();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    let want: HashSet<String> = (0..49).map(|i| format!("m{i:03}")).collect();
+    let got: HashSet<String> = seen.keys().cloned().collect();
+    assert_eq!(got, want, "all but the torn last message");
+    assert_eq!(corrupt_files(data.path(), "t"), 1);
+    // The next restart finds a clean file.
+    drop(d);
+    let _d = Nsqd::start_in(Some(data.path()), &[]);
+    assert_eq!(corrupt_files(data.path(), "t"), 1);
+}
+
+#[test]
+fn flipped_bytes_cost_only_the_records_they_hit() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    publish_n(&d, "t", 100);
+    d.kill9();
+    let seg = segments(data.path(), "t").pop().unwrap();
+    let mut b = std::fs::read(&seg).unwrap();
+    let mid = b.len() / 2;
+    for x in &mut b[mid..mid + 4] {
+        *x ^= 0xa5;
+    }
+    std::fs::write(&seg, &b).unwrap();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    let all: HashSet<String> = (0..100).map(|i| format!("m{i:03}")).collect();
+    for k in seen.keys() {
+        assert!(all.contains(k), "a corrupt record was delivered: {k:?}");
+    }
+    assert!(
+        seen.len() >= 98,
+        "only the hit records are lost: got {}",
+        seen.len()
+    );
+    assert_eq!(corrupt_files(data.path(), "t"), 1);
+}
+
+#[test]
+fn a_deleted_metadata_file_loses_no_message() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=t&channel=c", b"")
+            .status,
+        200
+    );
+    publish_n(&d, "t", 20);
+    assert!(d.terminate().success());
+    std::fs::remove_file(data.path().join("nsqlab/t/meta.json")).unwrap();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    assert_eq!(seen.len(), 20, "every message waits for the first channel");
+}
+
+/// The data file cannot grow (RLIMIT_FSIZE, set on the running server with prlimit): PUB gets
+/// nsqd's fatal E_PUB_FAILED, HTTP /pub nsqd's 503 EXITING, /ping 500 NOK; when room returns,
+/// the server is healthy again and nothing acknowledged was lost.
+#[test]
+fn a_full_disk_fails_publishes_and_ping_until_there_is_room() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=t&channel=c", b"")
+            .status,
+        200
+    );
+    publish_n(&d, "t", 10);
+    let seg = segments(data.path(), "t").pop().unwrap();
+    let len = std::fs::metadata(&seg).unwrap().len();
+    let limit = |v: &str| {
+        let ok = std::process::Command::new("prlimit")
+            .arg(format!("--pid={}", d.pid()))
+            .arg(format!("--fsize={v}"))
+            .status()
+            .expect("prlimit (util-linux)")
+            .success();
+        assert!(ok, "prlimit --fsize={v}");
+    };
+    // The soft limit only (raising a hard limit back needs CAP_SYS_RESOURCE).
+    limit(&format!("{}:", len + 100));
+    let mut p = d.client();
+    let mut failed = None;
+    for i in 0..20 {
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: format!("{i:0>60}").into_bytes().into(),
+        });
+        match p.next_text() {
+            t if t == "R:OK" => continue,
+            t => {
+                failed = Some(t);
+                break;
+            }
+        }
+    }
+    let failed = failed.expect("a publish failed");
+    assert!(
+        failed.starts_with("E:E_PUB_FAILED PUB failed write ") && failed.contains("File too large"),
+        "{failed}"
+    );
+    assert!(
+        p.closed_within(Duration::from_secs(2)),
+        "E_PUB_FAILED is fatal"
+    );
+    let ping = d.http("GET", "/ping", b"");
+    assert_eq!(ping.status, 500);
+    assert!(ping.text().starts_with("NOK - write "), "{}", ping.text());
+    let r = d.http("POST", "/pub?topic=t", b"x");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (503, r#"{"message":"EXITING"}"#)
+    );
+    let stats = d.http("GET", "/stats?format=json", b"").json();
+    assert!(stats["health"].as_str().unwrap().starts_with("NOK - "));
+
+    limit("unlimited:");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.http("GET", "/ping", b"").status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "healthy again once there is room"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut p = d.client();
+    p.cmd(&Command::Pub {
+        topic: "t".into(),
+        body: b"after"[..].into(),
+    });
+    assert_eq!(p.next_text(), "R:OK");
+    d.kill9();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    for i in 0..10 {
+        assert!(seen.contains_key(&format!("m{i:03}")));
+    }
+    assert!(seen.contains_key("after"));
+}
+
+/// The data directory disappears under a running server: publishing to a new topic fails
+/// with E_PUB_FAILED and /ping reports it, until the directory is back.
+#[test]
+fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let root = data.path().join("nsqlab");
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::write(&root, b"not a directory").unwrap();
+    let mut p = d.client();
+    p.cmd(&Command::Pub {
+        topic: "new".into(),
+        body: b"x"[..].into(),
+    });
+    let t = p.next_text();
+    assert!(t.starts_with("E:E_PUB_FAILED PUB failed create "), "{t}");
+    assert_eq!(d.http("GET", "/ping", b"").status, 500);
+    std::fs::remove_file(&root).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.http("GET", "/ping", b"").status != 200 {
+        assert!(Instant::now() < deadline, "healthy again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut p = d.client();
+    p.cmd(&Command::Pub {
+        topic: "new".into(),
+        body: b"y"[..].into(),
+    });
+    assert_eq!(p.next_text(), "R:OK");
+}
