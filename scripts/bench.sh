@@ -10,26 +10,30 @@ cargo build --release --locked -p nsqlab --bin nsqlab >&2
 B=target/release/nsqlab
 TCP=127.0.0.1:4350
 HTTP=127.0.0.1:4351
+DATA=$(mktemp -d /tmp/nsqlab-bench-data.XXXXXX)
 pid=
 start() {
-  $B nsqd --tcp-address=$TCP --http-address=$HTTP "$@" >/tmp/nsqlab-bench-nsqd.log 2>&1 &
+  rm -rf "$DATA"/*
+  $B nsqd --tcp-address=$TCP --http-address=$HTTP --data-path="$DATA" "$@" >/tmp/nsqlab-bench-nsqd.log 2>&1 &
   pid=$!
   for _ in $(seq 50); do curl -sf http://$HTTP/ping >/dev/null && return; sleep 0.1; done
   echo "nsqd did not start" >&2; exit 1
 }
 stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }
-trap stop EXIT
+trap 'stop; rm -rf "$DATA"' EXIT
 rows=()
 row() { rows+=("$(printf '| %-52s | %s |' "$1" "$2")"); echo "$1: $2" >&2; }
 tput() { sed -E 's/.* - ([0-9.]+)ops\/s.*/\1/' | awk '{printf "%.0f msg/s", $1}'; }
 
-for mq in 1000000 10000; do
-  note=; [ "$mq" = 10000 ] && note=", backend in memory: no storage yet"
-  start --mem-queue-size=$mq
+# Memory only (as nsqd with --mem-queue-size=1000000), then our durable default (every
+# message written before its OK; nsqd's default mode keeps 10000 per queue in memory, unsafe).
+for mode in "--durable=false --mem-queue-size=1000000" "--mem-queue-size=1000000" ""; do
+  label=${mode:-defaults (durable, mem-queue-size=10000)}
+  start $mode
   curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
   curl -sf -X POST "http://$HTTP/channel/create?topic=sub_bench&channel=ch" >/dev/null
-  row "PUB (bench writer, MPUB 200 x 200 B, mem-queue-size=$mq${note:-})" "$($B bench writer --tcp-address $TCP --runfor $RUNFOR | tput)"
-  row "SUB (bench reader, RDY 2500, mem-queue-size=$mq${note:-})" "$($B bench reader --tcp-address $TCP --runfor $RUNFOR | tput)"
+  row "PUB (bench writer, MPUB 200 x 200 B, $label)" "$($B bench writer --tcp-address $TCP --runfor $RUNFOR | tput)"
+  row "SUB (bench reader, RDY 2500, $label)" "$($B bench reader --tcp-address $TCP --runfor $RUNFOR | tput)"
   stop
 done
 

@@ -14,7 +14,7 @@ use crate::protocol::{
     encode_frame, encode_message_frame, is_valid_name, Command, ProtocolError, CLOSE_WAIT,
     FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE, HEARTBEAT, MAGIC_V2, OK,
 };
-use crate::store::{Hold, StoreOp, Ticket};
+use crate::store::{Hold, LoadRequest, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
 use crate::topic::Topic;
 use crate::{ChannelId, ClientId};
@@ -106,6 +106,8 @@ pub struct Broker {
     health: Option<String>,
     /// Restoring from storage: the restored state is not stored again.
     restoring: bool,
+    /// Evicted bodies to fetch from storage.
+    loads: VecDeque<LoadRequest>,
 }
 
 impl Broker {
@@ -133,6 +135,7 @@ impl Broker {
             parked: VecDeque::new(),
             health: None,
             restoring: false,
+            loads: VecDeque::new(),
         };
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
@@ -194,7 +197,42 @@ impl Broker {
     /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
     #[must_use]
     pub fn poll_store(&mut self) -> Option<StoreOp> {
-        self.store_ops.pop_front()
+        let op = self.store_ops.pop_front();
+        if op.is_none() && self.store_ops.capacity() > 4096 {
+            // A burst's queue is not kept: memory is for messages.
+            self.store_ops.shrink_to(4096);
+        }
+        op
+    }
+
+    /// The next evicted body to fetch (only with [`Options::evict_deferred`]); answer with
+    /// [`Broker::handle_loaded`].
+    #[must_use]
+    pub fn poll_load(&mut self) -> Option<LoadRequest> {
+        self.loads.pop_front()
+    }
+
+    /// The body `req` asked for, or why it could not be read (the message is then dropped:
+    /// storage lost it).
+    pub fn handle_loaded(&mut self, now: Time, req: &LoadRequest, body: Result<Body, String>) {
+        let now = self.clock.advance(now);
+        let Ok(ch) = self.channel_id(&req.topic, &req.channel) else {
+            return; // the channel went away meanwhile
+        };
+        let Some(mut msg) = self.ch(ch).loading.remove(&req.id) else {
+            return; // emptied meanwhile
+        };
+        match body {
+            Ok(body) if !body.is_empty() => {
+                msg.body = body;
+                self.queue(now, ch, msg);
+                self.pump(now, ch);
+            }
+            _ => {
+                let (topic, channel, id) = (req.topic.clone(), req.channel.clone(), req.id);
+                self.emit(now, EventKind::Dropped { topic, channel, id });
+            }
+        }
     }
 
     /// The last ticket handed out with a [`StoreOp::Publish`] (0 before the first).
@@ -750,6 +788,7 @@ impl Broker {
         c.queue.clear();
         c.deferred.clear();
         c.in_flight.clear();
+        c.loading.clear();
         let (t, n) = (c.topic.clone(), c.name.clone());
         for cid in c.clients.clone() {
             if let Some(cl) = self.clients.get_mut(&cid) {
@@ -956,10 +995,10 @@ impl Broker {
         let due = defer.filter(|&d| d > 0).map(|d| now.saturating_add(d));
         let n = bodies.len() as u64;
         let store = self.opts.durable && !self.restoring && !self.topics[&name].ephemeral;
-        let mut stored = Vec::new();
-        let (mut held, mut copies) = (false, 0);
+        let (mut held, mut copies, mut ticket) = (false, 0, None);
         if store {
-            stored.reserve(bodies.len());
+            self.last_ticket += 1;
+            ticket = Some(self.last_ticket);
             let t = &self.topics[&name];
             held = t.paused || t.channels.is_empty();
             copies = if held { 1 } else { self.stored_copies(&name) };
@@ -987,23 +1026,20 @@ impl Broker {
                     },
                 );
             }
-            if store {
-                stored.push(msg.clone());
+            if let Some(ticket) = ticket {
+                // One op per message: no allocation beyond the queue's (a per-publish Vec
+                // would leave holes between the bodies that stay in memory).
+                self.store_ops.push_back(StoreOp::Publish {
+                    ticket,
+                    topic: name.clone(),
+                    held,
+                    copies,
+                    due,
+                    msg: msg.clone(),
+                });
             }
             self.route(now, &name, msg, due, false);
         }
-        let ticket = store.then(|| {
-            self.last_ticket += 1;
-            self.store_ops.push_back(StoreOp::Publish {
-                ticket: self.last_ticket,
-                topic: name.clone(),
-                held,
-                copies,
-                due,
-                msgs: stored,
-            });
-            self.last_ticket
-        });
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
                 match c.pub_counts.get_mut(&name) {
@@ -1088,8 +1124,14 @@ impl Broker {
     fn enter_channel(&mut self, now: Time, ch: ChannelId, msg: Message, due: Option<Time>) {
         match due {
             Some(due) if due > now => {
+                let evict = self.opts.evict_deferred;
                 let c = self.ch(ch);
                 let id = msg.id;
+                let mut msg = msg;
+                if evict && c.stored {
+                    // The store has the body; it comes back when the message is due.
+                    msg.body = crate::message::evicted_body();
+                }
                 c.deferred.push(due, msg);
                 self.emit_ch(now, ch, |topic, channel| EventKind::Deferred {
                     topic,
@@ -1298,6 +1340,13 @@ impl Broker {
                 id,
                 due,
             });
+            if e.item.is_evicted() {
+                let c = self.ch(ch);
+                let (topic, channel) = (c.topic.clone(), c.name.clone());
+                c.loading.insert(id, e.item);
+                self.loads.push_back(LoadRequest { topic, channel, id });
+                continue;
+            }
             self.queue(now, ch, e.item);
         }
         loop {

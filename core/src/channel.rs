@@ -7,6 +7,7 @@ use crate::message::{Message, MessageId};
 use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
 use crate::ClientId;
+use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// A message that was sent and is awaiting FIN, REQ, TOUCH or its timeout.
@@ -82,6 +83,8 @@ pub struct Channel {
     pub queue: MessageQueue,
     pub deferred: PQueue<Message>,
     pub in_flight: IndexedQueue<InFlight>,
+    /// Due messages whose bodies are being loaded from storage.
+    pub loading: FxHashMap<MessageId, Message>,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
     pub clients: Vec<ClientId>,
     /// Index into `clients` where the next round-robin search starts.
@@ -107,6 +110,7 @@ impl Channel {
             queue: MessageQueue::default(),
             deferred,
             in_flight,
+            loading: FxHashMap::default(),
             clients: Vec::new(),
             next_client: 0,
             message_count: 0,
@@ -125,6 +129,7 @@ impl Channel {
         let mut ids: Vec<MessageId> = self.queue.iter().map(|m| m.id).collect();
         ids.extend(self.deferred.entries().iter().map(|e| e.item.id));
         ids.extend(self.in_flight.iter().map(|e| e.item.msg.id));
+        ids.extend(self.loading.keys().copied());
         ids
     }
 

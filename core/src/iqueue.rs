@@ -3,8 +3,9 @@
 //!
 //! The entries live in a slab and the heap array holds only slab slots; each slot remembers
 //! its heap position. A sift swap therefore updates two array cells, never the ID index: the
-//! index (ID → slot) changes only when an entry comes or goes. Ordering is `(key, seq)` as in
-//! [`crate::pqueue::PQueue`], and the same [`HeapOp`] trace is recorded.
+//! index (ID → slot) changes only when an entry comes or goes. Ordering is `(key, seq)`, `seq`
+//! an insertion (or re-key) sequence kept in the heap cell, and the same [`HeapOp`] trace as
+//! [`crate::pqueue::PQueue`]'s is recorded.
 
 use crate::message::MessageId;
 use crate::pqueue::{Entry, HeapItem, HeapOp};
@@ -131,7 +132,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.next_seq += 1;
         let pos = self.heap.len();
         let slot = Slot {
-            entry: Entry { key, seq, item },
+            entry: Entry { key, item },
             pos: pos as u32,
         };
         let s = match self.free.pop() {
@@ -181,7 +182,6 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.next_seq += 1;
         let slot = self.slots[s as usize].as_mut().expect("live slot");
         slot.entry.key = key;
-        slot.entry.seq = seq;
         let pos = slot.pos as usize;
         self.heap[pos].key = key;
         self.heap[pos].seq = seq;
@@ -305,17 +305,13 @@ mod tests {
     fn check<T: HeapItem>(q: &IndexedQueue<T>) {
         for i in 1..q.len() {
             let (p, c) = (q.at((i - 1) / 2), q.at(i));
-            assert!((p.key, p.seq) <= (c.key, c.seq), "heap order at {i}");
+            assert!(p.key <= c.key, "heap order at {i}");
         }
         assert_eq!(q.index.len(), q.len());
         for (pos, n) in q.heap.iter().enumerate() {
             let e = &q.slot(n.slot).entry;
             assert_eq!(q.slot(n.slot).pos as usize, pos);
-            assert_eq!(
-                (n.key, n.seq),
-                (e.key, e.seq),
-                "inline key matches the entry"
-            );
+            assert_eq!(n.key, e.key, "inline key matches the entry");
             assert_eq!(q.index[&e.item.heap_id()], n.slot);
         }
     }
@@ -378,9 +374,9 @@ mod tests {
                             next_id += 1;
                         }
                         Op::Pop => {
-                            let got = q.pop().map(|e| (e.key, e.seq, e.item));
-                            let want = model.pop_first().map(|((k, s), id)| (k, s, id));
-                            if let Some((_, _, id)) = want { by_id.remove(&id); }
+                            let got = q.pop().map(|e| (e.key, e.item));
+                            let want = model.pop_first().map(|((k, _), id)| (k, id));
+                            if let Some((_, id)) = want { by_id.remove(&id); }
                             prop_assert_eq!(got, want);
                         }
                         Op::Remove(i) => {

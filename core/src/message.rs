@@ -18,6 +18,14 @@ use std::sync::Arc;
 /// A message body. Shared, not copied, between the channels of a topic.
 pub type Body = Arc<[u8]>;
 
+/// The body of a message whose real body waits in storage (see
+/// [`crate::Options::evict_deferred`]): empty, which no published message is (nsqd refuses
+/// empty bodies), and shared, so evicting allocates nothing.
+pub fn evicted_body() -> Body {
+    static EMPTY: std::sync::OnceLock<Body> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(|| Arc::from(&[][..])).clone()
+}
+
 /// Length of a message ID on the wire: 16 lowercase hex characters.
 pub const MSG_ID_LENGTH: usize = 16;
 
@@ -109,6 +117,11 @@ impl fmt::Debug for Message {
 }
 
 impl Message {
+    /// Whether the body is in storage rather than memory.
+    pub fn is_evicted(&self) -> bool {
+        self.body.is_empty()
+    }
+
     pub fn new(id: MessageId, timestamp: Time, body: Body) -> Self {
         Self {
             id,

@@ -82,6 +82,9 @@ pub struct Options {
     /// Describe every durable change as a [`crate::StoreOp`] and hold publishers' `OK` until
     /// the host reports it stored (see [`crate::store`]).
     pub durable: bool,
+    /// With `durable`: a deferred message's body leaves memory while it waits (the store has
+    /// it); when due, the broker asks for it back with a [`crate::store::LoadRequest`].
+    pub evict_deferred: bool,
 }
 
 impl Default for Options {
@@ -116,6 +119,7 @@ impl Default for Options {
             events: true,
             heap_trace: false,
             durable: false,
+            evict_deferred: false,
         }
     }
 }

@@ -1,8 +1,9 @@
 //! A binary min-heap of inline entries: the deferred queue (the in-flight queue and timer table
 //! use [`crate::iqueue::IndexedQueue`], which can also find entries by ID).
 //!
-//! Entries are ordered by `(key, seq)`: `key` is a due time, `seq` the insertion sequence, so
-//! entries due at the same instant leave in the order they came. Entries sit in the heap array
+//! Entries are ordered by `(key, id)`: `key` is a due time, `id` the item's
+//! [`HeapItem::heap_id`] (message IDs increase as messages are published), so entries due at
+//! the same instant leave oldest message first — with no per-entry sequence number. Entries sit in the heap array
 //! itself (no slab, no index), the smallest layout for millions of pending messages.
 //!
 //! Every structural change can be recorded as a [`HeapOp`] (push, each sift swap, take, move)
@@ -22,8 +23,6 @@ pub trait HeapItem {
 pub struct Entry<T> {
     /// When the entry is due.
     pub key: Time,
-    /// Insertion sequence: breaks ties between equal keys, first in first out.
-    pub seq: u64,
     pub item: T,
 }
 
@@ -51,7 +50,6 @@ pub enum HeapOp {
 #[derive(Debug, Clone)]
 pub struct PQueue<T> {
     heap: Vec<Entry<T>>,
-    next_seq: u64,
     trace: Option<Vec<HeapOp>>,
 }
 
@@ -60,7 +58,6 @@ impl<T: HeapItem> PQueue<T> {
     pub fn plain() -> Self {
         Self {
             heap: Vec::new(),
-            next_seq: 0,
             trace: None,
         }
     }
@@ -109,8 +106,6 @@ impl<T: HeapItem> PQueue<T> {
 
     /// Insert `item` due at `key`; returns its array index after sifting.
     pub fn push(&mut self, key: Time, item: T) -> usize {
-        let seq = self.next_seq;
-        self.next_seq += 1;
         let at = self.heap.len();
         let id = item.heap_id();
         if self.heap.len() == self.heap.capacity() {
@@ -118,7 +113,7 @@ impl<T: HeapItem> PQueue<T> {
             // empty slots (amortised O(1) either way).
             self.heap.reserve_exact((self.heap.len() / 4).max(16));
         }
-        self.heap.push(Entry { key, seq, item });
+        self.heap.push(Entry { key, item });
         self.record(HeapOp::Push {
             id: MessageId(id),
             key,
@@ -173,7 +168,7 @@ impl<T: HeapItem> PQueue<T> {
     #[inline]
     fn less(&self, a: usize, b: usize) -> bool {
         let (x, y) = (&self.heap[a], &self.heap[b]);
-        (x.key, x.seq) < (y.key, y.seq)
+        (x.key, x.item.heap_id()) < (y.key, y.item.heap_id())
     }
 
     /// Move the entry at `at` up or down to its place; returns where it ends.
@@ -241,7 +236,7 @@ mod tests {
         for i in 1..h.len() {
             let p = (i - 1) / 2;
             assert!(
-                (h[p].key, h[p].seq) <= (h[i].key, h[i].seq),
+                (h[p].key, h[p].item.heap_id()) <= (h[i].key, h[i].item.heap_id()),
                 "heap order at {i}"
             );
         }
@@ -316,7 +311,7 @@ mod tests {
         use std::collections::BTreeMap;
 
         proptest! {
-            /// Pushes and pops behave exactly like a sorted map keyed by (key, seq), and the
+            /// Pushes and pops behave exactly like a sorted map keyed by (key, id), and the
             /// trace replayed on a plain array rebuilds the same heap.
             #[test]
             fn heap_matches_reference_model(ops in proptest::collection::vec(proptest::option::of(any::<u8>()), 0..300)) {
@@ -324,17 +319,16 @@ mod tests {
                 q.set_trace(true);
                 let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
                 let mut replay: Vec<(u64, u64)> = Vec::new();
-                let (mut seq, mut next_id) = (0u64, 0u64);
+                let mut next_id = 0u64;
                 for op in ops {
                     match op {
                         Some(k) => {
                             q.push(k as u64, next_id);
-                            model.insert((k as u64, seq), next_id);
-                            seq += 1;
+                            model.insert((k as u64, next_id), next_id);
                             next_id += 1;
                         }
                         None => {
-                            let got = q.pop().map(|e| (e.key, e.seq, e.item));
+                            let got = q.pop().map(|e| (e.key, e.item, e.item));
                             let want = model.pop_first().map(|((k, s), id)| (k, s, id));
                             prop_assert_eq!(got, want);
                         }

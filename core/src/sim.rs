@@ -197,6 +197,14 @@ impl Sim {
             let through = self.broker.last_ticket();
             self.broker.handle_stored(self.now, through, result);
         }
+        while let Some(req) = self.broker.poll_load() {
+            let body = self
+                .store
+                .replay
+                .body(&req.topic, req.id)
+                .ok_or_else(|| format!("message {} not in the store", req.id));
+            self.broker.handle_loaded(self.now, &req, body);
+        }
         while let Some(t) = self.broker.poll_transmit() {
             match t {
                 Transmit::Data { client, data } => {

@@ -82,7 +82,8 @@ pub enum StoreOp {
         start: MessageId,
         dropped: Vec<MessageId>,
     },
-    /// PUB, MPUB or DPUB (or HTTP `/pub`, `/mpub`): acknowledge once written.
+    /// A message of a PUB, MPUB or DPUB (or HTTP `/pub`, `/mpub`; one op per message, all
+    /// with the publish's ticket): acknowledge once written.
     Publish {
         ticket: Ticket,
         topic: Name,
@@ -92,7 +93,7 @@ pub enum StoreOp {
         copies: u32,
         /// DPUB's due time (absolute).
         due: Option<Time>,
-        msgs: Vec<Message>,
+        msg: Message,
     },
     /// Every message the topic held went to its channels (`copies` non-ephemeral ones).
     Dispatched {
@@ -112,6 +113,15 @@ pub enum StoreOp {
         id: MessageId,
         due: Time,
     },
+}
+
+/// A due deferred message whose body was evicted: the host reads it from storage and answers
+/// with [`Broker::handle_loaded`](crate::Broker::handle_loaded).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadRequest {
+    pub topic: Name,
+    pub channel: Name,
+    pub id: MessageId,
 }
 
 /// What the broker keeps per client while an acknowledgement waits for the store.
@@ -241,21 +251,19 @@ impl Replay {
                 topic,
                 held,
                 due,
-                msgs,
+                msg,
                 ..
             } => {
                 let t = self.topics.entry(topic.clone()).or_default();
-                for m in msgs {
-                    t.messages.insert(
-                        m.id,
-                        ReplayMessage {
-                            msg: m.clone(),
-                            due: *due,
-                            held: *held,
-                            dropped: false,
-                        },
-                    );
-                }
+                t.messages.insert(
+                    msg.id,
+                    ReplayMessage {
+                        msg: msg.clone(),
+                        due: *due,
+                        held: *held,
+                        dropped: false,
+                    },
+                );
             }
             StoreOp::Dispatched { topic, .. } => {
                 if let Some(t) = self.topics.get_mut(topic) {
@@ -285,6 +293,11 @@ impl Replay {
 
     fn channel(&mut self, topic: &str, channel: &str) -> Option<&mut ReplayChannel> {
         self.topics.get_mut(topic)?.channels.get_mut(channel)
+    }
+
+    /// The body of a stored message (for [`LoadRequest`]s).
+    pub fn body(&self, topic: &str, id: MessageId) -> Option<crate::Body> {
+        Some(self.topics.get(topic)?.messages.get(&id)?.msg.body.clone())
     }
 
     /// Forget a message outright (a store compacted it away: nothing owed it any more).

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 fn durable() -> Options {
     Options {
         durable: true,
+        evict_deferred: true,
         ..Options::default()
     }
 }
@@ -155,6 +156,9 @@ fn restart_delivers_what_was_not_finished_and_deferred_on_time() {
     assert_eq!(bodies(&mut after, c), vec!["b", "c"]);
     after.advance(ms(4999));
     assert!(after.messages(c).is_empty(), "not before its due time");
+    // Its body waited in the store, not in memory.
+    let ch = after.broker.channel("t", "c").unwrap();
+    assert!(ch.deferred.entries()[0].item.is_evicted());
     after.advance(ms(5000));
     assert_eq!(bodies(&mut after, c), vec!["later"]);
     // New IDs stay above the restored ones.
@@ -342,4 +346,52 @@ fn a_restart_owes_exactly_what_the_crashed_broker_owed() {
             }
         }
     }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn deferred_bodies_wait_in_the_store_and_come_back_when_due() {
+    let mut sim = Sim::new(durable(), 1);
+    let c = sub(&mut sim, "t", "c", 10);
+    let p = sim.connect();
+    sim.send(
+        p,
+        &Command::Dpub {
+            topic: "t".into(),
+            defer_ms: 100,
+            body: b"dpub body"[..].into(),
+        },
+    );
+    let ch = sim.broker.channel("t", "c").unwrap();
+    assert!(ch.deferred.entries()[0].item.is_evicted());
+    sim.advance(ms(100));
+    let got = sim.messages(c);
+    assert_eq!(&got[0].body[..], b"dpub body");
+    // REQ with a delay evicts it again; it comes back whole, attempts counted.
+    sim.send(
+        c,
+        &Command::Req {
+            id: got[0].id.to_hex(),
+            timeout_ms: 50,
+        },
+    );
+    assert!(sim.broker.channel("t", "c").unwrap().deferred.entries()[0]
+        .item
+        .is_evicted());
+    sim.advance(ms(150));
+    let again = sim.messages(c);
+    assert_eq!(&again[0].body[..], b"dpub body");
+    assert_eq!(again[0].attempts, 2);
+    // Without the store's copy the message is dropped, never sent empty.
+    sim.send(
+        p,
+        &Command::Dpub {
+            topic: "t".into(),
+            defer_ms: 10,
+            body: b"x"[..].into(),
+        },
+    );
+    sim.store.replay = nsqlab_core::Replay::new();
+    sim.advance(ms(200));
+    assert!(sim.messages(c).is_empty());
 }

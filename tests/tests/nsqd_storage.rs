@@ -109,7 +109,11 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
                     // Topic "h" has no channel until the end: its messages are held.
-                    let topic = if p == 2 && n.is_multiple_of(3) { "h" } else { "t" };
+                    let topic = if p == 2 && n.is_multiple_of(3) {
+                        "h"
+                    } else {
+                        "t"
+                    };
                     let tag = format!("r{round}-p{p}-{n}");
                     let kind = prng.next_u64() % 3;
                     let sent = Instant::now();

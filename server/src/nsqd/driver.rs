@@ -176,6 +176,16 @@ async fn run(
         for reply in after_store.drain(..) {
             reply(stored.clone());
         }
+        // Bodies of deferred messages that became due come back from the files.
+        if let Some(s) = store.as_mut() {
+            while let Some(req) = broker.poll_load() {
+                let body = s.load(&req.topic, req.id);
+                if let Err(e) = &body {
+                    tracing::error!("storage: {e}");
+                }
+                broker.handle_loaded(crate::clock::now(), &req, body);
+            }
+        }
         if let Some(s) = store.as_mut() {
             if broker.health().is_some() && last_probe.elapsed() >= PROBE_INTERVAL {
                 last_probe = std::time::Instant::now();

@@ -70,6 +70,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);
     opts.durable = args.durable;
+    opts.evict_deferred = args.durable;
     let now = crate::clock::now();
     let mut broker = Broker::new(opts, now, now);
     let store = if args.durable {
@@ -80,7 +81,8 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         };
         let cfg = store::StoreConfig {
             data_path,
-            max_bytes_per_file: args.max_bytes_per_file.max(4096) as u64,
+            // Record offsets are 32-bit.
+            max_bytes_per_file: args.max_bytes_per_file.clamp(4096, 1 << 30) as u64,
             sync_every: args.sync_every.max(1) as u64,
             sync_timeout: args.sync_timeout,
         };

@@ -59,8 +59,18 @@ struct TopicMeta {
     channels: BTreeMap<String, ChannelMeta>,
 }
 
+/// Where a message's record is (for loading an evicted body).
+#[derive(Debug, Clone, Copy)]
+struct IndexEntry {
+    id: u64,
+    seg: u32,
+    off: u32,
+}
+
 #[derive(Debug)]
 struct Segment {
+    /// Opened on the first load from it.
+    reader: Option<File>,
     num: u64,
     /// Every message in this segment has an ID above this.
     mark: u64,
@@ -80,7 +90,12 @@ struct TopicStore {
     pending: Vec<u8>,
     pending_msgs: u64,
     last_id: u64,
+    /// Every stored message's record location, in ID order (16 bytes per message).
+    index: VecDeque<IndexEntry>,
 }
+
+/// Buffer capacity a topic keeps between commits.
+const PENDING_KEEP: usize = 1 << 20;
 
 /// What a failed write leaves behind.
 pub type StoreError = String;
@@ -273,18 +288,21 @@ impl Store {
             .collect();
         nums.sort_unstable();
         let mut segments = VecDeque::new();
+        let mut index = VecDeque::new();
         let mut last_id = 0u64;
         for num in nums {
             let path = seg_path(dir, num);
-            let bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
-            let scan = record::scan(&bytes);
-            let mut len = bytes.len() as u64;
+            let mut bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
+            let mut scan = record::scan(&bytes);
             if !scan.bad.is_empty() {
                 rec.corrupt_ranges += scan.bad.len();
-                len = quarantine(topic, &path, &bytes, &scan)?;
+                quarantine(topic, &path, &bytes, &scan)?;
+                bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
+                scan = record::scan(&bytes);
             }
+            let len = bytes.len() as u64;
             let mut mark = None;
-            for (_, r) in scan.records {
+            for (at, r) in scan.records {
                 match r {
                     record::Record::Mark { last_id: m } => {
                         mark.get_or_insert(m.0);
@@ -292,13 +310,18 @@ impl Store {
                     }
                     record::Record::Pub { held, due, msg } => {
                         last_id = last_id.max(msg.id.0);
+                        index.push_back(IndexEntry {
+                            id: msg.id.0,
+                            seg: num as u32,
+                            off: at as u32,
+                        });
                         replay.apply(&StoreOp::Publish {
                             ticket: 0,
                             topic: topic.clone(),
                             held: held || !known,
                             copies: 0,
                             due,
-                            msgs: vec![msg],
+                            msg,
                         });
                     }
                     record::Record::Fin { key, id } => {
@@ -336,6 +359,7 @@ impl Store {
             // A segment whose mark was lost lies above the previous one.
             let mark = mark.unwrap_or_else(|| segments.back().map_or(0, |s: &Segment| s.mark));
             segments.push_back(Segment {
+                reader: None,
                 num,
                 mark,
                 refs: 0,
@@ -348,6 +372,7 @@ impl Store {
             record::put_mark(&mut b, MessageId(last_id));
             fs::write(&path, &b).map_err(|e| io_err("write", &path, e))?;
             segments.push_back(Segment {
+                reader: None,
                 num: 0,
                 mark: last_id,
                 refs: 0,
@@ -367,6 +392,7 @@ impl Store {
             pending: Vec::new(),
             pending_msgs: 0,
             last_id,
+            index,
         };
         if !known {
             // Write fresh metadata so the next start knows the topic.
@@ -472,7 +498,7 @@ impl Store {
                 held,
                 copies,
                 due,
-                msgs,
+                msg,
                 ..
             } => {
                 let max = self.cfg.max_bytes_per_file;
@@ -481,13 +507,17 @@ impl Store {
                 if tail.len + ts.pending.len() as u64 >= max {
                     roll(ts)?;
                 }
-                for m in &msgs {
-                    record::put_pub(&mut ts.pending, held, due, m);
-                    ts.last_id = ts.last_id.max(m.id.0);
-                }
+                let tail = ts.segments.back().expect("a segment");
+                ts.index.push_back(IndexEntry {
+                    id: msg.id.0,
+                    seg: tail.num as u32,
+                    off: (tail.len + ts.pending.len() as u64) as u32,
+                });
+                record::put_pub(&mut ts.pending, held, due, &msg);
+                ts.last_id = ts.last_id.max(msg.id.0);
                 let tail = ts.segments.back_mut().expect("a segment");
-                tail.refs += copies as i64 * msgs.len() as i64;
-                ts.pending_msgs += msgs.len() as u64;
+                tail.refs += copies as i64;
+                ts.pending_msgs += 1;
                 Ok(())
             }
             StoreOp::Dispatched { topic, ids, copies } => {
@@ -548,6 +578,7 @@ impl Store {
                 dir: dir.clone(),
                 meta: TopicMeta::default(),
                 segments: VecDeque::from([Segment {
+                    reader: None,
                     num: 0,
                     mark: 0,
                     refs: 0,
@@ -557,6 +588,7 @@ impl Store {
                 pending: Vec::new(),
                 pending_msgs: 0,
                 last_id: 0,
+                index: VecDeque::new(),
             };
             write_meta(&ts)?;
             Ok::<_, StoreError>(ts)
@@ -606,6 +638,37 @@ impl Store {
             let _ = self.sync.send(SyncMsg::Now);
         }
         result
+    }
+
+    /// The body of stored message `id` of `topic` (evicted from memory while deferred).
+    pub fn load(&mut self, topic: &str, id: MessageId) -> Result<Arc<[u8]>, StoreError> {
+        let ts = self
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| format!("topic {topic} has no storage"))?;
+        let i = ts.index.partition_point(|x| x.id < id.0);
+        let at = ts
+            .index
+            .get(i)
+            .filter(|x| x.id == id.0)
+            .copied()
+            .ok_or_else(|| format!("message {id} of {topic} is not stored"))?;
+        let dir = ts.dir.clone();
+        let seg = ts
+            .segments
+            .iter_mut()
+            .find(|s| s.num == at.seg as u64)
+            .ok_or_else(|| format!("message {id} of {topic}: segment {} is gone", at.seg))?;
+        if seg.reader.is_none() {
+            let path = seg_path(&dir, seg.num);
+            seg.reader = Some(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+        }
+        let file = seg.reader.as_ref().expect("reader open");
+        match record::read_at(file, at.off as u64) {
+            Ok(record::Record::Pub { msg, .. }) if msg.id == id => Ok(msg.body),
+            Ok(_) => Err(format!("message {id} of {topic}: wrong record")),
+            Err(e) => Err(io_err("read", &seg_path(&dir, seg.num), e)),
+        }
     }
 
     /// After a failure: can the store write again? Creates what could not be created and
@@ -664,10 +727,19 @@ fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
         Ok(()) => {
             tail.len += ts.pending.len() as u64;
             ts.pending.clear();
+            // A burst's buffer is not kept: memory is for messages.
+            ts.pending.shrink_to(PENDING_KEEP);
             Ok(std::mem::take(&mut ts.pending_msgs))
         }
         Err(e) => {
             let _ = ts.tail.set_len(tail.len);
+            while ts
+                .index
+                .back()
+                .is_some_and(|x| x.seg as u64 == tail.num && x.off as u64 >= tail.len)
+            {
+                ts.index.pop_back();
+            }
             ts.pending.clear();
             ts.pending_msgs = 0;
             Err(io_err("write", &path, e))
@@ -689,6 +761,7 @@ fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
     let _ = ts.tail.sync_data();
     ts.tail = Arc::new(f);
     ts.segments.push_back(Segment {
+        reader: None,
         num,
         mark: ts.last_id,
         refs: 0,
@@ -702,6 +775,9 @@ fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
 fn compact(topic: &Name, ts: &mut TopicStore) {
     while ts.segments.len() > 1 && ts.segments[0].refs <= 0 {
         let s = ts.segments.pop_front().expect("a segment");
+        while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
+            ts.index.pop_front();
+        }
         if s.refs < 0 {
             tracing::warn!(
                 "TOPIC({topic}): segment {} counted {} copies",

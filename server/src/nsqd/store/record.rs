@@ -154,6 +154,25 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
     Some(rec)
 }
 
+/// Read the record at `offset` of `file` (a body evicted from memory).
+pub fn read_at(file: &std::fs::File, offset: u64) -> std::io::Result<Record> {
+    use std::os::unix::fs::FileExt;
+    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    let mut head = [0u8; HEADER];
+    file.read_exact_at(&mut head, offset)?;
+    let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
+    let crc = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
+    if len == 0 || len > MAX_PAYLOAD {
+        return Err(bad("bad record length"));
+    }
+    let mut payload = vec![0u8; len];
+    file.read_exact_at(&mut payload, offset + HEADER as u64)?;
+    if crc32c::crc32c(&payload) != crc {
+        return Err(bad("record checksum mismatch"));
+    }
+    decode_payload(&payload).ok_or_else(|| bad("undecodable record"))
+}
+
 /// The record starting at `at`, and its length, if one is there whole and intact.
 fn record_at(b: &[u8], at: usize) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
