@@ -7,4 +7,9 @@ source scripts/setup.sh
 bash scripts/build-web.sh
 cargo build --release --locked -p nsqlab --bin nsqlab
 echo "nsqlab: visualiser at http://127.0.0.1:4151/ (TCP 4150, HTTP 4151; Ctrl-C to stop)" >&2
-exec target/release/nsqlab nsqd --www-dir="$PWD/www" "$@"
+# Messages are stored under target/nsqlab-data unless a --data-path is given.
+case " $* " in
+  *data-path*) exec target/release/nsqlab nsqd --www-dir="$PWD/www" "$@" ;;
+  *) mkdir -p target/nsqlab-data
+     exec target/release/nsqlab nsqd --www-dir="$PWD/www" --data-path="$PWD/target/nsqlab-data" "$@" ;;
+esac
