@@ -205,7 +205,7 @@ impl Broker {
         op
     }
 
-    /// The next evicted body to fetch (only with [`Options::evict_deferred`]); answer with
+    /// The next evicted body to fetch (only with [`Options::evict_bodies`]); answer with
     /// [`Broker::handle_loaded`].
     #[must_use]
     pub fn poll_load(&mut self) -> Option<LoadRequest> {
@@ -224,8 +224,9 @@ impl Broker {
         };
         match body {
             Ok(body) if !body.is_empty() => {
+                // Next to go: it was on its way to a client when its body was fetched.
                 msg.body = body;
-                self.queue(now, ch, msg);
+                self.ch(ch).queue.memory.push_front(msg);
                 self.pump(now, ch);
             }
             _ => {
@@ -1086,11 +1087,16 @@ impl Broker {
     /// Hand a message to the topic's channels, or hold it in the topic.
     fn route(&mut self, now: Time, topic: &Name, msg: Message, due: Option<Time>, pump: bool) {
         let mem = self.opts.mem_queue_size;
+        let evict = self.opts.evict_bodies && self.opts.durable;
         let t = self.topics.get_mut(topic).expect("topic exists");
         if t.paused || t.channels.is_empty() {
             let id = msg.id;
             if let Some(d) = due {
                 t.held_due.insert(id, d);
+            }
+            let mut msg = msg;
+            if evict && !t.ephemeral && t.queue.spills(mem) {
+                msg.body = crate::message::evicted_body();
             }
             let place = if t.queue.put(msg, mem) {
                 Place::Backend
@@ -1124,7 +1130,7 @@ impl Broker {
     fn enter_channel(&mut self, now: Time, ch: ChannelId, msg: Message, due: Option<Time>) {
         match due {
             Some(due) if due > now => {
-                let evict = self.opts.evict_deferred;
+                let evict = self.opts.evict_bodies;
                 let c = self.ch(ch);
                 let id = msg.id;
                 let mut msg = msg;
@@ -1148,6 +1154,7 @@ impl Broker {
 
     fn queue(&mut self, now: Time, ch: ChannelId, msg: Message) {
         let mem = self.opts.mem_queue_size;
+        let evict = self.opts.evict_bodies;
         let c = self.ch(ch);
         let id = msg.id;
         // An ephemeral channel has no backend: nsqd drops what does not fit in memory.
@@ -1155,6 +1162,11 @@ impl Broker {
             let (topic, channel) = (c.topic.clone(), c.name.clone());
             self.emit(now, EventKind::Dropped { topic, channel, id });
             return;
+        }
+        let mut msg = msg;
+        if evict && c.stored && c.queue.spills(mem) {
+            // Past mem_queue_size the body waits in the store (nsqd's disk backend).
+            msg.body = crate::message::evicted_body();
         }
         let place = if c.queue.put(msg, mem) {
             Place::Backend
@@ -1206,13 +1218,23 @@ impl Broker {
             opts,
             events,
             dirty,
+            loads,
             ..
         } = self;
         let Some(c) = channels[ch.0 as usize].as_mut() else {
             return;
         };
         let mut sent = false;
-        while !c.paused && !c.queue.is_empty() && !c.clients.is_empty() {
+        // Bodies fetched from the store are for clients with room: no more at once than that.
+        let mut room: i64 = c
+            .clients
+            .iter()
+            .filter_map(|id| clients.get(id))
+            .filter(|cl| cl.is_ready())
+            .map(|cl| cl.ready_count - cl.in_flight_count as i64)
+            .sum();
+        room -= c.loading.len() as i64;
+        while !c.paused && !c.queue.is_empty() && !c.clients.is_empty() && room > 0 {
             let n = c.clients.len();
             let mut found = None;
             for k in 0..n {
@@ -1227,6 +1249,15 @@ impl Broker {
             let cid = c.clients[idx];
             let cl = clients.get_mut(&cid).expect("ready client exists");
             let mut msg = c.queue.pop().expect("queue not empty");
+            room -= 1;
+            if msg.is_evicted() {
+                // Its body is in the store: fetch it; it is sent when it comes back.
+                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
+                c.loading.insert(id, msg);
+                loads.push_back(LoadRequest { topic, channel, id });
+                c.next_client = idx;
+                continue;
+            }
             let rate = cl.settings.sample_rate;
             if rate > 0 && (rng.next_u64() % 100) as i32 > rate {
                 if opts.events {

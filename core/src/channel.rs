@@ -48,6 +48,11 @@ impl MessageQueue {
         }
     }
 
+    /// Whether the next [`MessageQueue::put`] goes to the backend.
+    pub fn spills(&self, mem_queue_size: usize) -> bool {
+        !(self.backend.is_empty() && self.memory.len() < mem_queue_size)
+    }
+
     pub fn pop(&mut self) -> Option<Message> {
         self.memory.pop_front().or_else(|| self.backend.pop_front())
     }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub type Body = Arc<[u8]>;
 
 /// The body of a message whose real body waits in storage (see
-/// [`crate::Options::evict_deferred`]): empty, which no published message is (nsqd refuses
+/// [`crate::Options::evict_bodies`]): empty, which no published message is (nsqd refuses
 /// empty bodies), and shared, so evicting allocates nothing.
 pub fn evicted_body() -> Body {
     static EMPTY: std::sync::OnceLock<Body> = std::sync::OnceLock::new();

@@ -82,9 +82,10 @@ pub struct Options {
     /// Describe every durable change as a [`crate::StoreOp`] and hold publishers' `OK` until
     /// the host reports it stored (see [`crate::store`]).
     pub durable: bool,
-    /// With `durable`: a deferred message's body leaves memory while it waits (the store has
-    /// it); when due, the broker asks for it back with a [`crate::store::LoadRequest`].
-    pub evict_deferred: bool,
+    /// With `durable`: the bodies of deferred messages, and of messages past `mem_queue_size`
+    /// in a queue (nsqd's disk backend), leave memory (the store has them); the broker asks for
+    /// one back with a [`crate::store::LoadRequest`] just before it is sent.
+    pub evict_bodies: bool,
 }
 
 impl Default for Options {
@@ -119,7 +120,7 @@ impl Default for Options {
             events: true,
             heap_trace: false,
             durable: false,
-            evict_deferred: false,
+            evict_bodies: false,
         }
     }
 }

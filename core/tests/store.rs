@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 fn durable() -> Options {
     Options {
         durable: true,
-        evict_deferred: true,
+        evict_bodies: true,
         ..Options::default()
     }
 }
@@ -261,7 +261,12 @@ fn a_restart_owes_exactly_what_the_crashed_broker_owed() {
         .unwrap_or(300);
     for seed in 0..seeds {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-        let mut sim = Sim::new(durable(), seed);
+        // Half the runs with a tiny memory queue: most bodies wait in the store.
+        let opts = Options {
+            mem_queue_size: if seed % 2 == 0 { 10_000 } else { 2 },
+            ..durable()
+        };
+        let mut sim = Sim::new(opts, seed);
         let topics = ["a", "b", "c#ephemeral"];
         let channels = ["x", "y", "z#ephemeral"];
         let p = sim.connect();
@@ -394,4 +399,43 @@ fn deferred_bodies_wait_in_the_store_and_come_back_when_due() {
     sim.store.replay = nsqlab_core::Replay::new();
     sim.advance(ms(200));
     assert!(sim.messages(c).is_empty());
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn past_mem_queue_size_bodies_wait_in_the_store() {
+    for mem in [0, 3] {
+        let mut sim = Sim::new(
+            Options {
+                mem_queue_size: mem,
+                ..durable()
+            },
+            1,
+        );
+        let now = sim.now();
+        sim.broker.create_channel(now, "t", "c").unwrap();
+        let p = sim.connect();
+        for i in 0..10 {
+            sim.send(p, &pub_cmd("t", &format!("m{i}")));
+        }
+        let ch = sim.broker.channel("t", "c").unwrap();
+        assert_eq!(ch.queue.memory.len(), mem);
+        assert_eq!(ch.queue.backend.len(), 10 - mem);
+        assert!(ch.queue.backend.iter().all(|m| m.is_evicted()));
+        assert!(ch.queue.memory.iter().all(|m| !m.is_evicted()));
+        // A consumer with RDY 2 gets every body, in order, two at a time.
+        let c = sub(&mut sim, "t", "c", 2);
+        let mut got = Vec::new();
+        for _ in 0..5 {
+            let ms = sim.messages(c);
+            assert_eq!(ms.len(), 2, "mem {mem}: RDY 2");
+            for m in ms {
+                got.push(String::from_utf8_lossy(&m.body).into_owned());
+                sim.send(c, &Command::Fin(m.id.to_hex()));
+            }
+        }
+        let want: Vec<String> = (0..10).map(|i| format!("m{i}")).collect();
+        assert_eq!(got, want, "mem {mem}");
+        assert!(sim.broker.channel("t", "c").unwrap().loading.is_empty());
+    }
 }

@@ -91,8 +91,12 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
     let acked: Arc<Mutex<Vec<Acked>>> = Arc::default();
     let mut seen: HashMap<String, (Instant, u32)> = HashMap::new();
     for round in 0..rounds {
-        // Small segments: rolling and deleting finished segments happen under the kills too.
-        let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
+        // Small segments and a small memory queue: rolling, deleting finished segments and
+        // reading bodies back from the log all happen under the kills too.
+        let d = Nsqd::start_in(
+            Some(data.path()),
+            &["--max-bytes-per-file=65536", "--mem-queue-size=100"],
+        );
         if round == 0 {
             for path in ["/topic/create?topic=t", "/channel/create?topic=t&channel=c"] {
                 assert_eq!(d.http("POST", path, b"").status, 200);
@@ -204,7 +208,10 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
         "the producers got few OKs: {}",
         want.len()
     );
-    let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
+    let d = Nsqd::start_in(
+        Some(data.path()),
+        &["--max-bytes-per-file=65536", "--mem-queue-size=100"],
+    );
     let mut ct = sub(&d, "t", "c", 2500);
     let mut ch = sub(&d, "h", "c", 2500);
     let all = |seen: &HashMap<String, (Instant, u32)>| want.iter().all(|b| seen.contains_key(*b));

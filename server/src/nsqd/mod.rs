@@ -70,7 +70,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);
     opts.durable = args.durable;
-    opts.evict_deferred = args.durable;
+    opts.evict_bodies = args.durable;
     let now = crate::clock::now();
     let mut broker = Broker::new(opts, now, now);
     let store = if args.durable {
