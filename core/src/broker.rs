@@ -1372,10 +1372,24 @@ impl Broker {
                 due,
             });
             if e.item.is_evicted() {
+                // Queued, as far as anyone can see; its body is fetched before it is sent.
                 let c = self.ch(ch);
                 let (topic, channel) = (c.topic.clone(), c.name.clone());
                 c.loading.insert(id, e.item);
-                self.loads.push_back(LoadRequest { topic, channel, id });
+                self.loads.push_back(LoadRequest {
+                    topic: topic.clone(),
+                    channel: channel.clone(),
+                    id,
+                });
+                self.emit(
+                    now,
+                    EventKind::Queued {
+                        topic,
+                        channel,
+                        id,
+                        place: Place::Memory,
+                    },
+                );
                 continue;
             }
             self.queue(now, ch, e.item);
