@@ -32,8 +32,13 @@ for mode in "--durable=false --mem-queue-size=1000000" "--mem-queue-size=1000000
   start $mode
   curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
   curl -sf -X POST "http://$HTTP/channel/create?topic=sub_bench&channel=ch" >/dev/null
-  row "PUB (bench writer, MPUB 200 x 200 B, $label)" "$($B bench writer --tcp-address $TCP --runfor $RUNFOR | tput)"
+  pub=$($B bench writer --tcp-address $TCP --runfor $RUNFOR | tput)
+  row "PUB (bench writer, MPUB 200 x 200 B, $label)" "$pub"
   row "SUB (bench reader, RDY 2500, $label)" "$($B bench reader --tcp-address $TCP --runfor $RUNFOR | tput)"
+  if [ -z "$mode" ]; then
+    half=$(( ${pub%% *} / 2 ))
+    row "PUB round trip at 50% of that peak ($half msg/s, MPUB 200)" "$($B bench latency --tcp-address $TCP --runfor $RUNFOR --rate $half | sed 's/.* - p50/p50/')"
+  fi
   stop
 done
 

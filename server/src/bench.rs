@@ -5,6 +5,8 @@
 //! - `lateness`: DPUB N messages due over a window on a channel created just before, consume,
 //!   print how late each arrived (p50/p99/max) and how many arrived early.
 //! - `deferred-mem`: RSS growth of a local nsqd per pending deferred message.
+//! - `latency`: publish round trips at a fixed rate (e.g. half of `writer`'s peak), measured
+//!   from each batch's scheduled send time (no coordinated omission): p50/p99/max.
 
 use clap::{Args, Subcommand};
 use nsqlab_core::protocol::Command;
@@ -24,6 +26,29 @@ pub enum Bench {
     Lateness(LatenessArgs),
     /// Resident memory per pending deferred message of a local nsqd (by pid).
     DeferredMem(DeferredMemArgs),
+    /// Publish round-trip latency at a fixed rate.
+    Latency(LatencyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    #[arg(long, default_value = "10s", value_parser = crate::cli::duration_arg)]
+    pub runfor: Duration,
+    #[arg(long, default_value = "127.0.0.1:4150")]
+    pub tcp_address: String,
+    /// messages per second, in total
+    #[arg(long)]
+    pub rate: u64,
+    #[arg(long, default_value_t = 200)]
+    pub size: usize,
+    /// messages per MPUB (1: PUB)
+    #[arg(long, default_value_t = 200)]
+    pub batch_size: usize,
+    #[arg(long, default_value = "latency_bench")]
+    pub topic: String,
+    /// connections (default: one per core)
+    #[arg(long)]
+    pub connections: Option<usize>,
 }
 
 #[derive(Debug, Args)]
@@ -103,7 +128,97 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
         Bench::Reader(a) => reader(a),
         Bench::Lateness(a) => lateness(a),
         Bench::DeferredMem(a) => deferred_mem(a),
+        Bench::Latency(a) => latency(a),
     }
+}
+
+fn latency(a: LatencyArgs) -> anyhow::Result<()> {
+    let n = a.connections.unwrap_or_else(cores);
+    let batch = a.batch_size.max(1);
+    let body = vec![b'a'; a.size];
+    let cmd = if batch == 1 {
+        Command::Pub {
+            topic: a.topic.clone(),
+            body: body.into(),
+        }
+    } else {
+        Command::Mpub {
+            topic: a.topic.clone(),
+            bodies: (0..batch).map(|_| body.clone().into()).collect(),
+        }
+    }
+    .to_bytes();
+    let cmd = Arc::new(cmd);
+    // Each connection sends a batch every `every`, on a fixed schedule.
+    let per_conn = (a.rate as f64 / batch as f64 / n as f64).max(0.001);
+    let every = Duration::from_secs_f64(1.0 / per_conn);
+    let start = Instant::now() + Duration::from_millis(100);
+    let end = start + a.runfor;
+    let handles: Vec<_> = (0..n)
+        .map(|i| {
+            let (cmd, addr) = (cmd.clone(), a.tcp_address.clone());
+            // Stagger the connections over one interval.
+            let first = start + every.mul_f64(i as f64 / n as f64);
+            std::thread::spawn(move || -> anyhow::Result<Vec<i64>> {
+                let mut c = Conn::connect(&addr)?;
+                let mut w = c.stream.try_clone()?;
+                let (tx, rx) = std::sync::mpsc::channel::<Instant>();
+                let sender = std::thread::spawn(move || -> std::io::Result<()> {
+                    let mut k = 0u32;
+                    loop {
+                        let at = first + every * k;
+                        if at >= end {
+                            return Ok(());
+                        }
+                        let now = Instant::now();
+                        if at > now {
+                            std::thread::sleep(at - now);
+                        }
+                        // Latency counts from the scheduled instant, not from when we got
+                        // to send (a stalled server cannot hide its stall).
+                        let _ = tx.send(at);
+                        w.write_all(&cmd)?;
+                        k += 1;
+                    }
+                });
+                let mut lat = Vec::new();
+                loop {
+                    let Ok(at) = rx.recv() else { break };
+                    let mut ok = false;
+                    c.read_frames(|f, _| {
+                        ok = frame_type(f) == 0 && &f[8..] == b"OK";
+                        !ok && frame_type(f) != 1
+                    })?;
+                    if !ok {
+                        anyhow::bail!("publish failed");
+                    }
+                    lat.push(at.elapsed().as_nanos() as i64);
+                }
+                sender
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("sender panicked"))??;
+                Ok(lat)
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for h in handles {
+        all.extend(
+            h.join()
+                .map_err(|_| anyhow::anyhow!("latency thread panicked"))??,
+        );
+    }
+    all.sort_unstable();
+    let ms = |ns: i64| ns as f64 / 1e6;
+    println!(
+        "latency: {} msg/s in batches of {batch} on {n} connection(s), {} round trips - p50 {:.3}ms - p99 {:.3}ms - max {:.3}ms",
+        a.rate,
+        all.len(),
+        ms(percentile(&all, 50.0)),
+        ms(percentile(&all, 99.0)),
+        ms(*all.last().unwrap_or(&0))
+    );
+    Ok(())
 }
 
 fn cores() -> usize {
