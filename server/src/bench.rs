@@ -182,8 +182,7 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
                     }
                 });
                 let mut lat = Vec::new();
-                loop {
-                    let Ok(at) = rx.recv() else { break };
+                while let Ok(at) = rx.recv() {
                     let mut ok = false;
                     c.read_frames(|f, _| {
                         ok = frame_type(f) == 0 && &f[8..] == b"OK";
