@@ -57,6 +57,7 @@ pub mod channel;
 pub mod client;
 pub mod event;
 pub mod iqueue;
+pub mod lookup;
 pub mod message;
 pub mod options;
 pub mod pqueue;

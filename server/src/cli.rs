@@ -77,34 +77,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Go's `Duration.String()`: `1h0m0s`, `1m0s`, `250ms`, `2s`.
 pub fn format_duration(d: Duration) -> String {
-    let ns = d.as_nanos() as u64;
-    if ns == 0 {
-        return "0s".into();
-    }
-    if ns < 1_000_000_000 {
-        return if ns.is_multiple_of(1_000_000) {
-            format!("{}ms", ns / 1_000_000)
-        } else if ns.is_multiple_of(1000) {
-            format!("{}µs", ns / 1000)
-        } else {
-            format!("{ns}ns")
-        };
-    }
-    let (h, rem) = (ns / 3_600_000_000_000, ns % 3_600_000_000_000);
-    let (m, rem) = (rem / 60_000_000_000, rem % 60_000_000_000);
-    let secs = rem as f64 / 1e9;
-    let s = if rem % 1_000_000_000 == 0 {
-        format!("{}s", rem / 1_000_000_000)
-    } else {
-        format!("{}s", format!("{secs:.9}").trim_end_matches('0'))
-    };
-    if h > 0 {
-        format!("{h}h{m}m{s}")
-    } else if m > 0 {
-        format!("{m}m{s}")
-    } else {
-        s
-    }
+    nsqlab_core::time::go_duration(d.as_nanos().min(u64::MAX as u128) as u64)
 }
 
 /// A clap value parser for Go durations.
