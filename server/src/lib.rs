@@ -10,3 +10,4 @@ pub mod clock;
 pub mod demo;
 pub mod logging;
 pub mod nsqd;
+pub mod nsqlookupd;

@@ -4,12 +4,20 @@
 use clap::Parser;
 use nsqlab::nsqd::NsqdArgs;
 
-const PROGRAMS: &[&str] = &["nsqd"];
+/// NSQ's program names: through a symlink with one of these names, the binary is that program.
+const PROGRAMS: &[(&str, &str)] = &[
+    ("nsqd", "nsqd"),
+    ("nsqlookupd", "nsqlookupd"),
+    ("nsq_tail", "tail"),
+    ("nsq_to_file", "to_file"),
+    ("to_nsq", "to_nsq"),
+    ("nsq_stat", "stat"),
+];
 
 fn usage() -> ! {
     eprintln!(
-        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd      an NSQ daemon (drop-in nsqd v1.3)\n  bench     benchmark clients: writer, reader, lateness, deferred-mem
-  demo      print a DPUB's life through the core, in virtual time\n  version   print the version"
+        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd        an NSQ daemon (drop-in nsqd v1.3)\n  nsqlookupd  the discovery service (drop-in nsqlookupd v1.3)\n  bench       benchmark clients: writer, reader, lateness, deferred-mem, latency
+  demo        print a DPUB's life through the core, in virtual time\n  version     print the version"
     );
     std::process::exit(2);
 }
@@ -21,9 +29,9 @@ fn main() {
         .and_then(|s| s.to_str())
         .unwrap_or("nsqlab")
         .to_string();
-    // Called as `nsqd` (a symlink): behave as `nsqlab nsqd`.
-    let program = if PROGRAMS.contains(&argv0.as_str()) {
-        argv0
+    // Called as `nsqd` (a symlink): behave as `nsqlab nsqd`; likewise for NSQ's other programs.
+    let program = if let Some((_, sub)) = PROGRAMS.iter().find(|(name, _)| *name == argv0) {
+        sub.to_string()
     } else {
         if args.len() < 2 {
             usage();
@@ -67,6 +75,46 @@ fn main() {
             if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
                 tracing::error!("{e:#}");
                 eprintln!("nsqd: {e:#}");
+                std::process::exit(1);
+            }
+        }
+        "nsqlookupd" => {
+            let argv: Vec<String> = std::iter::once("nsqlookupd".to_string())
+                .chain(rest)
+                .collect();
+            let argv = match nsqlab::nsqd::options::with_config_file(argv) {
+                Ok(a) => a,
+                Err(e) => {
+                    eprintln!(
+                        "[nsqlookupd] {} FATAL: {e}",
+                        nsqlab::logging::timestamp(nsqlab::clock::now())
+                    );
+                    std::process::exit(1);
+                }
+            };
+            let parsed = nsqlab::nsqlookupd::LookupdArgs::parse_from(argv);
+            if parsed.version {
+                println!(
+                    "nsqlookupd v{} (built w/nsqlab {})",
+                    nsqlab_core::VERSION,
+                    env!("CARGO_PKG_VERSION")
+                );
+                return;
+            }
+            if let Err(e) = nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level) {
+                eprintln!(
+                    "[nsqlookupd] {} FATAL: failed parsing log_level {e}",
+                    nsqlab::logging::timestamp(nsqlab::clock::now())
+                );
+                std::process::exit(1);
+            }
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
+            if let Err(e) = rt.block_on(nsqlab::nsqlookupd::run(parsed)) {
+                tracing::error!("failed to instantiate nsqlookupd - {e:#}");
                 std::process::exit(1);
             }
         }

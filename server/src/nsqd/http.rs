@@ -92,12 +92,12 @@ struct AppState {
     lookupd: Arc<Mutex<Vec<String>>>,
 }
 
-const NSQ_CONTENT_TYPE: &str = "nsq; version=1.0";
-const JSON_TYPE: &str = "application/json; charset=utf-8";
-const TEXT_TYPE: &str = "text/plain; charset=utf-8";
+pub(crate) const NSQ_CONTENT_TYPE: &str = "nsq; version=1.0";
+pub(crate) const JSON_TYPE: &str = "application/json; charset=utf-8";
+pub(crate) const TEXT_TYPE: &str = "text/plain; charset=utf-8";
 
 /// nsqd's `RespondV1`. Go sniffs `text/plain` for a non-empty raw body.
-fn v1(code: StatusCode, content_type: Option<&'static str>, body: Vec<u8>) -> Response {
+pub(crate) fn v1(code: StatusCode, content_type: Option<&'static str>, body: Vec<u8>) -> Response {
     let ct = content_type.or((!body.is_empty()).then_some(TEXT_TYPE));
     let mut r = Response::new(axum::body::Body::from(body));
     *r.status_mut() = code;
@@ -116,11 +116,11 @@ fn ok_text(t: impl Into<String>) -> Response {
     v1(StatusCode::OK, None, t.into().into_bytes())
 }
 
-fn ok_empty() -> Response {
+pub(crate) fn ok_empty() -> Response {
     v1(StatusCode::OK, None, Vec::new())
 }
 
-fn json<T: Serialize>(v: &T) -> Response {
+pub(crate) fn json<T: Serialize>(v: &T) -> Response {
     v1(
         StatusCode::OK,
         Some(JSON_TYPE),
@@ -142,12 +142,12 @@ impl IntoResponse for ApiErr {
     }
 }
 
-type ApiResult = Result<Response, ApiErr>;
+pub(crate) type ApiResult = Result<Response, ApiErr>;
 
 const EXITING: ApiErr = ApiErr(503, "EXITING");
 
 /// Go's `url.ParseQuery`: name → values.
-fn query(raw: &Option<String>) -> Result<HashMap<String, Vec<String>>, ApiErr> {
+pub(crate) fn query(raw: &Option<String>) -> Result<HashMap<String, Vec<String>>, ApiErr> {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     let Some(raw) = raw else { return Ok(m) };
     for part in raw.split('&').filter(|p| !p.is_empty()) {
@@ -176,7 +176,7 @@ fn percent_decode(s: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-fn first<'a>(q: &'a HashMap<String, Vec<String>>, k: &str) -> Option<&'a str> {
+pub(crate) fn first<'a>(q: &'a HashMap<String, Vec<String>>, k: &str) -> Option<&'a str> {
     q.get(k).and_then(|v| v.first()).map(|s| s.as_str())
 }
 

@@ -200,7 +200,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
 }
 
 /// SIGTERM and SIGINT, caught from creation on.
-struct Signals {
+pub(crate) struct Signals {
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -212,7 +212,7 @@ struct Signals {
 }
 
 impl Signals {
-    fn new() -> anyhow::Result<Signals> {
+    pub(crate) fn new() -> anyhow::Result<Signals> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -226,7 +226,7 @@ impl Signals {
         Ok(Signals {})
     }
 
-    async fn wait(mut self) {
+    pub(crate) async fn wait(mut self) {
         #[cfg(unix)]
         tokio::select! {
             _ = self.term.recv() => {},

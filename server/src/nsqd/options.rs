@@ -453,6 +453,8 @@ const CFG_RENAMES: &[(&str, &str)] = &[
 ];
 
 const DURATION_FLAGS: &[&str] = &[
+    "inactive-producer-timeout",
+    "tombstone-lifetime",
     "http-client-connect-timeout",
     "http-client-request-timeout",
     "sync-timeout",
