@@ -14,7 +14,7 @@ use crate::protocol::{
     encode_frame, encode_message_frame, is_valid_name, Command, ProtocolError, CLOSE_WAIT,
     FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE, HEARTBEAT, MAGIC_V2, OK,
 };
-use crate::store::{Hold, LoadRequest, StoreOp, Ticket};
+use crate::store::{Hold, LoadRequest, RegistryChange, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
 use crate::topic::Topic;
 use crate::{ChannelId, ClientId};
@@ -108,6 +108,8 @@ pub struct Broker {
     restoring: bool,
     /// Evicted bodies to fetch from storage.
     loads: VecDeque<LoadRequest>,
+    /// Topics and channels that came or went (only with `opts.registry`).
+    registry: VecDeque<RegistryChange>,
 }
 
 impl Broker {
@@ -136,6 +138,7 @@ impl Broker {
             health: None,
             restoring: false,
             loads: VecDeque::new(),
+            registry: VecDeque::new(),
         };
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
@@ -203,6 +206,12 @@ impl Broker {
             self.store_ops.shrink_to(4096);
         }
         op
+    }
+
+    /// The next topic or channel that came or went (only with [`Options::registry`]).
+    #[must_use]
+    pub fn poll_registry(&mut self) -> Option<RegistryChange> {
+        self.registry.pop_front()
     }
 
     /// The next evicted body to fetch (only with [`Options::evict_bodies`]); answer with
@@ -923,6 +932,12 @@ impl Broker {
                 topic: name.clone(),
             });
         }
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Register {
+                topic: name.clone(),
+                channel: None,
+            });
+        }
         self.emit(
             now,
             EventKind::TopicCreated {
@@ -956,6 +971,12 @@ impl Broker {
             return id;
         }
         let name: Name = Arc::from(name);
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Register {
+                topic: topic.clone(),
+                channel: Some(name.clone()),
+            });
+        }
         let mut ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
         ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
         let id = match self.free_channels.pop() {
@@ -1585,6 +1606,12 @@ impl Broker {
         if let Some(t) = self.topics.get_mut(&topic) {
             t.channels.remove(&c.name);
         }
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Unregister {
+                topic: topic.clone(),
+                channel: Some(c.name.clone()),
+            });
+        }
         if c.stored {
             self.store_ops.push_back(StoreOp::ChannelDeleted {
                 topic: topic.clone(),
@@ -1626,6 +1653,12 @@ impl Broker {
             self.delete_channel_inner(now, ch);
         }
         if self.topics.remove(topic).is_some() {
+            if self.opts.registry {
+                self.registry.push_back(RegistryChange::Unregister {
+                    topic: topic.clone(),
+                    channel: None,
+                });
+            }
             if stored {
                 self.store_ops.push_back(StoreOp::TopicDeleted {
                     topic: topic.clone(),

@@ -74,7 +74,7 @@ pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};
 pub use stats::{Stats, StatsFilter};
-pub use store::{LoadRequest, Replay, StoreOp, Ticket};
+pub use store::{LoadRequest, RegistryChange, Replay, StoreOp, Ticket};
 pub use time::{Nanos, Time};
 
 use serde::{Deserialize, Serialize};

@@ -86,6 +86,9 @@ pub struct Options {
     /// in a queue (nsqd's disk backend), leave memory (the store has them); the broker asks for
     /// one back with a [`crate::store::LoadRequest`] just before it is sent.
     pub evict_bodies: bool,
+    /// Report topics and channels as they come and go ([`crate::Broker::poll_registry`]), for
+    /// nsqlookupd registration.
+    pub registry: bool,
 }
 
 impl Default for Options {
@@ -121,6 +124,7 @@ impl Default for Options {
             heap_trace: false,
             durable: false,
             evict_bodies: false,
+            registry: false,
         }
     }
 }

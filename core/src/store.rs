@@ -115,6 +115,13 @@ pub enum StoreOp {
     },
 }
 
+/// A topic or channel came or went (for nsqlookupd: `REGISTER` / `UNREGISTER`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistryChange {
+    Register { topic: Name, channel: Option<Name> },
+    Unregister { topic: Name, channel: Option<Name> },
+}
+
 /// A due deferred message whose body was evicted: the host reads it from storage and answers
 /// with [`Broker::handle_loaded`](crate::Broker::handle_loaded).
 #[derive(Debug, Clone, PartialEq, Eq)]

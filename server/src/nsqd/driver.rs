@@ -109,6 +109,7 @@ pub fn spawn(
     broker: Broker,
     auth: super::auth::AuthConfig,
     store: Option<super::store::Store>,
+    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
     let (tx, rx) = mpsc::channel(4096);
     let (events, _) = broadcast::channel(65_536);
@@ -123,6 +124,7 @@ pub fn spawn(
         events,
         Arc::new(auth),
         store,
+        registry,
     ));
     (handle, task)
 }
@@ -134,6 +136,7 @@ async fn run(
     events: broadcast::Sender<Event>,
     auth: Arc<super::auth::AuthConfig>,
     mut store: Option<super::store::Store>,
+    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> Broker {
     let mut auth_start = 0usize;
     let alarm = Alarm::start(me.clone());
@@ -228,6 +231,9 @@ async fn run(
                         .await;
                 }
             });
+        }
+        while let Some(c) = broker.poll_registry() {
+            let _ = registry.send(c);
         }
         while let Some(e) = broker.poll_event() {
             let _ = events.send(e);

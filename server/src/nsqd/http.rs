@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -89,7 +89,7 @@ struct AppState {
     driver: DriverHandle,
     info: Arc<ServerInfo>,
     /// Options `PUT /config/:opt` can change.
-    lookupd: Arc<Mutex<Vec<String>>>,
+    lookupd: Arc<tokio::sync::watch::Sender<Vec<String>>>,
 }
 
 pub(crate) const NSQ_CONTENT_TYPE: &str = "nsq; version=1.0";
@@ -611,7 +611,7 @@ fn admin_result(r: Result<(), AdminError>) -> ApiResult {
 
 fn config_response(s: &AppState, opt: &str) -> ApiResult {
     match opt {
-        "nsqlookupd_tcp_addresses" => Ok(json(&*s.lookupd.lock().expect("lookupd lock"))),
+        "nsqlookupd_tcp_addresses" => Ok(json(&*s.lookupd.borrow())),
         "log_level" => Ok(json(&crate::logging::level())),
         _ => match s.info.config.iter().find(|(k, _)| k == opt) {
             Some((_, ConfigValue::Str(v))) => Ok(ok_text(v.clone())),
@@ -633,7 +633,8 @@ async fn config_put(State(s): State<AppState>, Path(opt): Path<String>, body: By
         "nsqlookupd_tcp_addresses" => {
             let v: Option<Vec<String>> =
                 serde_json::from_slice(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
-            *s.lookupd.lock().expect("lookupd lock") = v.unwrap_or_default();
+            // The lookupd connections follow (lookup.rs).
+            s.lookupd.send_replace(v.unwrap_or_default());
         }
         "log_level" => {
             let text = std::str::from_utf8(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
@@ -891,11 +892,15 @@ async fn method_guard(req: Request, next: Next) -> Response {
 }
 
 /// The router (exposed for tests).
-pub fn router(driver: DriverHandle, info: ServerInfo, lookupd: Vec<String>) -> Router {
+pub fn router(
+    driver: DriverHandle,
+    info: ServerInfo,
+    lookupd: tokio::sync::watch::Sender<Vec<String>>,
+) -> Router {
     let state = AppState {
         driver,
         info: Arc::new(info),
-        lookupd: Arc::new(Mutex::new(lookupd)),
+        lookupd: Arc::new(lookupd),
     };
     Router::new()
         .route("/", get(index))

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod codec;
 pub mod driver;
 pub mod http;
+pub mod lookup;
 pub mod options;
 pub mod statsd;
 pub mod store;
@@ -71,6 +72,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     tracing::info!("ID: {}", opts.node_id);
     opts.durable = args.durable;
     opts.evict_bodies = args.durable;
+    opts.registry = true;
     let now = crate::clock::now();
     let mut broker = Broker::new(opts, now, now);
     let store = if args.durable {
@@ -109,7 +111,10 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         connect_timeout: args.http_client_connect_timeout,
         request_timeout: args.http_client_request_timeout,
     };
-    let (driver, broker_task) = driver::spawn(broker, auth, store);
+    // What the restore created is registered on connect; only later changes are news.
+    while broker.poll_registry().is_some() {}
+    let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (driver, broker_task) = driver::spawn(broker, auth, store, registry_tx);
 
     let tcp = TcpListener::bind(&args.tcp_address)
         .await
@@ -147,7 +152,31 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         tls,
         shutdown.clone(),
     )));
-    let app = http::router(driver.clone(), info, args.lookupd_tcp_address.clone());
+    let (lookupd_tx, lookupd_rx) = watch::channel(args.lookupd_tcp_address.clone());
+    let node = lookup::NodeInfo {
+        broadcast_address: args.broadcast_address(),
+        hostname: options::hostname(),
+        tcp_port: if args.broadcast_tcp_port != 0 {
+            args.broadcast_tcp_port
+        } else {
+            tcp_addr.port()
+        },
+        http_port: if args.broadcast_http_port != 0 {
+            args.broadcast_http_port
+        } else {
+            http_addr.port()
+        },
+        http_connect_timeout: args.http_client_connect_timeout,
+        http_request_timeout: args.http_client_request_timeout,
+    };
+    tasks.push(tokio::spawn(lookup::run(
+        driver.clone(),
+        node,
+        lookupd_rx,
+        registry_rx,
+        shutdown.clone(),
+    )));
+    let app = http::router(driver.clone(), info, lookupd_tx);
     // --tls-required=true (not tcp-https) also closes plain HTTP, as nsqd.
     let plain_app = if args.tls_required == "true" {
         http::tls_required_app(bound.https.map_or(0, |a| a.port()))

@@ -5,7 +5,7 @@ use crate::cli::duration_arg;
 use clap::{ArgAction, Parser};
 use std::time::Duration;
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     hostname::get()
         .ok()
         .and_then(|h| h.into_string().ok())
