@@ -6,8 +6,10 @@
 
 pub mod bench;
 pub mod cli;
+pub mod client;
 pub mod clock;
 pub mod demo;
 pub mod logging;
 pub mod nsqd;
 pub mod nsqlookupd;
+pub mod tools;

@@ -16,10 +16,14 @@ const PROGRAMS: &[(&str, &str)] = &[
 
 fn usage() -> ! {
     eprintln!(
-        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd        an NSQ daemon (drop-in nsqd v1.3)\n  nsqlookupd  the discovery service (drop-in nsqlookupd v1.3)\n  bench       benchmark clients: writer, reader, lateness, deferred-mem, latency
+        "usage: nsqlab <command> [flags]\n\ncommands:\n  nsqd        an NSQ daemon (drop-in nsqd v1.3)\n  nsqlookupd  the discovery service (drop-in nsqlookupd v1.3)\n  tail        print a topic's messages (nsq_tail)\n  to_file     write topics to rotating files (nsq_to_file)\n  to_nsq      publish stdin lines (to_nsq)\n  stat        a channel's numbers every interval (nsq_stat)\n  bench       benchmark clients: writer, reader, lateness, deferred-mem, latency
   demo        print a DPUB's life through the core, in virtual time\n  version     print the version"
     );
     std::process::exit(2);
+}
+
+fn tool_argv(name: &str, rest: Vec<String>) -> Vec<String> {
+    std::iter::once(name.to_string()).chain(rest).collect()
 }
 
 fn main() {
@@ -118,6 +122,10 @@ fn main() {
                 std::process::exit(1);
             }
         }
+        "tail" => nsqlab::tools::tail::main(tool_argv("nsq_tail", rest)),
+        "to_file" => nsqlab::tools::to_file::main(tool_argv("nsq_to_file", rest)),
+        "to_nsq" => nsqlab::tools::to_nsq::main(tool_argv("to_nsq", rest)),
+        "stat" => nsqlab::tools::stat::main(tool_argv("nsq_stat", rest)),
         "demo" => nsqlab::demo::run(),
         "bench" => {
             #[derive(clap::Parser)]

@@ -1,0 +1,403 @@
+//! A small NSQ client for nsqlab's tools (`tail`, `to_file`, `to_nsq`, `stat`): a consumer
+//! that finds nsqd nodes directly or through nsqlookupd, a publisher, and lookupd/nsqd HTTP
+//! queries. It speaks the same V2 protocol as any client library, through the core's codec.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_util::client::legacy::Client as HttpClient;
+use hyper_util::rt::TokioExecutor;
+use nsqlab_core::protocol::{decode_frame, Command, Frame};
+use nsqlab_core::{Message, MessageId};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+
+/// go-nsq's `Config` options the tools accept through `--consumer-opt` / `--producer-opt`.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub max_in_flight: i64,
+    pub lookupd_poll_interval: Duration,
+    pub heartbeat_interval: Duration,
+    pub user_agent: String,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            max_in_flight: 1,
+            lookupd_poll_interval: Duration::from_secs(60),
+            heartbeat_interval: Duration::from_secs(30),
+            user_agent: format!("nsqlab/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// go-nsq's `ConfigFlag.Set`: `key,value` (a bare key means `true`).
+    pub fn set(&mut self, opt: &str) -> Result<(), String> {
+        let (key, value) = opt.split_once(',').unwrap_or((opt, "true"));
+        let dur = |v: &str| crate::cli::duration_arg(v).map_err(|e| e.to_string());
+        match key {
+            "max_in_flight" => {
+                self.max_in_flight = value
+                    .parse()
+                    .map_err(|_| format!("invalid max_in_flight {value}"))?
+            }
+            "lookupd_poll_interval" => self.lookupd_poll_interval = dur(value)?,
+            "heartbeat_interval" => self.heartbeat_interval = dur(value)?,
+            "user_agent" => self.user_agent = value.to_string(),
+            // Accepted and without effect here (TLS, compression and backoff are not used
+            // by these tools).
+            "max_attempts"
+            | "lookupd_poll_jitter"
+            | "max_requeue_delay"
+            | "default_requeue_delay"
+            | "backoff_strategy"
+            | "max_backoff_duration"
+            | "output_buffer_size"
+            | "output_buffer_timeout"
+            | "msg_timeout"
+            | "sample_rate"
+            | "dial_timeout"
+            | "read_timeout"
+            | "write_timeout"
+            | "client_id"
+            | "hostname" => {}
+            _ => return Err(format!("invalid option {key}")),
+        }
+        Ok(())
+    }
+}
+
+/// A message handed to a consumer's owner, with the way to answer it.
+pub struct Delivery {
+    pub topic: String,
+    pub msg: Message,
+    answer: mpsc::UnboundedSender<Command>,
+}
+
+impl Delivery {
+    pub fn finish(&self) {
+        let _ = self.answer.send(Command::Fin(self.msg.id.to_hex()));
+    }
+
+    pub fn id(&self) -> MessageId {
+        self.msg.id
+    }
+}
+
+/// Where a consumer finds its nsqd nodes.
+#[derive(Debug, Clone)]
+pub enum Discovery {
+    Nsqd(Vec<String>),
+    Lookupd(Vec<String>),
+}
+
+/// Consume `topic`/`channel`; messages arrive on the returned receiver until `stop` flips.
+pub fn consume(
+    topic: String,
+    channel: String,
+    how: Discovery,
+    cfg: ClientConfig,
+    stop: watch::Receiver<bool>,
+) -> mpsc::Receiver<Delivery> {
+    let (tx, rx) = mpsc::channel(cfg.max_in_flight.max(1) as usize);
+    tokio::spawn(async move {
+        let live: Arc<Mutex<BTreeSet<String>>> = Arc::default();
+        match how {
+            Discovery::Nsqd(addrs) => {
+                // RDY split over the connections, as go-nsq does.
+                let rdy = (cfg.max_in_flight / addrs.len().max(1) as i64).max(1);
+                for a in addrs {
+                    tokio::spawn(connection_loop(
+                        a,
+                        topic.clone(),
+                        channel.clone(),
+                        rdy,
+                        cfg.clone(),
+                        tx.clone(),
+                        stop.clone(),
+                        true,
+                        live.clone(),
+                    ));
+                }
+            }
+            Discovery::Lookupd(lookupds) => {
+                let mut stop2 = stop.clone();
+                loop {
+                    let mut found = BTreeSet::new();
+                    for l in &lookupds {
+                        match lookup(l, &topic).await {
+                            Ok(p) => found.extend(p),
+                            Err(e) => tracing::warn!("error querying nsqlookupd ({l}) - {e}"),
+                        }
+                    }
+                    let n = found.len().max(1) as i64;
+                    for addr in found {
+                        if live.lock().expect("live set").insert(addr.clone()) {
+                            tokio::spawn(connection_loop(
+                                addr,
+                                topic.clone(),
+                                channel.clone(),
+                                (cfg.max_in_flight / n).max(1),
+                                cfg.clone(),
+                                tx.clone(),
+                                stop.clone(),
+                                false,
+                                live.clone(),
+                            ));
+                        }
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(cfg.lookupd_poll_interval) => {}
+                        _ = stop2.changed() => break,
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// The producers' TCP addresses for `topic` from one lookupd.
+pub async fn lookup(lookupd: &str, topic: &str) -> Result<Vec<String>, String> {
+    let v = http_get_json(lookupd, &format!("/lookup?topic={}", urlencode(topic))).await?;
+    let mut out = Vec::new();
+    for p in v["producers"].as_array().cloned().unwrap_or_default() {
+        let host = p["broadcast_address"].as_str().unwrap_or_default();
+        let port = p["tcp_port"].as_i64().unwrap_or_default();
+        if !host.is_empty() && port > 0 {
+            out.push(join_host_port(host, port));
+        }
+    }
+    Ok(out)
+}
+
+/// Go's `net.JoinHostPort`.
+pub fn join_host_port(host: &str, port: i64) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+pub fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// `GET http://<addr><path>` with NSQ's Accept header; the JSON body of a 200.
+pub async fn http_get_json(addr: &str, path: &str) -> Result<serde_json::Value, String> {
+    let client: HttpClient<_, Empty<Bytes>> =
+        HttpClient::builder(TokioExecutor::new()).build_http();
+    let req = hyper::Request::get(format!("http://{addr}{path}"))
+        .header("Accept", "application/vnd.nsq; version=1.0")
+        .body(Empty::new())
+        .map_err(|e| e.to_string())?;
+    let fut = async {
+        let resp = client.request(req).await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let body = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        if !status.is_success() {
+            return Err(format!(
+                "got response {status} {:?}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        serde_json::from_slice(&body).map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(Duration::from_secs(5), fut)
+        .await
+        .map_err(|_| "timeout".to_string())?
+}
+
+/// One nsqd connection: SUB, RDY, hand messages over, send answers; redial direct addresses.
+#[allow(clippy::too_many_arguments)]
+async fn connection_loop(
+    addr: String,
+    topic: String,
+    channel: String,
+    rdy: i64,
+    cfg: ClientConfig,
+    tx: mpsc::Sender<Delivery>,
+    mut stop: watch::Receiver<bool>,
+    redial: bool,
+    live: Arc<Mutex<BTreeSet<String>>>,
+) {
+    loop {
+        tracing::info!("[{topic}/{channel}] ({addr}) connecting to nsqd");
+        let r = connection(&addr, &topic, &channel, rdy, &cfg, &tx, &mut stop).await;
+        if let Err(e) = &r {
+            tracing::warn!("[{topic}/{channel}] ({addr}) {e}");
+        }
+        if *stop.borrow() || !redial {
+            break;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.changed() => break,
+        }
+    }
+    live.lock().expect("live set").remove(&addr);
+}
+
+async fn connection(
+    addr: &str,
+    topic: &str,
+    channel: &str,
+    rdy: i64,
+    cfg: &ClientConfig,
+    tx: &mpsc::Sender<Delivery>,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<(), String> {
+    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let _ = s.set_nodelay(true);
+    let identify = serde_json::json!({
+        "client_id": crate::nsqd::options::hostname(),
+        "hostname": crate::nsqd::options::hostname(),
+        "feature_negotiation": true,
+        "heartbeat_interval": cfg.heartbeat_interval.as_millis() as i64,
+        "user_agent": cfg.user_agent,
+    });
+    let mut out = b"  V2".to_vec();
+    Command::Identify(serde_json::to_vec(&identify).expect("identify")).encode(&mut out);
+    Command::Sub {
+        topic: topic.into(),
+        channel: channel.into(),
+    }
+    .encode(&mut out);
+    s.write_all(&out).await.map_err(|e| e.to_string())?;
+    let (mut r, mut w) = s.into_split();
+    let (atx, mut arx) = mpsc::unbounded_channel::<Command>();
+    let mut buf = Vec::new();
+    let mut tmp = vec![0u8; 64 * 1024];
+    let mut responses = 0;
+    loop {
+        tokio::select! {
+            n = r.read(&mut tmp) => {
+                let n = n.map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Err("connection closed".into());
+                }
+                buf.extend_from_slice(&tmp[..n]);
+                let mut used = 0;
+                while let Ok(Some((f, k))) = decode_frame(&buf[used..]) {
+                    used += k;
+                    match f {
+                        Frame::Response(b) if b == b"_heartbeat_" => {
+                            let _ = atx.send(Command::Nop);
+                        }
+                        Frame::Response(_) => {
+                            responses += 1;
+                            // IDENTIFY's answer, then SUB's OK: ready for messages.
+                            if responses == 2 {
+                                let _ = atx.send(Command::Rdy(rdy));
+                            }
+                        }
+                        Frame::Error(e) => {
+                            return Err(String::from_utf8_lossy(&e).into_owned());
+                        }
+                        Frame::Message(msg) => {
+                            let d = Delivery { topic: topic.to_string(), msg, answer: atx.clone() };
+                            if tx.send(d).await.is_err() {
+                                return Ok(());
+                            }
+                        }
+                        Frame::Unknown(..) => {}
+                    }
+                }
+                buf.drain(..used);
+            }
+            c = arx.recv() => {
+                let Some(c) = c else { return Ok(()) };
+                let mut b = c.to_bytes();
+                while let Ok(c) = arx.try_recv() {
+                    c.encode(&mut b);
+                }
+                w.write_all(&b).await.map_err(|e| e.to_string())?;
+            }
+            _ = stop.changed() => {
+                // As go-nsq's Stop: CLS, then go.
+                let _ = w.write_all(&Command::Cls.to_bytes()).await;
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// A publisher to one nsqd (connected on first use), as go-nsq's `Producer.Publish`.
+pub struct Producer {
+    addr: String,
+    conn: Option<std::net::TcpStream>,
+    buf: Vec<u8>,
+}
+
+impl Producer {
+    pub fn new(addr: String) -> Self {
+        Self {
+            addr,
+            conn: None,
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    /// PUB and wait for the answer.
+    pub fn publish(&mut self, topic: &str, body: &[u8]) -> Result<(), String> {
+        use std::io::{Read, Write};
+        if self.conn.is_none() {
+            let mut s = std::net::TcpStream::connect(&self.addr).map_err(|e| e.to_string())?;
+            let _ = s.set_nodelay(true);
+            s.write_all(b"  V2").map_err(|e| e.to_string())?;
+            self.conn = Some(s);
+        }
+        let s = self.conn.as_mut().expect("connected");
+        let cmd = Command::Pub {
+            topic: topic.into(),
+            body: body.into(),
+        };
+        s.write_all(&cmd.to_bytes()).map_err(|e| e.to_string())?;
+        let mut tmp = [0u8; 4096];
+        loop {
+            while let Ok(Some((f, k))) = decode_frame(&self.buf) {
+                self.buf.drain(..k);
+                match f {
+                    Frame::Response(b) if b == b"_heartbeat_" => {
+                        s.write_all(&Command::Nop.to_bytes())
+                            .map_err(|e| e.to_string())?;
+                    }
+                    Frame::Response(_) => return Ok(()),
+                    Frame::Error(e) => {
+                        self.conn = None;
+                        return Err(String::from_utf8_lossy(&e).into_owned());
+                    }
+                    _ => {}
+                }
+            }
+            let n = s.read(&mut tmp).map_err(|e| e.to_string())?;
+            if n == 0 {
+                self.conn = None;
+                return Err("connection closed".into());
+            }
+            self.buf.extend_from_slice(&tmp[..n]);
+        }
+    }
+}
