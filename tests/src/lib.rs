@@ -204,6 +204,91 @@ impl Drop for Nsqd {
     }
 }
 
+/// A running nsqlookupd (through a symlink named `nsqlookupd`).
+pub struct Nsqlookupd {
+    child: Child,
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+    pub log: mpsc::Receiver<String>,
+    _dir: tempdir::TempDir,
+}
+
+impl Nsqlookupd {
+    /// `nsqlookupd -tcp-address=127.0.0.1:0 -http-address=127.0.0.1:0
+    /// -broadcast-address=127.0.0.1 <extra>` (later flags win).
+    pub fn start(extra: &[&str]) -> Nsqlookupd {
+        let (dir, link) = symlink_as("nsqlookupd");
+        let mut child = Command::new(&link)
+            .args([
+                "-tcp-address=127.0.0.1:0",
+                "-http-address=127.0.0.1:0",
+                "-broadcast-address=127.0.0.1",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nsqlookupd");
+        let (tcp, http, log) = listening_lines(&mut child);
+        Nsqlookupd {
+            child,
+            tcp,
+            http,
+            log,
+            _dir: dir,
+        }
+    }
+
+    pub fn http(&self, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+        http_request(self.http, method, path, body)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Nsqlookupd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Read a child's stderr until its `TCP: listening on` and `HTTP: listening on` lines.
+fn listening_lines(child: &mut Child) -> (SocketAddr, SocketAddr, mpsc::Receiver<String>) {
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut tcp, mut http) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while tcp.is_none() || http.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = rx.recv_timeout(left).expect("the listening lines");
+        let addr = |l: &str, tag: &str| -> Option<SocketAddr> {
+            l.split(tag).nth(1).and_then(|a| a.trim().parse().ok())
+        };
+        tcp = tcp.or_else(|| addr(&line, "TCP: listening on "));
+        http = http.or_else(|| addr(&line, "HTTP: listening on "));
+    }
+    (tcp.unwrap(), http.unwrap(), rx)
+}
+
+/// One of NSQ's tools (`nsq_tail`, `nsq_to_file`, `to_nsq`, `nsq_stat`) through a symlink with
+/// its name; keep the returned directory alive while the command runs.
+pub fn tool(name: &str) -> (tempdir::TempDir, Command) {
+    let (dir, link) = symlink_as(name);
+    (dir, Command::new(link))
+}
+
 /// A raw protocol client.
 pub struct Client {
     pub stream: TcpStream,

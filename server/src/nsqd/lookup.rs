@@ -2,8 +2,9 @@
 //!
 //! On every (re)connect: the magic `"  V1"`, `IDENTIFY` with this node's addresses, then
 //! `REGISTER` for every topic and channel. Afterwards `REGISTER` / `UNREGISTER` as topics and
-//! channels come and go, and `PING` every 15 s — which is also when a lost connection is
-//! redialled. Each command waits at most a second for its answer. `PUT
+//! channels come and go, and `PING` every 15 s. A lost connection is redialled at once (then
+//! with backoff up to 15 s; nsqd waits for its next PINGs). Each command waits at most a
+//! second for its answer. `PUT
 //! /config/nsqlookupd_tcp_addresses` changes the set of lookupds while running. When a topic is
 //! created, its channels known to the lookupds (`GET /channels?topic=`) are created too,
 //! ephemeral ones excepted.
@@ -130,7 +131,29 @@ async fn peer(
     http_addrs: HttpAddrs,
 ) {
     let mut conn: Option<TcpStream> = None;
-    while let Some(m) = rx.recv().await {
+    // Unlike nsqd (which notices a lost lookupd on its next PING and redials on the one
+    // after), a closed connection is seen at once and redialled with backoff (1 s … 15 s),
+    // so a restarted lookupd has this node's registrations within seconds.
+    let mut retry = Duration::from_secs(1);
+    let mut redial_at: Option<tokio::time::Instant> = None;
+    loop {
+        let mut probe = [0u8; 1];
+        let m = tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => m,
+                None => break,
+            },
+            // lookupd never speaks unasked: readable means closed (or broken).
+            _ = async { conn.as_mut().expect("connected").read(&mut probe).await }, if conn.is_some() => {
+                tracing::info!("LOOKUPD({addr}): connection closed");
+                conn = None;
+                redial_at = Some(tokio::time::Instant::now() + retry);
+                continue;
+            }
+            _ = tokio::time::sleep_until(redial_at.unwrap_or_else(tokio::time::Instant::now)), if redial_at.is_some() && conn.is_none() => {
+                PeerMsg::Connect
+            }
+        };
         let cmd = match m {
             PeerMsg::Stop => break,
             PeerMsg::Connect => None,
@@ -138,6 +161,13 @@ async fn peer(
         };
         if conn.is_none() {
             conn = connect(&addr, &driver, &node, &http_addrs).await;
+            if conn.is_some() {
+                retry = Duration::from_secs(1);
+                redial_at = None;
+            } else {
+                redial_at = Some(tokio::time::Instant::now() + retry);
+                retry = (retry * 2).min(PING_EVERY);
+            }
         }
         let (Some(c), Some(cmd)) = (conn.as_mut(), cmd) else {
             continue;
@@ -148,6 +178,7 @@ async fn peer(
         if let Err(e) = command(c, &cmd).await {
             tracing::error!("LOOKUPD({addr}): {cmd} - {e}");
             conn = None;
+            redial_at = Some(tokio::time::Instant::now() + retry);
         }
     }
     http_addrs.lock().expect("lookupd addrs").remove(&addr);

@@ -17,6 +17,7 @@ pub(crate) fn hostname() -> String {
 #[command(
     name = "nsqd",
     disable_version_flag = true,
+    args_override_self = true,
     about = "nsqlab nsqd: an NSQ daemon"
 )]
 pub struct NsqdArgs {

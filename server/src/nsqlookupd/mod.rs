@@ -19,6 +19,7 @@ use tokio::sync::watch;
 #[command(
     name = "nsqlookupd",
     disable_version_flag = true,
+    args_override_self = true,
     about = "nsqlab nsqlookupd: NSQ's discovery service"
 )]
 pub struct LookupdArgs {
