@@ -189,6 +189,12 @@ impl Nsqd {
     }
 }
 
+/// Send SIGTERM to a process.
+pub fn sigterm(pid: u32) {
+    #[cfg(unix)]
+    unsafe_kill(pid, 15);
+}
+
 #[cfg(unix)]
 fn unsafe_kill(pid: u32, sig: i32) {
     let _ = Command::new("kill")

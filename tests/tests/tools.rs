@@ -1,0 +1,226 @@
+//! NSQ's utilities (the real binary through symlinks named `nsq_tail`, `nsq_to_file`,
+//! `to_nsq`, `nsq_stat`) against a real server.
+
+use nsqlab_tests::tempdir::TempDir;
+use nsqlab_tests::{tool, Nsqd};
+use std::io::{Read, Write};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn channel_stats(d: &Nsqd, topic: &str, channel: &str) -> serde_json::Value {
+    let s = d
+        .http("GET", &format!("/stats?format=json&topic={topic}"), b"")
+        .json();
+    s["topics"][0]["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["channel_name"] == channel)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A child process killed if the test fails first.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn to_nsq_publishes_every_line_and_tail_prints_them() {
+    let d = Nsqd::start(&[]);
+    // tail first (an ephemeral channel of its own), stopping after 101 messages.
+    let (_t, mut tail) = tool("nsq_tail");
+    let mut tail = KillOnDrop(
+        tail.args(["--topic=lines", "-n", "101", "--print-topic"])
+            .arg(format!("--nsqd-tcp-address={}", d.tcp))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("tail's channel", Duration::from_secs(5), || {
+        let s = d.http("GET", "/stats?format=json&topic=lines", b"").json();
+        s["topics"][0]["channels"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["client_count"] == 1))
+    });
+    let (_n, mut to_nsq) = tool("to_nsq");
+    let mut p = KillOnDrop(
+        to_nsq
+            .args(["-topic", "lines"])
+            .arg(format!("-nsqd-tcp-address={}", d.tcp))
+            .stdin(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut input = String::new();
+    for i in 0..100 {
+        input.push_str(&format!("line {i}\n"));
+        if i % 10 == 0 {
+            input.push('\n'); // empty records are skipped
+        }
+    }
+    input.push_str("last, without a newline");
+    p.0.stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    assert!(p.0.wait().unwrap().success(), "to_nsq exits 0 at EOF");
+
+    let mut out = String::new();
+    tail.0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(tail.0.wait().unwrap().success(), "tail -n exits 0");
+    let mut want: Vec<String> = (0..100).map(|i| format!("lines | line {i}")).collect();
+    want.push("lines | last, without a newline".into());
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
+    let s = d.http("GET", "/stats?format=json&topic=lines", b"").json();
+    assert_eq!(s["topics"][0]["message_count"], 101);
+}
+
+fn gunzip(b: &[u8]) -> String {
+    let mut s = String::new();
+    flate2::read::MultiGzDecoder::new(b)
+        .read_to_string(&mut s)
+        .expect("gzip");
+    s
+}
+
+#[test]
+fn to_file_writes_rotates_and_finishes_only_what_is_on_disk() {
+    let d = Nsqd::start(&[]);
+    let (out_dir, work_dir) = (TempDir::new(), TempDir::new());
+    let body: Vec<u8> = (0..50)
+        .map(|i| format!("message {i:02}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes();
+    d.http("POST", "/topic/create?topic=archive", b"");
+    for gzip in [false, true] {
+        let (_t, mut cmd) = tool("nsq_to_file");
+        cmd.args([
+            "--topic=archive",
+            "--rotate-size=200",
+            "--sync-interval=100ms",
+        ])
+        .arg(format!("--channel=files{}", gzip as u8))
+        .arg(format!("--nsqd-tcp-address={}", d.tcp))
+        .arg(format!("--output-dir={}", out_dir.path().display()))
+        .arg(format!("--work-dir={}", work_dir.path().display()))
+        .arg(format!("--gzip={gzip}"))
+        .stderr(Stdio::null());
+        // The channel must exist before the messages are published to it: create it.
+        let ch = format!("files{}", gzip as u8);
+        d.http(
+            "POST",
+            &format!("/channel/create?topic=archive&channel={ch}"),
+            b"",
+        );
+        assert_eq!(d.http("POST", "/mpub?topic=archive", &body).status, 200);
+        let mut child = KillOnDrop(cmd.spawn().unwrap());
+        wait_until("every message finished", Duration::from_secs(10), || {
+            let c = channel_stats(&d, "archive", &ch);
+            c["depth"] == 0 && c["in_flight_count"] == 0 && c["message_count"] == 50
+        });
+        nsqlab_tests::sigterm(child.0.id());
+        assert!(child.0.wait().unwrap().success(), "SIGTERM: exit 0");
+        // Rotated by size: several files, -000000, -000001, …, all moved out of the work dir.
+        let ext = if gzip { ".log.gz" } else { ".log" };
+        let mut files: Vec<_> = std::fs::read_dir(out_dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(ext))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 3, "rotated by size: {files:?}");
+        let first = files[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            first.starts_with("archive.") && first.contains("-000000."),
+            "{first}"
+        );
+        assert_eq!(std::fs::read_dir(work_dir.path()).unwrap().count(), 0);
+        let mut lines = Vec::new();
+        for f in &files {
+            let b = std::fs::read(f).unwrap();
+            let text = if gzip {
+                gunzip(&b)
+            } else {
+                String::from_utf8(b).unwrap()
+            };
+            lines.extend(text.lines().map(str::to_owned));
+        }
+        let want: Vec<String> = (0..50).map(|i| format!("message {i:02}")).collect();
+        assert_eq!(lines, want, "gzip={gzip}");
+        for f in files {
+            std::fs::remove_file(f).unwrap();
+        }
+    }
+}
+
+#[test]
+fn stat_prints_the_numbers_of_stats() {
+    let d = Nsqd::start(&[]);
+    d.http("POST", "/topic/create?topic=st", b"");
+    d.http("POST", "/channel/create?topic=st&channel=c", b"");
+    assert_eq!(d.http("POST", "/mpub?topic=st", b"a\nb\nc\nd").status, 200);
+    assert_eq!(
+        d.http("POST", "/pub?topic=st&defer=60000", b"later").status,
+        200
+    );
+    let (_t, mut cmd) = tool("nsq_stat");
+    let out = cmd
+        .args(["--topic=st", "--channel=c", "--interval=200ms", "--count=2"])
+        .arg(format!("--nsqd-http-address={}", d.http))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "------rate------+----------------depth----------------+--------------metadata---------------"
+    );
+    assert_eq!(
+        lines[1],
+        "ingress  egress |   total     mem    disk inflt   def |     req     t-o         msgs clients"
+    );
+    assert_eq!(lines.len(), 4, "{text}");
+    let c = channel_stats(&d, "st", "c");
+    let n = |k: &str| c[k].as_i64().unwrap();
+    let want = format!(
+        "{:>7} {:>7} | {:>7} {:>7} {:>7} {:>5} {:>5} | {:>7} {:>7} {:>12} {:>7}",
+        0,
+        0,
+        n("depth"),
+        n("depth") - n("backend_depth"),
+        n("backend_depth"),
+        n("in_flight_count"),
+        n("deferred_count"),
+        n("requeue_count"),
+        n("timeout_count"),
+        n("message_count"),
+        n("client_count")
+    );
+    assert_eq!(lines[3], want);
+    assert_eq!(c["depth"], 4);
+    assert_eq!(c["deferred_count"], 1);
+}
