@@ -573,3 +573,25 @@ fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
     });
     assert_eq!(p.next_text(), "R:OK");
 }
+
+/// `--mem-queue-size=0`: every body waits in the log (as nsqd sends everything through its
+/// disk queue); consumers still get every message, live and after SIGKILL.
+#[test]
+fn mem_queue_size_zero_sends_everything_through_disk() {
+    let data = TempDir::new();
+    let d = Nsqd::start_in(Some(data.path()), &["--mem-queue-size=0"]);
+    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
+    assert_eq!(
+        d.http("POST", "/channel/create?topic=t&channel=c", b"")
+            .status,
+        200
+    );
+    publish_n(&d, "t", 30);
+    let s = d.http("GET", "/stats?format=json&topic=t", b"").json();
+    assert_eq!(s["topics"][0]["channels"][0]["backend_depth"], 30);
+    d.kill9();
+    let d = Nsqd::start_in(Some(data.path()), &["--mem-queue-size=0"]);
+    let seen = consume_all(&d, "t");
+    let want: HashSet<String> = (0..30).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
+}
