@@ -95,13 +95,16 @@ impl<'de> Deserialize<'de> for MessageId {
 }
 
 /// A message as a channel holds it.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Message {
     pub id: MessageId,
     /// Publish time in nanoseconds (nsqd's `Timestamp`, `UnixNano` on a real server).
     pub timestamp: Time,
     /// Delivery attempts so far; incremented on every send to a client.
     pub attempts: u16,
+    /// Insertion sequence in the deferred heap (ties between equal due times go first in,
+    /// first out). It sits in what would be padding, so a heap entry stays 48 bytes.
+    pub(crate) heap_seq: u32,
     pub body: Body,
 }
 
@@ -116,6 +119,18 @@ impl fmt::Debug for Message {
     }
 }
 
+/// Equal in what a client can see (the heap sequence is bookkeeping).
+impl PartialEq for Message {
+    fn eq(&self, o: &Self) -> bool {
+        self.id == o.id
+            && self.timestamp == o.timestamp
+            && self.attempts == o.attempts
+            && self.body == o.body
+    }
+}
+
+impl Eq for Message {}
+
 impl Message {
     /// Whether the body is in storage rather than memory.
     pub fn is_evicted(&self) -> bool {
@@ -127,6 +142,7 @@ impl Message {
             id,
             timestamp,
             attempts: 0,
+            heap_seq: 0,
             body,
         }
     }
@@ -156,6 +172,7 @@ impl Message {
             id,
             timestamp,
             attempts,
+            heap_seq: 0,
             body: Arc::from(&b[26..]),
         })
     }
@@ -272,6 +289,7 @@ mod tests {
             id: MessageId(0x1234),
             timestamp: 0x0102_0304_0506_0708,
             attempts: 3,
+            heap_seq: 0,
             body: Arc::from(&b"hi"[..]),
         };
         let mut out = Vec::new();

@@ -1,9 +1,10 @@
 //! A binary min-heap of inline entries: the deferred queue (the in-flight queue and timer table
 //! use [`crate::iqueue::IndexedQueue`], which can also find entries by ID).
 //!
-//! Entries are ordered by `(key, id)`: `key` is a due time, `id` the item's
-//! [`HeapItem::heap_id`] (message IDs increase as messages are published), so entries due at
-//! the same instant leave oldest message first — with no per-entry sequence number. Entries sit in the heap array
+//! Entries are ordered by `(key, seq)`: `key` is a due time, `seq` the insertion sequence, so
+//! entries due at the same instant leave in the order they came. The sequence is kept in the
+//! item ([`HeapItem::set_heap_seq`]; a message has room for it in its padding), so an entry is
+//! just the key and the item. Entries sit in the heap array
 //! itself (no slab, no index), the smallest layout for millions of pending messages.
 //!
 //! Every structural change can be recorded as a [`HeapOp`] (push, each sift swap, take, move)
@@ -13,9 +14,16 @@ use crate::message::MessageId;
 use crate::time::Time;
 use serde::{Deserialize, Serialize};
 
-/// What a heap entry must tell the heap: its ID for the index.
+/// What a heap entry must tell the heap: its ID, and a place for its insertion sequence.
 pub trait HeapItem {
     fn heap_id(&self) -> u64;
+
+    /// The insertion sequence the heap gave it (items without room for one order ties by ID).
+    fn heap_seq(&self) -> u32 {
+        0
+    }
+
+    fn set_heap_seq(&mut self, _seq: u32) {}
 }
 
 /// One heap slot.
@@ -50,6 +58,8 @@ pub enum HeapOp {
 #[derive(Debug, Clone)]
 pub struct PQueue<T> {
     heap: Vec<Entry<T>>,
+    /// The next insertion sequence (wraps after 2^32 pushes; only ties could misorder then).
+    next_seq: u32,
     trace: Option<Vec<HeapOp>>,
 }
 
@@ -58,6 +68,7 @@ impl<T: HeapItem> PQueue<T> {
     pub fn plain() -> Self {
         Self {
             heap: Vec::new(),
+            next_seq: 0,
             trace: None,
         }
     }
@@ -105,7 +116,9 @@ impl<T: HeapItem> PQueue<T> {
     }
 
     /// Insert `item` due at `key`; returns its array index after sifting.
-    pub fn push(&mut self, key: Time, item: T) -> usize {
+    pub fn push(&mut self, key: Time, mut item: T) -> usize {
+        item.set_heap_seq(self.next_seq);
+        self.next_seq = self.next_seq.wrapping_add(1);
         let at = self.heap.len();
         let id = item.heap_id();
         if self.heap.len() == self.heap.capacity() {
@@ -168,7 +181,7 @@ impl<T: HeapItem> PQueue<T> {
     #[inline]
     fn less(&self, a: usize, b: usize) -> bool {
         let (x, y) = (&self.heap[a], &self.heap[b]);
-        (x.key, x.item.heap_id()) < (y.key, y.item.heap_id())
+        (x.key, x.item.heap_seq(), x.item.heap_id()) < (y.key, y.item.heap_seq(), y.item.heap_id())
     }
 
     /// Move the entry at `at` up or down to its place; returns where it ends.
@@ -225,6 +238,14 @@ impl HeapItem for crate::message::Message {
     fn heap_id(&self) -> u64 {
         self.id.0
     }
+
+    fn heap_seq(&self) -> u32 {
+        self.heap_seq
+    }
+
+    fn set_heap_seq(&mut self, seq: u32) {
+        self.heap_seq = seq;
+    }
 }
 
 #[cfg(test)]
@@ -236,7 +257,8 @@ mod tests {
         for i in 1..h.len() {
             let p = (i - 1) / 2;
             assert!(
-                (h[p].key, h[p].item.heap_id()) <= (h[i].key, h[i].item.heap_id()),
+                (h[p].key, h[p].item.heap_seq(), h[p].item.heap_id())
+                    <= (h[i].key, h[i].item.heap_seq(), h[i].item.heap_id()),
                 "heap order at {i}"
             );
         }
@@ -302,6 +324,24 @@ mod tests {
             }
         );
         assert_eq!(t[1], HeapOp::Move { from: 2, to: 0 });
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn equal_due_times_leave_first_in_first_out_in_48_bytes() {
+        use crate::message::Message;
+        let mut q: PQueue<Message> = PQueue::plain();
+        // A REQ'd (older) message pushed after newer ones still waits its turn.
+        for id in [7u64, 3, 9, 1] {
+            q.push(
+                100,
+                Message::new(MessageId(id), 0, std::sync::Arc::from(&b"x"[..])),
+            );
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|e| e.item.id.0)).collect();
+        assert_eq!(order, vec![7, 3, 9, 1]);
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(std::mem::size_of::<Entry<Message>>(), 48);
     }
 
     #[cfg(not(target_arch = "wasm32"))]
