@@ -978,6 +978,9 @@ impl Broker {
             });
         }
         let mut ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
+        if !self.opts.e2e_percentiles.is_empty() {
+            ch.e2e = Some(crate::e2e::E2eWindow::new(now, self.rng.next_u64()));
+        }
         ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
         let id = match self.free_channels.pop() {
             Some(i) => {
@@ -1919,8 +1922,12 @@ impl Broker {
                 format!("FIN {} failed {e}", String::from_utf8_lossy(raw)),
             )
         })?;
+        let window = self.opts.e2e_window;
         let c = self.ch(ch);
-        c.in_flight.remove(mid.0);
+        let done = c.in_flight.remove(mid.0);
+        if let (Some(w), Some(e)) = (c.e2e.as_mut(), done) {
+            w.insert(now, now.saturating_sub(e.item.msg.timestamp), window);
+        }
         if c.stored {
             let (topic, channel) = (c.topic.clone(), c.name.clone());
             self.store_ops.push_back(StoreOp::Finished {

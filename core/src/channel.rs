@@ -88,6 +88,8 @@ pub struct Channel {
     pub queue: MessageQueue,
     pub deferred: PQueue<Message>,
     pub in_flight: IndexedQueue<InFlight>,
+    /// End-to-end latencies of finished messages (with e2e percentiles configured).
+    pub e2e: Option<crate::e2e::E2eWindow>,
     /// Due messages whose bodies are being loaded from storage.
     pub loading: FxHashMap<MessageId, Message>,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
@@ -116,6 +118,7 @@ impl Channel {
             deferred,
             in_flight,
             loading: FxHashMap::default(),
+            e2e: None,
             clients: Vec::new(),
             next_client: 0,
             message_count: 0,

@@ -55,6 +55,7 @@ pub mod auth;
 pub mod broker;
 pub mod channel;
 pub mod client;
+pub mod e2e;
 pub mod event;
 pub mod iqueue;
 pub mod lookup;

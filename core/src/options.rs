@@ -89,6 +89,10 @@ pub struct Options {
     /// Report topics and channels as they come and go ([`crate::Broker::poll_registry`]), for
     /// nsqlookupd registration.
     pub registry: bool,
+    /// `--e2e-processing-latency-percentile`, highest first (none: not tracked).
+    pub e2e_percentiles: Vec<f64>,
+    /// `--e2e-processing-latency-window-time`.
+    pub e2e_window: Nanos,
 }
 
 impl Default for Options {
@@ -125,6 +129,8 @@ impl Default for Options {
             durable: false,
             evict_bodies: false,
             registry: false,
+            e2e_percentiles: Vec::new(),
+            e2e_window: 600 * SECOND,
         }
     }
 }

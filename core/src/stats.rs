@@ -4,14 +4,8 @@ use crate::broker::Broker;
 use crate::protocol::decode::ClientState;
 use crate::ClientId;
 use serde::Serialize;
-use std::collections::BTreeMap;
 
-/// nsqd's `e2e_processing_latency` object (percentiles are filled in by the server).
-#[derive(Debug, Clone, PartialEq, Serialize, Default)]
-pub struct E2eLatency {
-    pub count: u64,
-    pub percentiles: Option<Vec<BTreeMap<String, f64>>>,
-}
+pub use crate::e2e::E2eLatency;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ClientStats {
@@ -179,6 +173,23 @@ impl Broker {
                     continue;
                 }
             }
+            let (now, quantiles, window) = (
+                self.now(),
+                &self.options().e2e_percentiles,
+                self.options().e2e_window,
+            );
+            let e2e = |c: &crate::channel::Channel, acc: &mut crate::e2e::Samples| {
+                if let Some(w) = &c.e2e {
+                    w.collect(now, window, acc);
+                }
+            };
+            // A topic's latency merges all its channels'.
+            let mut topic_e2e = crate::e2e::Samples::default();
+            for id in t.channels.values() {
+                if let Some(c) = self.channel_by_id(*id) {
+                    e2e(c, &mut topic_e2e);
+                }
+            }
             let mut channels = Vec::new();
             for (name, &id) in &t.channels {
                 if f.channel.as_deref().is_some_and(|n| n != &**name) {
@@ -187,6 +198,8 @@ impl Broker {
                 let Some(c) = self.channel_by_id(id) else {
                     continue;
                 };
+                let mut channel_e2e = crate::e2e::Samples::default();
+                e2e(c, &mut channel_e2e);
                 let clients = f.include_clients.then(|| {
                     c.clients
                         .iter()
@@ -206,7 +219,7 @@ impl Broker {
                     client_count: c.clients.len() as u64,
                     clients,
                     paused: c.paused,
-                    e2e_processing_latency: E2eLatency::default(),
+                    e2e_processing_latency: channel_e2e.result(quantiles),
                 });
             }
             topics.push(TopicStats {
@@ -217,7 +230,7 @@ impl Broker {
                 message_count: t.message_count,
                 message_bytes: t.message_bytes,
                 paused: t.paused,
-                e2e_processing_latency: E2eLatency::default(),
+                e2e_processing_latency: topic_e2e.result(quantiles),
             });
         }
         let producers: Vec<ClientStats> = if f.include_clients {

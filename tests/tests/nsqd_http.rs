@@ -312,3 +312,57 @@ fn prometheus_metrics() {
         );
     }
 }
+
+#[test]
+fn e2e_processing_latency_percentiles() {
+    let d = Nsqd::start(&[
+        "--e2e-processing-latency-percentile=0.5,1.0",
+        "--e2e-processing-latency-percentile=0.99",
+    ]);
+    let mut c = d.client();
+    c.cmd(&nsqlab_core::protocol::Command::Sub {
+        topic: "lat".into(),
+        channel: "c".into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&nsqlab_core::protocol::Command::Rdy(10));
+    let body: Vec<u8> = (0..10)
+        .map(|i| format!("m{i}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes();
+    assert_eq!(d.http("POST", "/mpub?topic=lat", &body).status, 200);
+    for _ in 0..10 {
+        let nsqlab_core::protocol::Frame::Message(m) = c.frame() else {
+            panic!("a message")
+        };
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        c.cmd(&nsqlab_core::protocol::Command::Fin(m.id.to_hex()));
+    }
+    c.cmd(&nsqlab_core::protocol::Command::Nop);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let s = d.http("GET", "/stats?format=json&topic=lat", b"").json();
+    for e2e in [
+        &s["topics"][0]["e2e_processing_latency"],
+        &s["topics"][0]["channels"][0]["e2e_processing_latency"],
+    ] {
+        assert_eq!(e2e["count"], 10, "{e2e}");
+        let ps = e2e["percentiles"].as_array().unwrap();
+        let qs: Vec<f64> = ps.iter().map(|p| p["quantile"].as_f64().unwrap()).collect();
+        assert_eq!(
+            qs,
+            vec![1.0, 0.99, 0.5],
+            "highest first, as nsqd sorts them"
+        );
+        let vs: Vec<u64> = ps.iter().map(|p| p["value"].as_u64().unwrap()).collect();
+        assert!(
+            vs[0] >= vs[2] && vs[2] >= 2_000_000,
+            "publish → FIN took ≥ 2 ms: {vs:?}"
+        );
+    }
+    let text = d.http("GET", "/stats?topic=lat", b"").text();
+    let line = text.lines().find(|l| l.contains("[c ")).unwrap();
+    let tail = line.split("e2e%: ").nth(1).unwrap();
+    assert_eq!(tail.split(", ").count(), 3, "{line}");
+    assert!(tail.ends_with("ms"), "{line}");
+}

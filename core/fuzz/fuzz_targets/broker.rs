@@ -6,9 +6,18 @@ use nsqlab_core::sim::Sim;
 use nsqlab_core::{Options, StatsFilter};
 
 fuzz_target!(|data: &[u8]| {
-    let opts = Options { mem_queue_size: 3, max_msg_size: 256, max_body_size: 1024, ..Options::default() };
+    // Odd lengths run durable: store ops, held OKs, evicted bodies, failed writes, restarts.
+    let durable = data.len() % 2 == 1;
+    let opts = Options {
+        mem_queue_size: 3,
+        max_msg_size: 256,
+        max_body_size: 1024,
+        durable,
+        evict_bodies: durable,
+        ..Options::default()
+    };
     let mut sim = Sim::new(opts, data.len() as u64);
-    let clients: Vec<_> = (0..3).map(|_| sim.connect()).collect();
+    let mut clients: Vec<_> = (0..3).map(|_| sim.connect()).collect();
     let mut rest = data;
     while let Some((&op, tail)) = rest.split_first() {
         let n = (tail.first().copied().unwrap_or(0) as usize % 64).min(tail.len().saturating_sub(1));
@@ -25,6 +34,19 @@ fuzz_target!(|data: &[u8]| {
                 let _ = sim.broker.empty_channel(sim.now(), "t", "c");
                 let _ = sim.broker.pause_channel(sim.now(), "t", "c", op & 0x10 != 0);
                 sim.flush();
+            }
+            _ if durable && op & 0x80 != 0 => {
+                // A crash and a restart from what the store holds, or a store failure toggle.
+                if op & 0x40 != 0 {
+                    let seed = op as u64;
+                    sim = sim.restart(seed);
+                    clients = (0..3).map(|_| sim.connect()).collect();
+                } else {
+                    sim.store.fail = if sim.store.fail.is_some() { None } else { Some("disk full".into()) };
+                    if sim.store.fail.is_none() {
+                        sim.broker.set_health(None);
+                    }
+                }
             }
             _ => sim.disconnect(clients[op as usize % 3]),
         }

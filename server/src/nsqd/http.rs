@@ -461,8 +461,8 @@ fn stats_text(
         let p = if t.paused { "*P " } else { "   " };
         let _ = writeln!(
             w,
-            "\n{p}[{:<15}] depth: {:<5} be-depth: {:<5} msgs: {:<8} e2e%: ",
-            t.topic_name, t.depth, t.backend_depth, t.message_count
+            "\n{p}[{:<15}] depth: {:<5} be-depth: {:<5} msgs: {:<8} e2e%: {}",
+            t.topic_name, t.depth, t.backend_depth, t.message_count, t.e2e_processing_latency
         );
         for c in &t.channels {
             channel_line(&mut w, c);
@@ -487,8 +487,8 @@ fn channel_line(w: &mut String, c: &ChannelStats) {
     let p = if c.paused { "   *P " } else { "      " };
     let _ = writeln!(
         w,
-        "{p}[{:<25}] depth: {:<5} be-depth: {:<5} inflt: {:<4} def: {:<4} re-q: {:<5} timeout: {:<5} msgs: {:<8} e2e%: ",
-        c.channel_name, c.depth, c.backend_depth, c.in_flight_count, c.deferred_count, c.requeue_count, c.timeout_count, c.message_count
+        "{p}[{:<25}] depth: {:<5} be-depth: {:<5} inflt: {:<4} def: {:<4} re-q: {:<5} timeout: {:<5} msgs: {:<8} e2e%: {}",
+        c.channel_name, c.depth, c.backend_depth, c.in_flight_count, c.deferred_count, c.requeue_count, c.timeout_count, c.message_count, c.e2e_processing_latency
     );
     for cl in c.clients.iter().flatten() {
         let _ = writeln!(w, "        {}", client_line(cl));

@@ -241,7 +241,30 @@ impl NsqdArgs {
         if !(1..=9).contains(&self.max_deflate_level) {
             return Err("--max-deflate-level must be [1,9]".into());
         }
+        for p in self
+            .e2e_processing_latency_percentile
+            .iter()
+            .flat_map(|s| s.split(','))
+        {
+            match p.trim().parse::<f64>() {
+                Ok(v) if v > 0.0 && v <= 1.0 => {}
+                _ => return Err(format!("invalid E2E processing latency percentile: {p}")),
+            }
+        }
         Ok(())
+    }
+
+    /// `--e2e-processing-latency-percentile`, all uses and comma lists, highest first (nsqd's
+    /// FloatArray sorts them so).
+    pub fn e2e_percentiles(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self
+            .e2e_processing_latency_percentile
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter_map(|p| p.trim().parse().ok())
+            .collect();
+        v.sort_by(|a, b| b.total_cmp(a));
+        v
     }
 
     /// Every option `/config/:opt` can read, by nsqd's config name, in nsqd's order (strings
@@ -265,12 +288,7 @@ impl NsqdArgs {
             "tls1.3" => 772,
             _ => 769,
         };
-        let percentiles: Vec<f64> = self
-            .e2e_processing_latency_percentile
-            .iter()
-            .flat_map(|s| s.split(','))
-            .filter_map(|p| p.trim().parse().ok())
-            .collect();
+        let percentiles: Vec<f64> = self.e2e_percentiles();
         let http_port = if self.broadcast_http_port != 0 {
             self.broadcast_http_port
         } else {
@@ -429,6 +447,8 @@ impl NsqdArgs {
             auth_enabled: !self.auth_http_address.is_empty(),
             queue_scan_selection_count: self.queue_scan_selection_count.max(1) as usize,
             events: false,
+            e2e_percentiles: self.e2e_percentiles(),
+            e2e_window: ns(self.e2e_processing_latency_window_time),
             ..nsqlab_core::Options::default()
         }
     }

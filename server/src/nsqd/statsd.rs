@@ -59,6 +59,14 @@ pub fn lines(
             format!("topic.{tn}.backend_depth"),
             t.backend_depth,
         );
+        for p in t.e2e_processing_latency.percentiles.iter().flatten() {
+            let q = format!("{:.0}", p.quantile * 100.0);
+            gauge(
+                &mut out,
+                format!("topic.{tn}.e2e_processing_latency_{q}"),
+                p.value,
+            );
+        }
         for c in &t.channels {
             let cn = &c.channel_name;
             if exclude_ephemeral && cn.ends_with("#ephemeral") {
@@ -77,6 +85,14 @@ pub fn lines(
             incr(&mut out, format!("{base}.requeue_count"), c.requeue_count);
             incr(&mut out, format!("{base}.timeout_count"), c.timeout_count);
             gauge(&mut out, format!("{base}.clients"), c.client_count);
+            for p in c.e2e_processing_latency.percentiles.iter().flatten() {
+                let q = format!("{:.0}", p.quantile * 100.0);
+                gauge(
+                    &mut out,
+                    format!("{base}.e2e_processing_latency_{q}"),
+                    p.value,
+                );
+            }
         }
     }
     out
