@@ -774,16 +774,18 @@ fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
 /// Delete the oldest segments once nothing in them is owed.
 fn compact(topic: &Name, ts: &mut TopicStore) {
     while ts.segments.len() > 1 && ts.segments[0].refs <= 0 {
+        if ts.segments[0].refs < 0 {
+            // A miscount: keep the file (disk is cheaper than a lost message).
+            tracing::warn!(
+                "TOPIC({topic}): segment {} counted {} copies; kept",
+                ts.segments[0].num,
+                ts.segments[0].refs
+            );
+            return;
+        }
         let s = ts.segments.pop_front().expect("a segment");
         while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
             ts.index.pop_front();
-        }
-        if s.refs < 0 {
-            tracing::warn!(
-                "TOPIC({topic}): segment {} counted {} copies",
-                s.num,
-                s.refs
-            );
         }
         let path = seg_path(&ts.dir, s.num);
         if let Err(e) = fs::remove_file(&path) {
