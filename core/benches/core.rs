@@ -1,7 +1,8 @@
 //! Throughput of the core alone (no sockets): `cargo bench -p nsqlab-core --bench core`.
 //!
-//! - `publish_deliver_fin`: a producer's PUB bytes in, message frames out to one consumer
-//!   (RDY 2500), FIN bytes back in — the whole per-message path of a server, minus I/O.
+//! - `publish_deliver_fin`: a producer's PUB bytes in (one PUB per message, or MPUB batches
+//!   of 200 as NSQ's bench_writer sends), message frames out to one consumer (RDY 2500), FIN
+//!   bytes back in — the whole per-message path of a server, minus I/O.
 //! - `deferred_heap`: push one and pop one deferred message with 1 000 000 pending.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -15,7 +16,11 @@ use std::sync::Arc;
 const BATCH: usize = 1000;
 
 fn publish_deliver_fin(c: &mut Criterion) {
-    for (name, events) in [("events_off", false), ("events_on", true)] {
+    for (name, events, mpub) in [
+        ("events_off", false, false),
+        ("events_on", true, false),
+        ("mpub200/events_off", false, true),
+    ] {
         let opts = Options {
             events,
             mem_queue_size: 1_000_000,
@@ -29,12 +34,22 @@ fn publish_deliver_fin(c: &mut Criterion) {
         while b.poll_transmit().is_some() {}
         let body: Arc<[u8]> = vec![b'x'; 200].into();
         let mut pubs = Vec::new();
-        for _ in 0..BATCH {
-            Command::Pub {
-                topic: "t".into(),
-                body: body.clone(),
+        if mpub {
+            for _ in 0..BATCH / 200 {
+                Command::Mpub {
+                    topic: "t".into(),
+                    bodies: (0..200).map(|_| body.clone()).collect(),
+                }
+                .encode(&mut pubs);
             }
-            .encode(&mut pubs);
+        } else {
+            for _ in 0..BATCH {
+                Command::Pub {
+                    topic: "t".into(),
+                    body: body.clone(),
+                }
+                .encode(&mut pubs);
+            }
         }
         let mut now = 2u64;
         let mut fins = Vec::with_capacity(BATCH * 21);

@@ -1140,9 +1140,17 @@ impl Broker {
         let mut chans = std::mem::take(&mut self.scratch);
         chans.clear();
         chans.extend(t.channels.values().copied());
-        for &ch in &chans {
+        // Every channel but the last gets a clone; the last gets the message itself.
+        let mut msg = Some(msg);
+        let n = chans.len();
+        for (i, &ch) in chans.iter().enumerate() {
             self.ch(ch).message_count += 1;
-            self.enter_channel(now, ch, msg.clone(), due);
+            let m = if i + 1 == n {
+                msg.take().expect("message for the last channel")
+            } else {
+                msg.clone().expect("message")
+            };
+            self.enter_channel(now, ch, m, due);
             if pump {
                 self.pump(now, ch);
             }
@@ -1916,17 +1924,28 @@ impl Broker {
     }
 
     fn fin(&mut self, now: Time, id: ClientId, raw: &[u8; 16]) -> Result<(), ProtocolError> {
-        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
+        let failed = |e: &str| {
             ProtocolError::soft(
                 "E_FIN_FAILED",
                 format!("FIN {} failed {e}", String::from_utf8_lossy(raw)),
             )
-        })?;
+        };
+        // The hot path: one index lookup finds, checks the owner and removes.
+        let ch = self
+            .clients
+            .get(&id)
+            .and_then(|c| c.channel)
+            .ok_or_else(|| failed("ID not in flight"))?;
+        let mid = MessageId::from_hex(raw).ok_or_else(|| failed("ID not in flight"))?;
         let window = self.opts.e2e_window;
         let c = self.ch(ch);
-        let done = c.in_flight.remove(mid.0);
-        if let (Some(w), Some(e)) = (c.e2e.as_mut(), done) {
-            w.insert(now, now.saturating_sub(e.item.msg.timestamp), window);
+        let done = match c.in_flight.remove_if(mid.0, |f| f.client == id) {
+            Ok(e) => e,
+            Err(false) => return Err(failed("ID not in flight")),
+            Err(true) => return Err(failed("client does not own message")),
+        };
+        if let Some(w) = c.e2e.as_mut() {
+            w.insert(now, now.saturating_sub(done.item.msg.timestamp), window);
         }
         if c.stored {
             let (topic, channel) = (c.topic.clone(), c.name.clone());

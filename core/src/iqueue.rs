@@ -15,7 +15,6 @@ use rustc_hash::FxHashMap;
 #[derive(Debug, Clone)]
 struct Slot<T> {
     entry: Entry<T>,
-    pos: u32,
 }
 
 /// A heap cell: the ordering key inline (comparisons never leave the heap array) and the
@@ -33,6 +32,9 @@ pub struct IndexedQueue<T> {
     /// Keys and slab slots in heap order.
     heap: Vec<Node>,
     slots: Vec<Option<Slot<T>>>,
+    /// Each slot's heap position, apart from the entries (a sift touches only these small
+    /// cells, not the entries).
+    positions: Vec<u32>,
     free: Vec<u32>,
     index: FxHashMap<u64, u32>,
     next_seq: u64,
@@ -50,6 +52,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         Self {
             heap: Vec::new(),
             slots: Vec::new(),
+            positions: Vec::new(),
             free: Vec::new(),
             index: FxHashMap::default(),
             next_seq: 0,
@@ -133,15 +136,16 @@ impl<T: HeapItem> IndexedQueue<T> {
         let pos = self.heap.len();
         let slot = Slot {
             entry: Entry { key, item },
-            pos: pos as u32,
         };
         let s = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(slot);
+                self.positions[s as usize] = pos as u32;
                 s
             }
             None => {
                 self.slots.push(Some(slot));
+                self.positions.push(pos as u32);
                 (self.slots.len() - 1) as u32
             }
         };
@@ -167,9 +171,29 @@ impl<T: HeapItem> IndexedQueue<T> {
         }
     }
 
+    /// Remove entry `id` if `pred` holds for it, with one index lookup. `Err(false)`: no such
+    /// entry; `Err(true)`: `pred` refused it (it stays).
+    pub fn remove_if(&mut self, id: u64, pred: impl FnOnce(&T) -> bool) -> Result<Entry<T>, bool> {
+        let std::collections::hash_map::Entry::Occupied(o) = self.index.entry(id) else {
+            return Err(false);
+        };
+        let s = *o.get();
+        let item = &self.slots[s as usize]
+            .as_ref()
+            .expect("live slot")
+            .entry
+            .item;
+        if !pred(item) {
+            return Err(true);
+        }
+        o.remove();
+        let pos = self.positions[s as usize] as usize;
+        Ok(self.remove_at_unindexed(pos, id))
+    }
+
     pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
         let s = *self.index.get(&id)?;
-        let pos = self.slot(s).pos as usize;
+        let pos = self.positions[s as usize] as usize;
         Some(self.remove_at(pos))
     }
 
@@ -182,7 +206,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.next_seq += 1;
         let slot = self.slots[s as usize].as_mut().expect("live slot");
         slot.entry.key = key;
-        let pos = slot.pos as usize;
+        let pos = self.positions[s as usize] as usize;
         self.heap[pos].key = key;
         self.heap[pos].seq = seq;
         self.record(HeapOp::Rekey {
@@ -215,6 +239,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.free.clear();
         let heap = std::mem::take(&mut self.heap);
         let mut slots = std::mem::take(&mut self.slots);
+        self.positions.clear();
         heap.into_iter()
             .filter_map(|n| slots[n.slot as usize].take().map(|slot| slot.entry))
             .collect()
@@ -225,21 +250,56 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.heap.capacity() * std::mem::size_of::<Node>()
             + self.slots.capacity() * std::mem::size_of::<Option<Slot<T>>>()
             + self.free.capacity() * 4
+            + self.positions.capacity() * 4
             + self.index.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
     }
 
     fn remove_at(&mut self, pos: usize) -> Entry<T> {
-        let last = self.heap.len() - 1;
         let s = self.heap[pos].slot;
         let id = self.slot(s).entry.item.heap_id();
+        self.index.remove(&id);
+        self.remove_at_unindexed(pos, id)
+    }
+
+    /// Remove the entry at `pos`, whose ID `id` is already out of the index.
+    fn remove_at_unindexed(&mut self, pos: usize, id: u64) -> Entry<T> {
+        let last = self.heap.len() - 1;
+        let s = self.heap[pos].slot;
         self.record(HeapOp::Take {
             id: MessageId(id),
             at: pos,
         });
-        self.heap.swap_remove(pos);
-        self.index.remove(&id);
         let slot = self.slots[s as usize].take().expect("live slot");
         self.free.push(s);
+        if pos == 0 && pos != last && self.trace.is_none() {
+            // Taking the first (FIN in delivery order, timeouts): Floyd's deletion — walk the
+            // hole down the smaller children to a leaf (one comparison per level), put the
+            // last node there and let it rise (it rarely does).
+            let moved = self.heap.pop().expect("not empty");
+            let len = self.heap.len();
+            let before = |a: &Node, b: &Node| (a.key, a.seq) < (b.key, b.seq);
+            let mut hole = 0;
+            loop {
+                let l = 2 * hole + 1;
+                if l >= len {
+                    break;
+                }
+                let r = l + 1;
+                let c = if r < len && before(&self.heap[r], &self.heap[l]) {
+                    r
+                } else {
+                    l
+                };
+                self.heap[hole] = self.heap[c];
+                self.set_pos(hole);
+                hole = c;
+            }
+            self.heap[hole] = moved;
+            self.set_pos(hole);
+            self.sift(hole);
+            return slot.entry;
+        }
+        self.heap.swap_remove(pos);
         if pos != last {
             self.record(HeapOp::Move {
                 from: last,
@@ -260,9 +320,7 @@ impl<T: HeapItem> IndexedQueue<T> {
     #[inline]
     fn set_pos(&mut self, pos: usize) {
         let s = self.heap[pos].slot;
-        if let Some(slot) = self.slots[s as usize].as_mut() {
-            slot.pos = pos as u32;
-        }
+        self.positions[s as usize] = pos as u32;
     }
 
     fn swap(&mut self, child: usize, parent: usize) {
@@ -272,7 +330,52 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.record(HeapOp::Swap { child, parent });
     }
 
-    fn sift(&mut self, mut pos: usize) -> usize {
+    fn sift(&mut self, pos: usize) -> usize {
+        if self.trace.is_some() {
+            return self.sift_swaps(pos);
+        }
+        // Without a trace: move a hole instead of swapping (one write per level), to the
+        // same final order as the swaps would give.
+        let node = self.heap[pos];
+        let before = |a: &Node, b: &Node| (a.key, a.seq) < (b.key, b.seq);
+        let mut at = pos;
+        while at > 0 {
+            let parent = (at - 1) / 2;
+            if !before(&node, &self.heap[parent]) {
+                break;
+            }
+            self.heap[at] = self.heap[parent];
+            self.set_pos(at);
+            at = parent;
+        }
+        if at == pos {
+            let len = self.heap.len();
+            loop {
+                let l = 2 * at + 1;
+                if l >= len {
+                    break;
+                }
+                let r = l + 1;
+                let c = if r < len && before(&self.heap[r], &self.heap[l]) {
+                    r
+                } else {
+                    l
+                };
+                if !before(&self.heap[c], &node) {
+                    break;
+                }
+                self.heap[at] = self.heap[c];
+                self.set_pos(at);
+                at = c;
+            }
+        }
+        self.heap[at] = node;
+        self.set_pos(at);
+        at
+    }
+
+    /// The sift as swaps, each recorded for the trace.
+    fn sift_swaps(&mut self, mut pos: usize) -> usize {
         while pos > 0 {
             let parent = (pos - 1) / 2;
             if !self.less(pos, parent) {
@@ -310,7 +413,7 @@ mod tests {
         assert_eq!(q.index.len(), q.len());
         for (pos, n) in q.heap.iter().enumerate() {
             let e = &q.slot(n.slot).entry;
-            assert_eq!(q.slot(n.slot).pos as usize, pos);
+            assert_eq!(q.positions[n.slot as usize] as usize, pos);
             assert_eq!(n.key, e.key, "inline key matches the entry");
             assert_eq!(q.index[&e.item.heap_id()], n.slot);
         }
