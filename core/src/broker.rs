@@ -239,7 +239,15 @@ impl Broker {
                 self.pump(now, ch);
             }
             _ => {
+                // Storage lost it: release its copy so the rest of the log is not pinned.
                 let (topic, channel, id) = (req.topic.clone(), req.channel.clone(), req.id);
+                if self.ch(ch).stored {
+                    self.store_ops.push_back(StoreOp::Finished {
+                        topic: topic.clone(),
+                        channel: channel.clone(),
+                        id,
+                    });
+                }
                 self.emit(now, EventKind::Dropped { topic, channel, id });
             }
         }
@@ -1251,6 +1259,7 @@ impl Broker {
             events,
             dirty,
             loads,
+            store_ops,
             ..
         } = self;
         let Some(c) = channels[ch.0 as usize].as_mut() else {
@@ -1292,6 +1301,14 @@ impl Broker {
             }
             let rate = cl.settings.sample_rate;
             if rate > 0 && (rng.next_u64() % 100) as i32 > rate {
+                // Not sampled: gone for this channel, as in nsqd; the store lets it go too.
+                if c.stored {
+                    store_ops.push_back(StoreOp::Finished {
+                        topic: c.topic.clone(),
+                        channel: c.name.clone(),
+                        id: msg.id,
+                    });
+                }
                 if opts.events {
                     events.push_back(Event {
                         at: now,

@@ -302,6 +302,20 @@ impl Replay {
         self.topics.get_mut(topic)?.channels.get_mut(channel)
     }
 
+    /// After a metadata loss: messages up to `upto` that no channel owns are held again (they
+    /// go to the first channel) instead of being dropped.
+    pub fn hold_orphans(&mut self, topic: &str, upto: MessageId) {
+        let Some(t) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let starts: Vec<MessageId> = t.channels.values().map(|c| c.start).collect();
+        for m in t.messages.values_mut() {
+            if m.msg.id <= upto && !m.held && !m.dropped && !starts.iter().any(|s| *s <= m.msg.id) {
+                m.held = true;
+            }
+        }
+    }
+
     /// The body of a stored message (for [`LoadRequest`]s).
     pub fn body(&self, topic: &str, id: MessageId) -> Option<crate::Body> {
         Some(self.topics.get(topic)?.messages.get(&id)?.msg.body.clone())

@@ -451,9 +451,24 @@ fn a_deleted_metadata_file_loses_no_message() {
     publish_n(&d, "t", 20);
     assert!(d.terminate().success());
     std::fs::remove_file(data.path().join("nsqlab/t/meta.json")).unwrap();
+    // Twice: the messages stay held across a restart with no channel yet, and a paused
+    // topic (metadata written again) does not lose them either.
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    assert_eq!(d.http("POST", "/topic/pause?topic=t", b"").status, 200);
+    assert_eq!(d.http("POST", "/topic/unpause?topic=t", b"").status, 200);
+    d.kill9();
     let d = Nsqd::start_in(Some(data.path()), &[]);
     let seen = consume_all(&d, "t");
     assert_eq!(seen.len(), 20, "every message waits for the first channel");
+    // Once a channel has them, they are its: finished ones do not come back.
+    drop(d);
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let again = consume_all(&d, "t");
+    assert!(
+        again.is_empty(),
+        "finished messages stay finished: {}",
+        again.len()
+    );
 }
 
 /// The data file cannot grow (RLIMIT_FSIZE, set on the running server with prlimit): PUB gets

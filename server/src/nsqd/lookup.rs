@@ -160,6 +160,11 @@ async fn peer(
             PeerMsg::Command(c) => Some(c),
         };
         if conn.is_none() {
+            // While waiting to redial, commands are dropped: the full REGISTER on reconnect
+            // covers them.
+            if cmd.is_some() && redial_at.is_some_and(|t| t > tokio::time::Instant::now()) {
+                continue;
+            }
             conn = connect(&addr, &driver, &node, &http_addrs).await;
             if conn.is_some() {
                 retry = Duration::from_secs(1);

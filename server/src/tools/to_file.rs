@@ -249,6 +249,8 @@ async fn topics(lookupds: &[String]) -> Result<Vec<String>, String> {
 enum Writer {
     Plain(File),
     Gzip(flate2::write::GzEncoder<File>),
+    /// Only while a gzip member is being finished.
+    Swapping,
 }
 
 struct Open {
@@ -472,6 +474,7 @@ impl FileLogger {
         let r = match &mut o.writer {
             Writer::Plain(f) => f.write_all(body).and_then(|_| f.write_all(b"\n")),
             Writer::Gzip(g) => g.write_all(body).and_then(|_| g.write_all(b"\n")),
+            Writer::Swapping => Err(std::io::Error::other("file already closed")),
         };
         if let Err(e) = r {
             self.fatal(format!("writing message to disk: {e}"));
@@ -483,7 +486,7 @@ impl FileLogger {
     fn sync(&mut self) {
         let level = self.gzip;
         let Some(o) = self.out.as_mut() else { return };
-        let r = match std::mem::replace(&mut o.writer, Writer::Plain(tmp_file())) {
+        let r = match std::mem::replace(&mut o.writer, Writer::Swapping) {
             Writer::Plain(f) => {
                 let r = f.sync_all();
                 o.writer = Writer::Plain(f);
@@ -500,6 +503,7 @@ impl FileLogger {
                 }
                 Err(e) => Err(e),
             },
+            Writer::Swapping => Ok(()),
         };
         if let Err(e) = r {
             self.fatal(format!("failed syncing messages: {e}"));
@@ -513,6 +517,7 @@ impl FileLogger {
             Writer::Gzip(g) => g
                 .finish()
                 .unwrap_or_else(|e| self.fatal(format!("failed to close GZIP writer: {e}"))),
+            Writer::Swapping => return,
         };
         if let Err(e) = f.sync_all() {
             self.fatal(format!("failed to fsync output file: {e}"));
@@ -649,11 +654,6 @@ impl FileLogger {
             }
         }
     }
-}
-
-fn tmp_file() -> File {
-    // A placeholder while a writer is swapped (never written).
-    File::open("/dev/null").expect("/dev/null")
 }
 
 fn make_dir(path: &Path) -> std::io::Result<()> {

@@ -57,6 +57,10 @@ struct TopicMeta {
     next_key: u32,
     #[serde(default)]
     channels: BTreeMap<String, ChannelMeta>,
+    /// After a metadata loss: messages up to this ID that no channel owns are held (they wait
+    /// for the first channel) rather than dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    held_floor: Option<u64>,
 }
 
 /// Where a message's record is (for loading an evicted body).
@@ -92,6 +96,8 @@ struct TopicStore {
     last_id: u64,
     /// Every stored message's record location, in ID order (16 bytes per message).
     index: VecDeque<IndexEntry>,
+    /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
+    meta_dirty: bool,
 }
 
 /// Buffer capacity a topic keeps between commits.
@@ -106,7 +112,9 @@ pub struct Store {
     root: PathBuf,
     topics: HashMap<Name, TopicStore>,
     /// Topics whose files could not be created (writes to them fail until a probe succeeds).
-    missing: Vec<Name>,
+    /// Topics whose files could not be created, with the metadata they have meanwhile
+    /// (written once they exist).
+    missing: HashMap<Name, TopicMeta>,
     /// A write that failed since the last commit.
     failed: Option<StoreError>,
     unsynced: u64,
@@ -173,7 +181,7 @@ impl Store {
             cfg,
             root,
             topics: HashMap::new(),
-            missing: Vec::new(),
+            missing: HashMap::new(),
             failed: None,
             unsynced: 0,
             sync: tx,
@@ -290,6 +298,7 @@ impl Store {
         let mut segments = VecDeque::new();
         let mut index = VecDeque::new();
         let mut last_id = 0u64;
+        let mut max_key: Option<u32> = None;
         for num in nums {
             let path = seg_path(dir, num);
             let mut bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
@@ -325,6 +334,7 @@ impl Store {
                         });
                     }
                     record::Record::Fin { key, id } => {
+                        max_key = max_key.max(Some(key));
                         if let Some(channel) = keys.get(&key) {
                             replay.apply(&StoreOp::Finished {
                                 topic: topic.clone(),
@@ -334,6 +344,7 @@ impl Store {
                         }
                     }
                     record::Record::Req { key, id, due } => {
+                        max_key = max_key.max(Some(key));
                         if let Some(channel) = keys.get(&key) {
                             replay.apply(&StoreOp::Requeued {
                                 topic: topic.clone(),
@@ -384,6 +395,15 @@ impl Store {
             .append(true)
             .open(&tail_path)
             .map_err(|e| io_err("open", &tail_path, e))?;
+        let mut meta = meta;
+        if !known {
+            // New keys must not meet the old channels' FIN records; and until a channel
+            // takes them, the restored messages stay held across further restarts.
+            meta.next_key = max_key.map_or(0, |k| k + 1);
+            meta.held_floor = Some(last_id);
+        } else if let Some(floor) = meta.held_floor {
+            replay.hold_orphans(topic, MessageId(floor));
+        }
         let ts = TopicStore {
             dir: dir.to_path_buf(),
             meta,
@@ -393,6 +413,7 @@ impl Store {
             pending_msgs: 0,
             last_id,
             index,
+            meta_dirty: false,
         };
         if !known {
             // Write fresh metadata so the next start knows the topic.
@@ -413,7 +434,7 @@ impl Store {
         match op {
             StoreOp::TopicCreated { topic } => self.create_topic(&topic),
             StoreOp::TopicDeleted { topic } => {
-                self.missing.retain(|t| *t != topic);
+                self.missing.remove(&topic);
                 if let Some(ts) = self.topics.remove(&topic) {
                     let gone = self
                         .root
@@ -425,9 +446,7 @@ impl Store {
                 Ok(())
             }
             StoreOp::TopicPaused { topic, paused } => {
-                let ts = self.topic(&topic)?;
-                ts.meta.paused = paused;
-                write_meta(ts)
+                self.with_meta(&topic, |m| m.paused = paused, Vec::new())
             }
             StoreOp::TopicEmptied { topic, dropped } => {
                 let ts = self.topic(&topic)?;
@@ -441,58 +460,64 @@ impl Store {
                 topic,
                 channel,
                 start,
-            } => {
-                let ts = self.topic(&topic)?;
-                let key = ts.meta.next_key;
-                ts.meta.next_key += 1;
-                ts.meta.channels.insert(
-                    channel.to_string(),
-                    ChannelMeta {
-                        key,
-                        start: start.0,
-                        paused: false,
-                    },
-                );
-                write_meta(ts)
-            }
+            } => self.with_meta(
+                &topic,
+                |m| {
+                    let key = m.next_key;
+                    m.next_key += 1;
+                    m.channels.insert(
+                        channel.to_string(),
+                        ChannelMeta {
+                            key,
+                            start: start.0,
+                            paused: false,
+                        },
+                    );
+                    // Orphans held since a metadata loss are this channel's now.
+                    if m.held_floor.is_some_and(|f| start.0 <= f) {
+                        m.held_floor = None;
+                    }
+                },
+                Vec::new(),
+            ),
             StoreOp::ChannelDeleted {
                 topic,
                 channel,
                 dropped,
-            } => {
-                let ts = self.topic(&topic)?;
-                ts.meta.channels.remove(&*channel);
-                for id in dropped {
-                    add_ref(ts, id, -1);
-                }
-                write_meta(ts)
-            }
+            } => self.with_meta(
+                &topic,
+                |m| {
+                    m.channels.remove(&*channel);
+                },
+                dropped,
+            ),
             StoreOp::ChannelPaused {
                 topic,
                 channel,
                 paused,
-            } => {
-                let ts = self.topic(&topic)?;
-                if let Some(c) = ts.meta.channels.get_mut(&*channel) {
-                    c.paused = paused;
-                }
-                write_meta(ts)
-            }
+            } => self.with_meta(
+                &topic,
+                |m| {
+                    if let Some(c) = m.channels.get_mut(&*channel) {
+                        c.paused = paused;
+                    }
+                },
+                Vec::new(),
+            ),
             StoreOp::ChannelEmptied {
                 topic,
                 channel,
                 start,
                 dropped,
-            } => {
-                let ts = self.topic(&topic)?;
-                if let Some(c) = ts.meta.channels.get_mut(&*channel) {
-                    c.start = start.0;
-                }
-                for id in dropped {
-                    add_ref(ts, id, -1);
-                }
-                write_meta(ts)
-            }
+            } => self.with_meta(
+                &topic,
+                |m| {
+                    if let Some(c) = m.channels.get_mut(&*channel) {
+                        c.start = start.0;
+                    }
+                },
+                dropped,
+            ),
             StoreOp::Publish {
                 topic,
                 held,
@@ -551,6 +576,26 @@ impl Store {
         }
     }
 
+    /// Change a topic's metadata and write it; copies in `dropped` are released. For a topic
+    /// whose files could not be created the change is kept until they can be.
+    fn with_meta(
+        &mut self,
+        topic: &Name,
+        f: impl FnOnce(&mut TopicMeta),
+        dropped: Vec<MessageId>,
+    ) -> Result<(), StoreError> {
+        if let Some(m) = self.missing.get_mut(topic) {
+            f(m);
+            return Err(format!("topic {topic} has no storage"));
+        }
+        let ts = self.topic(topic)?;
+        f(&mut ts.meta);
+        for id in dropped {
+            add_ref(ts, id, -1);
+        }
+        write_meta(ts).inspect_err(|_| ts.meta_dirty = true)
+    }
+
     fn topic(&mut self, topic: &Name) -> Result<&mut TopicStore, StoreError> {
         self.topics
             .get_mut(topic)
@@ -562,6 +607,7 @@ impl Store {
             return Ok(());
         }
         let dir = self.root.join(&**topic);
+        let pending_meta = self.missing.get(topic).cloned().unwrap_or_default();
         let made = (|| {
             fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
             let path = seg_path(&dir, 0);
@@ -576,7 +622,7 @@ impl Store {
             sync_dir(&self.root);
             let ts = TopicStore {
                 dir: dir.clone(),
-                meta: TopicMeta::default(),
+                meta: pending_meta.clone(),
                 segments: VecDeque::from([Segment {
                     reader: None,
                     num: 0,
@@ -589,20 +635,19 @@ impl Store {
                 pending_msgs: 0,
                 last_id: 0,
                 index: VecDeque::new(),
+                meta_dirty: false,
             };
             write_meta(&ts)?;
             Ok::<_, StoreError>(ts)
         })();
         match made {
             Ok(ts) => {
-                self.missing.retain(|t| t != topic);
+                self.missing.remove(topic);
                 self.topics.insert(topic.clone(), ts);
                 Ok(())
             }
             Err(e) => {
-                if !self.missing.contains(topic) {
-                    self.missing.push(topic.clone());
-                }
+                self.missing.entry(topic.clone()).or_default();
                 Err(e)
             }
         }
@@ -615,7 +660,19 @@ impl Store {
         let mut result = self.failed.take().map_or(Ok(()), Err);
         let mut wrote = 0;
         for (topic, ts) in self.topics.iter_mut() {
+            if ts.meta_dirty {
+                match write_meta(ts) {
+                    Ok(()) => ts.meta_dirty = false,
+                    Err(e) => {
+                        if result.is_ok() {
+                            result = Err(e);
+                        }
+                    }
+                }
+            }
             if ts.pending.is_empty() {
+                // Drops and FINs of an idle topic can still free segments.
+                compact(topic, ts);
                 continue;
             }
             match write_pending(ts) {
@@ -674,8 +731,15 @@ impl Store {
     /// After a failure: can the store write again? Creates what could not be created and
     /// appends a marker to every topic's log.
     pub fn probe(&mut self) -> Result<(), StoreError> {
-        for topic in self.missing.clone() {
+        let missing: Vec<Name> = self.missing.keys().cloned().collect();
+        for topic in missing {
             self.create_topic(&topic)?;
+        }
+        for ts in self.topics.values_mut() {
+            if ts.meta_dirty {
+                write_meta(ts)?;
+                ts.meta_dirty = false;
+            }
         }
         for ts in self.topics.values_mut() {
             let mut b = std::mem::take(&mut ts.pending);
@@ -705,12 +769,17 @@ impl Store {
 }
 
 /// The segment holding message `id` gains (or loses) `delta` live copies.
+/// Only messages the log recorded count: one whose record was never written (a failed write)
+/// or whose segment is gone changes nothing.
 fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
-    let i = ts.segments.partition_point(|s| s.mark < id.0);
-    if i == 0 {
-        return; // in a segment already deleted
+    let i = ts.index.partition_point(|x| x.id < id.0);
+    let Some(e) = ts.index.get(i).filter(|x| x.id == id.0) else {
+        return;
+    };
+    let seg = e.seg as u64;
+    if let Some(s) = ts.segments.iter_mut().find(|s| s.num == seg) {
+        s.refs += delta;
     }
-    ts.segments[i - 1].refs += delta;
 }
 
 fn write_meta(ts: &TopicStore) -> Result<(), StoreError> {

@@ -162,7 +162,8 @@ pub fn read_at(file: &std::fs::File, offset: u64) -> std::io::Result<Record> {
     file.read_exact_at(&mut head, offset)?;
     let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
     let crc = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-    if len == 0 || len > MAX_PAYLOAD {
+    let file_len = file.metadata()?.len();
+    if len == 0 || len > MAX_PAYLOAD || offset + (HEADER + len) as u64 > file_len {
         return Err(bad("bad record length"));
     }
     let mut payload = vec![0u8; len];
