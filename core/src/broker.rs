@@ -585,7 +585,8 @@ impl Broker {
                 }
                 Ok(Decoded::Command(cmd, n)) => {
                     pos += n;
-                    let upgrades_before = self.transmits.len();
+                    let (upgrades_before, parked_before) =
+                        (self.transmits.len(), self.parked.len());
                     if let Err(e) = self.exec(now, id, cmd) {
                         if !self.fail(now, id, e) {
                             return pos;
@@ -595,10 +596,14 @@ impl Broker {
                     // After IDENTIFY negotiated a TLS or compression upgrade, anything the client
                     // sent behind it in plaintext is dropped (nsqd loses it too): it must not
                     // count as sent over TLS, nor be read as compressed.
-                    let upgraded =
-                        self.transmits.iter().skip(upgrades_before).any(
-                            |t| matches!(t, Transmit::Upgrade { client, .. } if *client == id),
-                        );
+                    // (Behind a publish still waiting for the store, the upgrade is parked.)
+                    let is_upgrade = |t: &Transmit| matches!(t, Transmit::Upgrade { client, .. } if *client == id);
+                    let upgraded = self.transmits.iter().skip(upgrades_before).any(is_upgrade)
+                        || self
+                            .parked
+                            .iter()
+                            .skip(parked_before)
+                            .any(|(_, t)| is_upgrade(t));
                     if upgraded {
                         return input.len();
                     }
@@ -1420,27 +1425,8 @@ impl Broker {
                 id,
                 due,
             });
-            if e.item.is_evicted() {
-                // Queued, as far as anyone can see; its body is fetched before it is sent.
-                let c = self.ch(ch);
-                let (topic, channel) = (c.topic.clone(), c.name.clone());
-                c.loading.insert(id, e.item);
-                self.loads.push_back(LoadRequest {
-                    topic: topic.clone(),
-                    channel: channel.clone(),
-                    id,
-                });
-                self.emit(
-                    now,
-                    EventKind::Queued {
-                        topic,
-                        channel,
-                        id,
-                        place: Place::Memory,
-                    },
-                );
-                continue;
-            }
+            // An evicted body stays in the store while the message queues; the pump fetches
+            // it when a consumer has room (so many falling due at once are not all loaded).
             self.queue(now, ch, e.item);
         }
         loop {
