@@ -10,6 +10,7 @@ pub mod client;
 pub mod clock;
 pub mod demo;
 pub mod logging;
+pub mod net;
 pub mod nsqd;
 pub mod nsqlookupd;
 pub mod tools;

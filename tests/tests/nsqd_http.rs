@@ -366,3 +366,34 @@ fn e2e_processing_latency_percentiles() {
     assert_eq!(tail.split(", ").count(), 3, "{line}");
     assert!(tail.ends_with("ms"), "{line}");
 }
+
+#[test]
+fn redirects_and_dual_stack_listening_as_go() {
+    // 0.0.0.0 (or ":port") listens dual-stack as Go does, and says so.
+    let d = Nsqd::start(&["-tcp-address=0.0.0.0:0", "-http-address=:0"]);
+    let ipv6 = std::net::TcpListener::bind("[::1]:0").is_ok();
+    if ipv6 {
+        assert_eq!(d.tcp.ip().to_string(), "::", "TCP: listening on [::]:port");
+        assert_eq!(d.http.ip().to_string(), "::");
+    }
+    let v4 = std::net::SocketAddr::from(([127, 0, 0, 1], d.http.port()));
+    let r = nsqlab_tests::http_request(v4, "GET", "/ping", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (200, "OK"),
+        "IPv4 clients too"
+    );
+
+    // httprouter's trailing-slash and case redirects: 301 for GET (Go's body), 307 else.
+    let r = d.http("GET", "/stats/?format=json", b"");
+    assert_eq!(r.status, 301);
+    assert_eq!(r.header("Location"), Some("/stats?format=json"));
+    assert_eq!(
+        r.text(),
+        "<a href=\"/stats?format=json\">Moved Permanently</a>.\n\n"
+    );
+    let r = d.http("POST", "/PUB?topic=t", b"x");
+    assert_eq!(r.status, 307);
+    assert_eq!(r.header("Location"), Some("/pub?topic=t"));
+    assert_eq!(d.http("GET", "/nope/", b"").status, 404);
+}

@@ -867,9 +867,66 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     }
 }
 
+/// httprouter's redirects for an unrouted path: the same path without (or with) a trailing
+/// slash, or in the routed case, when that path is routed for the method — 301 for GET,
+/// 307 otherwise, with Go's `http.Redirect` body.
+pub(crate) fn redirect(
+    req: &Request,
+    routed: fn(&str) -> Option<&'static [&'static str]>,
+) -> Option<Response> {
+    let path = req.uri().path();
+    let method = req.method().as_str();
+    if path == "/" || method == "CONNECT" {
+        return None;
+    }
+    let ok = |p: &str| routed(p).is_some_and(|m| m.contains(&method));
+    let target = if let Some(t) = path.strip_suffix('/').filter(|t| ok(t)) {
+        t.to_string()
+    } else if ok(&format!("{path}/")) {
+        format!("{path}/")
+    } else {
+        let lower = path.to_ascii_lowercase();
+        let lower = lower.trim_end_matches('/').to_string();
+        if lower != path && ok(&lower) {
+            lower
+        } else {
+            return None;
+        }
+    };
+    let location = match req.uri().query() {
+        Some(q) => format!("{target}?{q}"),
+        None => target,
+    };
+    let (code, text) = if method == "GET" {
+        (StatusCode::MOVED_PERMANENTLY, "Moved Permanently")
+    } else {
+        (StatusCode::TEMPORARY_REDIRECT, "Temporary Redirect")
+    };
+    let body = if method == "GET" {
+        format!("<a href=\"{location}\">{text}</a>.\n\n")
+    } else {
+        String::new()
+    };
+    let mut r = Response::new(axum::body::Body::from(body));
+    *r.status_mut() = code;
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(header::LOCATION, v);
+    }
+    if method == "GET" || method == "HEAD" {
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+    }
+    Some(r)
+}
+
 /// httprouter's 405 (with `Allow`) and OPTIONS handling, before routing.
 async fn method_guard(req: Request, next: Next) -> Response {
     let Some(methods) = routed_methods(req.uri().path()) else {
+        if let Some(r) = redirect(&req, routed_methods) {
+            return r;
+        }
         return next.run(req).await;
     };
     let method = req.method().as_str();

@@ -18,7 +18,6 @@ pub use options::NsqdArgs;
 use anyhow::Context;
 use nsqlab_core::Broker;
 use std::net::SocketAddr;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// What a running server bound to.
@@ -116,12 +115,12 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
     let (driver, broker_task) = driver::spawn(broker, auth, store, registry_tx);
 
-    let tcp = TcpListener::bind(&args.tcp_address)
+    let tcp = crate::net::listen(&args.tcp_address)
         .await
         .with_context(|| format!("listen ({}) failed", args.tcp_address))?;
     let tcp_addr = tcp.local_addr()?;
     tracing::info!("TCP: listening on {tcp_addr}");
-    let http = TcpListener::bind(&args.http_address)
+    let http = crate::net::listen(&args.http_address)
         .await
         .with_context(|| format!("listen ({}) failed", args.http_address))?;
     let http_addr = http.local_addr()?;
@@ -129,7 +128,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     // HTTPS when a certificate is configured (nsqd's rule).
     let https = match (&tls, args.https_address.is_empty()) {
         (Some(cfg), false) => {
-            let l = TcpListener::bind(&args.https_address)
+            let l = crate::net::listen(&args.https_address)
                 .await
                 .with_context(|| format!("listen ({}) failed", args.https_address))?;
             let addr = l.local_addr()?;

@@ -132,6 +132,9 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
 /// httprouter's 405 (with `Allow`) and OPTIONS.
 async fn method_guard(req: Request, next: Next) -> Response {
     let Some(methods) = routed_methods(req.uri().path()) else {
+        if let Some(r) = crate::nsqd::http::redirect(&req, routed_methods) {
+            return r;
+        }
         return next.run(req).await;
     };
     if methods.contains(&req.method().as_str()) {

@@ -109,10 +109,10 @@ pub async fn start(
         nsqlab_core::VERSION,
         env!("CARGO_PKG_VERSION")
     );
-    let tcp = TcpListener::bind(&args.tcp_address)
+    let tcp = crate::net::listen(&args.tcp_address)
         .await
         .with_context(|| format!("listen ({}) failed", args.tcp_address))?;
-    let http = TcpListener::bind(&args.http_address)
+    let http = crate::net::listen(&args.http_address)
         .await
         .with_context(|| format!("listen ({}) failed", args.http_address))?;
     let bound = Bound {
