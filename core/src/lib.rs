@@ -47,6 +47,13 @@
 //! client), then [`Broker::poll_auth_request`] (questions for the auth server), then
 //! [`Broker::poll_event`], then re-read [`Broker::poll_timeout`].
 //!
+//! With durable storage ([`Options::durable`], see [`store`]) two more steps come before the
+//! transmits: drain [`Broker::poll_store`] into the store, write it, and answer with
+//! [`Broker::handle_stored`] (publishers' `OK`s wait for it); then answer each
+//! [`Broker::poll_load`] (a body evicted to the store) with [`Broker::handle_loaded`]. At start,
+//! [`store::Replay`] gives back what the store kept. [`Broker::poll_registry`] reports topics
+//! and channels as they come and go (for nsqlookupd, whose own state machine is [`lookup`]).
+//!
 //! Determinism: message IDs come from the configured node id, `now` and a sequence; any
 //! randomness (`sample_rate`, the optional scan-loop strategy) from the seed. The same inputs
 //! give the same outputs and events, byte for byte.
