@@ -36,5 +36,14 @@ step "core tests in WebAssembly (wasm-pack test --node core)"
 wasm-pack test --node core 2>&1 | tee target/test-wasm.log
 grep -E '^test result: ok' target/test-wasm.log >/dev/null
 
+step "core tests in WebAssembly in headless Chromium (Debian's chromium + chromedriver)"
+# core/webdriver.json points chromedriver at /usr/bin/chromium, headless.
+WASM_BINDGEN_USE_BROWSER=1 WASM_BINDGEN_TEST_TIMEOUT=120 \
+  wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver core 2>&1 | tee target/test-wasm-browser.log
+if grep -E '^test result: FAILED|only configured to run in node' target/test-wasm-browser.log >/dev/null \
+  || ! grep -E '^test result: ok' target/test-wasm-browser.log >/dev/null; then
+  echo "core tests in Chromium failed" >&2; exit 1
+fi
+
 step "summary"
 echo "native: $(summary)"
