@@ -22,6 +22,8 @@ pub struct ClientConfig {
     pub lookupd_poll_interval: Duration,
     pub heartbeat_interval: Duration,
     pub user_agent: String,
+    /// Timeout of lookupd queries (the tools' `--http-client-request-timeout`).
+    pub http_timeout: Duration,
 }
 
 impl Default for ClientConfig {
@@ -31,6 +33,7 @@ impl Default for ClientConfig {
             lookupd_poll_interval: Duration::from_secs(60),
             heartbeat_interval: Duration::from_secs(30),
             user_agent: format!("nsqlab/{}", env!("CARGO_PKG_VERSION")),
+            http_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -130,7 +133,7 @@ pub fn consume(
                 loop {
                     let mut found = BTreeSet::new();
                     for l in &lookupds {
-                        match lookup(l, &topic).await {
+                        match lookup(l, &topic, cfg.http_timeout).await {
                             Ok(p) => found.extend(p),
                             Err(e) => tracing::warn!("error querying nsqlookupd ({l}) - {e}"),
                         }
@@ -163,8 +166,9 @@ pub fn consume(
 }
 
 /// The producers' TCP addresses for `topic` from one lookupd.
-pub async fn lookup(lookupd: &str, topic: &str) -> Result<Vec<String>, String> {
-    let v = http_get_json(lookupd, &format!("/lookup?topic={}", urlencode(topic))).await?;
+pub async fn lookup(lookupd: &str, topic: &str, timeout: Duration) -> Result<Vec<String>, String> {
+    let path = format!("/lookup?topic={}", urlencode(topic));
+    let v = http_get_json(lookupd, &path, timeout).await?;
     let mut out = Vec::new();
     for p in v["producers"].as_array().cloned().unwrap_or_default() {
         let host = p["broadcast_address"].as_str().unwrap_or_default();
@@ -196,8 +200,13 @@ pub fn urlencode(s: &str) -> String {
         .collect()
 }
 
-/// `GET http://<addr><path>` with NSQ's Accept header; the JSON body of a 200.
-pub async fn http_get_json(addr: &str, path: &str) -> Result<serde_json::Value, String> {
+/// `GET http://<addr><path>` with NSQ's Accept header, within `timeout`; the JSON body of a
+/// 200 (else nsq's `got response <status> "<body>"`).
+pub async fn http_get_json(
+    addr: &str,
+    path: &str,
+    timeout: Duration,
+) -> Result<serde_json::Value, String> {
     let client: HttpClient<_, Empty<Bytes>> =
         HttpClient::builder(TokioExecutor::new()).build_http();
     let req = hyper::Request::get(format!("http://{addr}{path}"))
@@ -221,7 +230,7 @@ pub async fn http_get_json(addr: &str, path: &str) -> Result<serde_json::Value, 
         }
         serde_json::from_slice(&body).map_err(|e| e.to_string())
     };
-    tokio::time::timeout(Duration::from_secs(5), fut)
+    tokio::time::timeout(timeout, fut)
         .await
         .map_err(|_| "timeout".to_string())?
 }

@@ -22,6 +22,37 @@ fn usage() -> ! {
     std::process::exit(2);
 }
 
+/// A daemon's `FATAL` line (`[nsqd] <time> FATAL: …`) and exit 1.
+fn fatal(name: &str, msg: impl std::fmt::Display) -> ! {
+    eprintln!(
+        "[{name}] {} FATAL: {msg}",
+        nsqlab::logging::timestamp(nsqlab::clock::now())
+    );
+    std::process::exit(1);
+}
+
+/// A daemon's arguments with its `--config` file folded in.
+fn daemon_argv(name: &str, rest: Vec<String>) -> Vec<String> {
+    let argv = std::iter::once(name.to_string()).chain(rest).collect();
+    nsqlab::nsqd::options::with_config_file(argv).unwrap_or_else(|e| fatal(name, e))
+}
+
+/// `--version` (printed: nothing to run) or the logger; true when the daemon should run.
+fn daemon_setup(name: &str, version: bool, prefix: &str, level: &str) -> bool {
+    if version {
+        println!(
+            "{name} v{} (built w/nsqlab {})",
+            nsqlab_core::VERSION,
+            env!("CARGO_PKG_VERSION")
+        );
+        return false;
+    }
+    if let Err(e) = nsqlab::logging::init(prefix, level) {
+        fatal(name, format!("failed parsing log_level {e}"));
+    }
+    true
+}
+
 fn tool_argv(name: &str, rest: Vec<String>) -> Vec<String> {
     std::iter::once(name.to_string()).chain(rest).collect()
 }
@@ -45,81 +76,42 @@ fn main() {
     let rest = nsqlab::cli::normalize(args.into_iter().skip(1));
     match program.as_str() {
         "nsqd" => {
-            let argv: Vec<String> = std::iter::once("nsqd".to_string()).chain(rest).collect();
-            let argv = match nsqlab::nsqd::options::with_config_file(argv) {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!(
-                        "[nsqd] {} FATAL: {e}",
-                        nsqlab::logging::timestamp(nsqlab::clock::now())
-                    );
+            let parsed = NsqdArgs::parse_from(daemon_argv("nsqd", rest));
+            if daemon_setup(
+                "nsqd",
+                parsed.version,
+                &parsed.log_prefix,
+                &parsed.log_level,
+            ) {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()
+                    .expect("tokio runtime");
+                if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
+                    tracing::error!("{e:#}");
+                    eprintln!("nsqd: {e:#}");
                     std::process::exit(1);
                 }
-            };
-            let parsed = NsqdArgs::parse_from(argv);
-            if parsed.version {
-                println!(
-                    "nsqd v{} (built w/nsqlab {})",
-                    nsqlab_core::VERSION,
-                    env!("CARGO_PKG_VERSION")
-                );
-                return;
-            }
-            if let Err(e) = nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level) {
-                eprintln!(
-                    "[nsqd] {} FATAL: failed parsing log_level {e}",
-                    nsqlab::logging::timestamp(nsqlab::clock::now())
-                );
-                std::process::exit(1);
-            }
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
-            if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
-                tracing::error!("{e:#}");
-                eprintln!("nsqd: {e:#}");
-                std::process::exit(1);
             }
         }
         "nsqlookupd" => {
-            let argv: Vec<String> = std::iter::once("nsqlookupd".to_string())
-                .chain(rest)
-                .collect();
-            let argv = match nsqlab::nsqd::options::with_config_file(argv) {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!(
-                        "[nsqlookupd] {} FATAL: {e}",
-                        nsqlab::logging::timestamp(nsqlab::clock::now())
-                    );
+            let parsed =
+                nsqlab::nsqlookupd::LookupdArgs::parse_from(daemon_argv("nsqlookupd", rest));
+            if daemon_setup(
+                "nsqlookupd",
+                parsed.version,
+                &parsed.log_prefix,
+                &parsed.log_level,
+            ) {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .enable_all()
+                    .build()
+                    .expect("tokio runtime");
+                if let Err(e) = rt.block_on(nsqlab::nsqlookupd::run(parsed)) {
+                    tracing::error!("failed to instantiate nsqlookupd - {e:#}");
                     std::process::exit(1);
                 }
-            };
-            let parsed = nsqlab::nsqlookupd::LookupdArgs::parse_from(argv);
-            if parsed.version {
-                println!(
-                    "nsqlookupd v{} (built w/nsqlab {})",
-                    nsqlab_core::VERSION,
-                    env!("CARGO_PKG_VERSION")
-                );
-                return;
-            }
-            if let Err(e) = nsqlab::logging::init(&parsed.log_prefix, &parsed.log_level) {
-                eprintln!(
-                    "[nsqlookupd] {} FATAL: failed parsing log_level {e}",
-                    nsqlab::logging::timestamp(nsqlab::clock::now())
-                );
-                std::process::exit(1);
-            }
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("tokio runtime");
-            if let Err(e) = rt.block_on(nsqlab::nsqlookupd::run(parsed)) {
-                tracing::error!("failed to instantiate nsqlookupd - {e:#}");
-                std::process::exit(1);
             }
         }
         "tail" => nsqlab::tools::tail::main(tool_argv("nsq_tail", rest)),

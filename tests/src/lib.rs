@@ -120,34 +120,12 @@ impl Nsqd {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nsqd");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let (mut tcp, mut http) = (None, None);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while tcp.is_none() || http.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx
-                .recv_timeout(left)
-                .expect("nsqd printed its listening lines");
-            let addr = |l: &str, tag: &str| -> Option<SocketAddr> {
-                l.split(tag).nth(1).and_then(|a| a.trim().parse().ok())
-            };
-            tcp = tcp.or_else(|| addr(&line, "TCP: listening on "));
-            http = http.or_else(|| addr(&line, "HTTP: listening on "));
-        }
+        let (tcp, http, log) = listening_lines(&mut child);
         Nsqd {
             child,
-            tcp: tcp.unwrap(),
-            http: http.unwrap(),
-            log: rx,
+            tcp,
+            http,
+            log,
             _dir: dir,
         }
     }

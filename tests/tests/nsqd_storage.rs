@@ -367,6 +367,15 @@ fn clean_restart_keeps_due_times_pauses_and_deletions() {
     );
 }
 
+/// nsqd on `data` with topic `t` and its channel `c`.
+fn start_with_channel(data: &Path, extra: &[&str]) -> Nsqd {
+    let d = Nsqd::start_in(Some(data), extra);
+    for path in ["/topic/create?topic=t", "/channel/create?topic=t&channel=c"] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
+    d
+}
+
 fn publish_n(d: &Nsqd, topic: &str, n: usize) {
     let mut p = d.client();
     for i in 0..n {
@@ -441,13 +450,7 @@ fn flipped_bytes_cost_only_the_records_they_hit() {
 #[test]
 fn a_deleted_metadata_file_loses_no_message() {
     let data = TempDir::new();
-    let d = Nsqd::start_in(Some(data.path()), &[]);
-    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
-    assert_eq!(
-        d.http("POST", "/channel/create?topic=t&channel=c", b"")
-            .status,
-        200
-    );
+    let d = start_with_channel(data.path(), &[]);
     publish_n(&d, "t", 20);
     assert!(d.terminate().success());
     std::fs::remove_file(data.path().join("nsqlab/t/meta.json")).unwrap();
@@ -477,13 +480,7 @@ fn a_deleted_metadata_file_loses_no_message() {
 #[test]
 fn a_full_disk_fails_publishes_and_ping_until_there_is_room() {
     let data = TempDir::new();
-    let d = Nsqd::start_in(Some(data.path()), &[]);
-    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
-    assert_eq!(
-        d.http("POST", "/channel/create?topic=t&channel=c", b"")
-            .status,
-        200
-    );
+    let d = start_with_channel(data.path(), &[]);
     publish_n(&d, "t", 10);
     let seg = segments(data.path(), "t").pop().unwrap();
     let len = std::fs::metadata(&seg).unwrap().len();
@@ -594,13 +591,7 @@ fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
 #[test]
 fn mem_queue_size_zero_sends_everything_through_disk() {
     let data = TempDir::new();
-    let d = Nsqd::start_in(Some(data.path()), &["--mem-queue-size=0"]);
-    assert_eq!(d.http("POST", "/topic/create?topic=t", b"").status, 200);
-    assert_eq!(
-        d.http("POST", "/channel/create?topic=t&channel=c", b"")
-            .status,
-        200
-    );
+    let d = start_with_channel(data.path(), &["--mem-queue-size=0"]);
     publish_n(&d, "t", 30);
     let s = d.http("GET", "/stats?format=json&topic=t", b"").json();
     assert_eq!(s["topics"][0]["channels"][0]["backend_depth"], 30);

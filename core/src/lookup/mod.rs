@@ -431,12 +431,7 @@ impl Lookupd {
                 self.db.remove_registration(&r);
             }
         } else {
-            let chans: Vec<Registration> = self
-                .db
-                .find_registrations(Category::Channel, topic, "*")
-                .cloned()
-                .collect();
-            for r in chans {
+            for r in self.channel_registrations(topic) {
                 if self.db.remove_producer(&r, &p.id).0 {
                     self.log.push(LookupLog::Warn(format!(
                         "client({id}) unexpected UNREGISTER category:channel key:{topic} subkey:{}",
@@ -454,6 +449,14 @@ impl Lookupd {
             }
         }
         Ok(Some(b"OK".to_vec()))
+    }
+
+    /// Every channel registration of `topic`.
+    fn channel_registrations(&self, topic: &str) -> Vec<Registration> {
+        self.db
+            .find_registrations(Category::Channel, topic, "*")
+            .cloned()
+            .collect()
     }
 
     // ------------------------------------------------------------ HTTP queries
@@ -564,12 +567,7 @@ impl Lookupd {
 
     /// `/topic/delete`: the topic and its channels, with their producers.
     pub fn delete_topic(&mut self, topic: &str) {
-        let chans: Vec<Registration> = self
-            .db
-            .find_registrations(Category::Channel, topic, "*")
-            .cloned()
-            .collect();
-        for r in chans {
+        for r in self.channel_registrations(topic) {
             self.log.push(LookupLog::Info(format!(
                 "DB: removing channel({}) from topic({topic})",
                 r.subkey

@@ -921,31 +921,38 @@ pub(crate) fn redirect(
     Some(r)
 }
 
-/// httprouter's 405 (with `Allow`) and OPTIONS handling, before routing.
-async fn method_guard(req: Request, next: Next) -> Response {
-    let Some(methods) = routed_methods(req.uri().path()) else {
-        if let Some(r) = redirect(&req, routed_methods) {
+/// httprouter's handling before routing, for a router whose routes are `routed`: redirects
+/// for unrouted paths, then 405 (with `Allow`) and OPTIONS for a known path.
+pub(crate) async fn router_guard(
+    req: Request,
+    next: Next,
+    routed: fn(&str) -> Option<&'static [&'static str]>,
+) -> Response {
+    let Some(methods) = routed(req.uri().path()) else {
+        if let Some(r) = redirect(&req, routed) {
             return r;
         }
         return next.run(req).await;
     };
-    let method = req.method().as_str();
-    if methods.contains(&method) {
+    if methods.contains(&req.method().as_str()) {
         return next.run(req).await;
     }
     let mut allow: Vec<&str> = methods.to_vec();
     allow.push("OPTIONS");
     allow.sort_unstable();
-    let allow = allow.join(", ");
     let mut resp = if req.method() == Method::OPTIONS {
         StatusCode::OK.into_response()
     } else {
         ApiErr(405, "METHOD_NOT_ALLOWED").into_response()
     };
-    if let Ok(v) = HeaderValue::from_str(&allow) {
+    if let Ok(v) = HeaderValue::from_str(&allow.join(", ")) {
         resp.headers_mut().insert(header::ALLOW, v);
     }
     resp
+}
+
+async fn method_guard(req: Request, next: Next) -> Response {
+    router_guard(req, next, routed_methods).await
 }
 
 /// The router (exposed for tests).

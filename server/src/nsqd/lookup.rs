@@ -332,53 +332,13 @@ async fn precreate_channels(
     http: Vec<String>,
     topic: String,
 ) {
-    use http_body_util::{BodyExt, Empty};
-    use hyper_util::client::legacy::Client;
-    use hyper_util::rt::TokioExecutor;
-    let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
     let mut names = std::collections::BTreeSet::new();
-    let enc: String = topic
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
+    let path = format!("/channels?topic={}", crate::client::urlencode(&topic));
     for addr in http {
-        let uri = format!("http://{addr}/channels?topic={enc}");
-        let req = hyper::Request::get(&uri)
-            .header("Accept", "application/vnd.nsq; version=1.0")
-            .body(Empty::new());
-        let Ok(req) = req else { continue };
-        let got = tokio::time::timeout(node.http_request_timeout, async {
-            let resp = client.request(req).await.map_err(|e| e.to_string())?;
-            let status = resp.status();
-            let body = resp
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
-            if !status.is_success() {
-                return Err(format!(
-                    "got response {} {:?}",
-                    status,
-                    String::from_utf8_lossy(&body)
-                ));
-            }
-            #[derive(serde::Deserialize)]
-            struct Channels {
-                channels: Vec<String>,
-            }
-            serde_json::from_slice::<Channels>(&body)
-                .map(|c| c.channels)
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|_| Err("timeout".into()));
-        match got {
+        let got = crate::client::http_get_json(&addr, &path, node.http_request_timeout).await;
+        match got.and_then(|v| {
+            serde_json::from_value::<Vec<String>>(v["channels"].clone()).map_err(|e| e.to_string())
+        }) {
             Ok(chans) => names.extend(chans),
             Err(e) => tracing::warn!(
                 "failed to query nsqlookupd for channels to pre-create for topic {topic} - {e}"

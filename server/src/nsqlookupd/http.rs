@@ -5,7 +5,7 @@
 use super::Shared;
 use crate::nsqd::http::{first, json, ok_empty, query, ApiErr, ApiResult, TEXT_TYPE};
 use axum::extract::{RawQuery, Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -129,29 +129,9 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     }
 }
 
-/// httprouter's 405 (with `Allow`) and OPTIONS.
+/// httprouter's redirects, 405 (with `Allow`) and OPTIONS.
 async fn method_guard(req: Request, next: Next) -> Response {
-    let Some(methods) = routed_methods(req.uri().path()) else {
-        if let Some(r) = crate::nsqd::http::redirect(&req, routed_methods) {
-            return r;
-        }
-        return next.run(req).await;
-    };
-    if methods.contains(&req.method().as_str()) {
-        return next.run(req).await;
-    }
-    let mut allow: Vec<&str> = methods.to_vec();
-    allow.push("OPTIONS");
-    allow.sort_unstable();
-    let mut resp = if req.method() == Method::OPTIONS {
-        StatusCode::OK.into_response()
-    } else {
-        ApiErr(405, "METHOD_NOT_ALLOWED").into_response()
-    };
-    if let Ok(v) = HeaderValue::from_str(&allow.join(", ")) {
-        resp.headers_mut().insert(header::ALLOW, v);
-    }
-    resp
+    crate::nsqd::http::router_guard(req, next, routed_methods).await
 }
 
 /// Access log, as nsqlookupd's `Log` decorator: `<status> <METHOD> <URI> (<remote>) <took>`.

@@ -104,7 +104,13 @@ async fn producers(a: &StatArgs) -> Result<Vec<String>, String> {
     if !a.lookupd_http_address.is_empty() {
         let mut errs = Vec::new();
         for l in &a.lookupd_http_address {
-            match http_get_json(l, &format!("/lookup?topic={t}")).await {
+            match http_get_json(
+                l,
+                &format!("/lookup?topic={t}"),
+                a.http_client_request_timeout,
+            )
+            .await
+            {
                 Ok(v) => {
                     for p in v["producers"].as_array().cloned().unwrap_or_default() {
                         let addr = join_host_port(
@@ -130,6 +136,7 @@ async fn producers(a: &StatArgs) -> Result<Vec<String>, String> {
             let v = http_get_json(
                 n,
                 &format!("/stats?format=json&topic={t}&include_clients=false"),
+                a.http_client_request_timeout,
             )
             .await?;
             let has = v["topics"]
@@ -150,7 +157,7 @@ async fn channel_stats(a: &StatArgs, nodes: &[String]) -> Result<Option<ChannelS
     let mut errs = Vec::new();
     for n in nodes {
         let path = format!("/stats?format=json&topic={t}&channel={c}&include_clients=false");
-        let v = match http_get_json(n, &path).await {
+        let v = match http_get_json(n, &path, a.http_client_request_timeout).await {
             Ok(v) => v,
             Err(e) => {
                 errs.push(e);

@@ -151,6 +151,7 @@ pub fn main(args: Vec<String>) {
     }
     cfg.user_agent = format!("nsq_to_file/{} nsqlab", nsqlab_core::VERSION);
     cfg.max_in_flight = a.max_in_flight;
+    cfg.http_timeout = a.http_client_request_timeout;
     let _ = crate::logging::init(&a.log_prefix, &a.log_level);
     super::runtime().block_on(run(a, cfg));
 }
@@ -206,7 +207,7 @@ async fn run(a: ToFileArgs, cfg: ClientConfig) {
     loop {
         tokio::select! {
             _ = tick.tick(), if refresh => {
-                match topics(&a.lookupd_http_address).await {
+                match topics(&a.lookupd_http_address, a.http_client_request_timeout).await {
                     Ok(ts) => start(ts, &mut known),
                     Err(e) => tracing::error!("could not retrieve topic list: {e}"),
                 }
@@ -231,10 +232,10 @@ async fn run(a: ToFileArgs, cfg: ClientConfig) {
 }
 
 /// Every lookupd's topics, merged and sorted (any failure fails the refresh).
-async fn topics(lookupds: &[String]) -> Result<Vec<String>, String> {
+async fn topics(lookupds: &[String], timeout: Duration) -> Result<Vec<String>, String> {
     let mut all = Vec::new();
     for l in lookupds {
-        let v = http_get_json(l, "/topics").await?;
+        let v = http_get_json(l, "/topics", timeout).await?;
         for t in v["topics"].as_array().cloned().unwrap_or_default() {
             if let Some(t) = t.as_str() {
                 all.push(t.to_string());

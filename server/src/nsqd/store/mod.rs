@@ -776,9 +776,9 @@ fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
     let Some(e) = ts.index.get(i).filter(|x| x.id == id.0) else {
         return;
     };
-    let seg = e.seg as u64;
-    if let Some(s) = ts.segments.iter_mut().find(|s| s.num == seg) {
-        s.refs += delta;
+    // Segments are in number order (a file lost by hand may leave a gap).
+    if let Ok(i) = ts.segments.binary_search_by_key(&(e.seg as u64), |s| s.num) {
+        ts.segments[i].refs += delta;
     }
 }
 
