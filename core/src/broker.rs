@@ -644,6 +644,14 @@ impl Broker {
             match key & TIMER_KIND_MASK {
                 TIMER_CHANNEL => {
                     let ch = ChannelId(id as u32);
+                    if let Some(c) = self
+                        .channels
+                        .get_mut(ch.0 as usize)
+                        .and_then(|c| c.as_mut())
+                    {
+                        // Its timer entry was just taken.
+                        c.armed = None;
+                    }
                     self.process_channel_timers(now, ch);
                     self.rearm_channel(ch);
                 }
@@ -1394,10 +1402,16 @@ impl Broker {
             return;
         }
         let key = TIMER_CHANNEL | ch.0 as u64;
-        match self.channels[ch.0 as usize]
-            .as_ref()
-            .and_then(|c| c.next_due())
-        {
+        let Some(c) = self.channels[ch.0 as usize].as_mut() else {
+            self.timers.remove(key);
+            return;
+        };
+        let due = c.next_due();
+        if due == c.armed {
+            return;
+        }
+        c.armed = due;
+        match due {
             Some(due) => self.timers.upsert(due, key),
             None => {
                 self.timers.remove(key);

@@ -99,6 +99,8 @@ pub struct Channel {
     pub message_count: u64,
     pub requeue_count: u64,
     pub timeout_count: u64,
+    /// The channel's key in the broker's timer table (its [`Self::next_due`] when last armed).
+    pub armed: Option<Time>,
 }
 
 impl Channel {
@@ -123,6 +125,7 @@ impl Channel {
             next_client: 0,
             message_count: 0,
             requeue_count: 0,
+            armed: None,
             timeout_count: 0,
         }
     }

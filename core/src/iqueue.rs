@@ -6,11 +6,25 @@
 //! index (ID → slot) changes only when an entry comes or goes. Ordering is `(key, seq)`, `seq`
 //! an insertion (or re-key) sequence kept in the heap cell, and the same [`HeapOp`] trace as
 //! [`crate::pqueue::PQueue`]'s is recorded.
+//!
+//! **The sorted lane.** Most entries arrive in key order: an in-flight deadline is
+//! `now + msg_timeout`, a heartbeat `now + interval`. While no trace is recorded, an entry
+//! whose key is not below the last one in the lane skips the heap and joins a sorted FIFO
+//! (O(1) in and, for FIN in delivery order, O(1) out). The first entry is the smaller of the
+//! heap's root and the lane's front. An entry removed from the middle of the lane leaves a dead
+//! cell; dead cells are dropped at the ends and compacted away once they are the majority.
+//! With a trace on (the visualiser) everything is in the heap, so each step can be drawn.
 
 use crate::message::MessageId;
 use crate::pqueue::{Entry, HeapItem, HeapOp};
 use crate::time::Time;
 use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// A slot position with this bit set is in the sorted lane (the rest is its logical index).
+const LANE: u32 = 1 << 31;
+/// The slot of a dead lane cell.
+const DEAD: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 struct Slot<T> {
@@ -39,6 +53,17 @@ pub struct IndexedQueue<T> {
     index: FxHashMap<u64, u32>,
     next_seq: u64,
     trace: Option<Vec<HeapOp>>,
+    /// The sorted lane: nodes in ascending `(key, seq)`; its front is never dead.
+    lane: VecDeque<Node>,
+    /// Logical index of `lane[0]` (wrapping in 31 bits).
+    lane_base: u32,
+    lane_dead: usize,
+}
+
+/// Where a slot's node is.
+enum Loc {
+    Heap(usize),
+    Lane(usize),
 }
 
 impl<T: HeapItem> Default for IndexedQueue<T> {
@@ -57,11 +82,25 @@ impl<T: HeapItem> IndexedQueue<T> {
             index: FxHashMap::default(),
             next_seq: 0,
             trace: None,
+            lane: VecDeque::new(),
+            lane_base: 0,
+            lane_dead: 0,
         }
     }
 
-    /// Start or stop recording [`HeapOp`]s.
+    /// Start or stop recording [`HeapOp`]s. Starting moves the sorted lane into the heap.
     pub fn set_trace(&mut self, on: bool) {
+        if on {
+            self.trace = None;
+            let lane = std::mem::take(&mut self.lane);
+            (self.lane_base, self.lane_dead) = (0, 0);
+            for node in lane.into_iter().filter(|n| n.slot != DEAD) {
+                let pos = self.heap.len();
+                self.heap.push(node);
+                self.set_pos(pos);
+                self.sift(pos);
+            }
+        }
         self.trace = if on { Some(Vec::new()) } else { None };
     }
 
@@ -71,11 +110,32 @@ impl<T: HeapItem> IndexedQueue<T> {
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.lane.len() - self.lane_dead
     }
 
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.lane.is_empty()
+    }
+
+    #[inline]
+    fn locate(&self, s: u32) -> Loc {
+        let p = self.positions[s as usize];
+        if p & LANE == 0 {
+            Loc::Heap(p as usize)
+        } else {
+            Loc::Lane(((p & !LANE).wrapping_sub(self.lane_base) & !LANE) as usize)
+        }
+    }
+
+    /// The first node: the heap's root or the lane's front, whichever is earlier.
+    #[inline]
+    fn first(&self) -> Option<(Node, Loc)> {
+        match (self.heap.first(), self.lane.front()) {
+            (Some(h), Some(l)) if (l.key, l.seq) < (h.key, h.seq) => Some((*l, Loc::Lane(0))),
+            (Some(h), _) => Some((*h, Loc::Heap(0))),
+            (None, Some(l)) => Some((*l, Loc::Lane(0))),
+            (None, None) => None,
+        }
     }
 
     #[inline]
@@ -88,17 +148,20 @@ impl<T: HeapItem> IndexedQueue<T> {
         &self.slot(self.heap[pos].slot).entry
     }
 
-    /// The entries in heap (array) order; index 0 is the root.
+    /// The entries: the heap in array order (index 0 is its root), then the sorted lane.
     pub fn iter(&self) -> impl Iterator<Item = &Entry<T>> {
-        self.heap.iter().map(|n| &self.slot(n.slot).entry)
+        self.heap
+            .iter()
+            .chain(self.lane.iter().filter(|n| n.slot != DEAD))
+            .map(|n| &self.slot(n.slot).entry)
     }
 
     pub fn peek(&self) -> Option<&Entry<T>> {
-        self.heap.first().map(|n| &self.slot(n.slot).entry)
+        self.first().map(|(n, _)| &self.slot(n.slot).entry)
     }
 
     pub fn peek_key(&self) -> Option<Time> {
-        self.heap.first().map(|n| n.key)
+        self.first().map(|(n, _)| n.key)
     }
 
     pub fn contains(&self, id: u64) -> bool {
@@ -133,34 +196,74 @@ impl<T: HeapItem> IndexedQueue<T> {
         debug_assert!(!self.contains(id), "duplicate heap id {id}");
         let seq = self.next_seq;
         self.next_seq += 1;
-        let pos = self.heap.len();
         let slot = Slot {
             entry: Entry { key, item },
         };
         let s = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(slot);
-                self.positions[s as usize] = pos as u32;
                 s
             }
             None => {
                 self.slots.push(Some(slot));
-                self.positions.push(pos as u32);
+                self.positions.push(0);
                 (self.slots.len() - 1) as u32
             }
         };
         self.index.insert(id, s);
-        self.heap.push(Node { key, seq, slot: s });
+        self.place(Node { key, seq, slot: s })
+    }
+
+    /// Put a node in the lane if it sorts last there (and no trace is kept), else in the
+    /// heap; returns its heap index, or the heap's length plus its lane index.
+    fn place(&mut self, node: Node) -> usize {
+        if self.trace.is_none() && self.lane.back().is_none_or(|b| node.key >= b.key) {
+            let at = self.lane.len();
+            self.positions[node.slot as usize] =
+                LANE | (self.lane_base.wrapping_add(at as u32) & !LANE);
+            self.lane.push_back(node);
+            return self.heap.len() + at;
+        }
+        let pos = self.heap.len();
+        self.heap.push(node);
         self.record(HeapOp::Push {
-            id: MessageId(id),
-            key,
+            id: MessageId(self.slot(node.slot).entry.item.heap_id()),
+            key: node.key,
             at: pos,
         });
+        self.set_pos(pos);
         self.sift(pos)
     }
 
+    /// Take lane cell `at` out of the order (its slot stays); drops dead cells at the ends
+    /// and compacts when most cells are dead.
+    fn detach_lane(&mut self, at: usize) {
+        self.lane[at].slot = DEAD;
+        self.lane_dead += 1;
+        while self.lane.front().is_some_and(|n| n.slot == DEAD) {
+            self.lane.pop_front();
+            self.lane_base = self.lane_base.wrapping_add(1) & !LANE;
+            self.lane_dead -= 1;
+        }
+        while self.lane.back().is_some_and(|n| n.slot == DEAD) {
+            self.lane.pop_back();
+            self.lane_dead -= 1;
+        }
+        if self.lane_dead > 32 && self.lane_dead * 2 > self.lane.len() {
+            self.lane.retain(|n| n.slot != DEAD);
+            self.lane_base = 0;
+            self.lane_dead = 0;
+            for (i, n) in self.lane.iter().enumerate() {
+                self.positions[n.slot as usize] = LANE | i as u32;
+            }
+        }
+    }
+
     pub fn pop(&mut self) -> Option<Entry<T>> {
-        (!self.heap.is_empty()).then(|| self.remove_at(0))
+        let (node, loc) = self.first()?;
+        let id = self.slot(node.slot).entry.item.heap_id();
+        self.index.remove(&id);
+        Some(self.remove_unindexed(node.slot, loc, id))
     }
 
     /// Pop the first entry if it is due at or before `now`.
@@ -187,14 +290,26 @@ impl<T: HeapItem> IndexedQueue<T> {
             return Err(true);
         }
         o.remove();
-        let pos = self.positions[s as usize] as usize;
-        Ok(self.remove_at_unindexed(pos, id))
+        let loc = self.locate(s);
+        Ok(self.remove_unindexed(s, loc, id))
     }
 
     pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
-        let s = *self.index.get(&id)?;
-        let pos = self.positions[s as usize] as usize;
-        Some(self.remove_at(pos))
+        let s = self.index.remove(&id)?;
+        let loc = self.locate(s);
+        Some(self.remove_unindexed(s, loc, id))
+    }
+
+    /// Remove slot `s` at `loc`, whose ID `id` is already out of the index.
+    fn remove_unindexed(&mut self, s: u32, loc: Loc, id: u64) -> Entry<T> {
+        match loc {
+            Loc::Heap(pos) => self.remove_at_unindexed(pos, id),
+            Loc::Lane(at) => {
+                self.detach_lane(at);
+                self.free.push(s);
+                self.slots[s as usize].take().expect("live slot").entry
+            }
+        }
     }
 
     /// Give the entry a new key and a fresh sequence number, as if re-inserted.
@@ -206,7 +321,14 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.next_seq += 1;
         let slot = self.slots[s as usize].as_mut().expect("live slot");
         slot.entry.key = key;
-        let pos = self.positions[s as usize] as usize;
+        let pos = match self.locate(s) {
+            Loc::Heap(pos) => pos,
+            Loc::Lane(at) => {
+                self.detach_lane(at);
+                self.place(Node { key, seq, slot: s });
+                return true;
+            }
+        };
         self.heap[pos].key = key;
         self.heap[pos].seq = seq;
         self.record(HeapOp::Rekey {
@@ -240,7 +362,10 @@ impl<T: HeapItem> IndexedQueue<T> {
         let heap = std::mem::take(&mut self.heap);
         let mut slots = std::mem::take(&mut self.slots);
         self.positions.clear();
+        let lane = std::mem::take(&mut self.lane);
+        (self.lane_base, self.lane_dead) = (0, 0);
         heap.into_iter()
+            .chain(lane.into_iter().filter(|n| n.slot != DEAD))
             .filter_map(|n| slots[n.slot as usize].take().map(|slot| slot.entry))
             .collect()
     }
@@ -252,13 +377,7 @@ impl<T: HeapItem> IndexedQueue<T> {
             + self.free.capacity() * 4
             + self.positions.capacity() * 4
             + self.index.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
-    }
-
-    fn remove_at(&mut self, pos: usize) -> Entry<T> {
-        let s = self.heap[pos].slot;
-        let id = self.slot(s).entry.item.heap_id();
-        self.index.remove(&id);
-        self.remove_at_unindexed(pos, id)
+            + self.lane.capacity() * std::mem::size_of::<Node>()
     }
 
     /// Remove the entry at `pos`, whose ID `id` is already out of the index.
@@ -406,7 +525,7 @@ mod tests {
     use super::*;
 
     fn check<T: HeapItem>(q: &IndexedQueue<T>) {
-        for i in 1..q.len() {
+        for i in 1..q.heap.len() {
             let (p, c) = (q.at((i - 1) / 2), q.at(i));
             assert!(p.key <= c.key, "heap order at {i}");
         }
@@ -414,6 +533,29 @@ mod tests {
         for (pos, n) in q.heap.iter().enumerate() {
             let e = &q.slot(n.slot).entry;
             assert_eq!(q.positions[n.slot as usize] as usize, pos);
+            assert_eq!(n.key, e.key, "inline key matches the entry");
+            assert_eq!(q.index[&e.item.heap_id()], n.slot);
+        }
+        assert!(
+            q.lane.front().is_none_or(|n| n.slot != DEAD),
+            "lane front is live"
+        );
+        assert_eq!(
+            q.lane.iter().filter(|n| n.slot == DEAD).count(),
+            q.lane_dead
+        );
+        for (i, w) in q.lane.iter().collect::<Vec<_>>().windows(2).enumerate() {
+            assert!(
+                (w[0].key, w[0].seq) < (w[1].key, w[1].seq),
+                "lane order at {i}"
+            );
+        }
+        for (at, n) in q.lane.iter().enumerate().filter(|(_, n)| n.slot != DEAD) {
+            let e = &q.slot(n.slot).entry;
+            assert!(
+                matches!(q.locate(n.slot), Loc::Lane(a) if a == at),
+                "lane position"
+            );
             assert_eq!(n.key, e.key, "inline key matches the entry");
             assert_eq!(q.index[&e.item.heap_id()], n.slot);
         }
@@ -444,17 +586,23 @@ mod tests {
         #[derive(Debug, Clone)]
         enum Op {
             Push(u8),
+            /// Push a key just after the latest pushed (as deadlines arrive).
+            PushLater(u8),
             Pop,
             Remove(u8),
             Rekey(u8, u8),
+            /// Start recording a trace (moves the sorted lane into the heap).
+            Trace,
         }
 
         fn op() -> impl Strategy<Value = Op> {
             prop_oneof![
                 3 => any::<u8>().prop_map(Op::Push),
+                3 => (0..4u8).prop_map(Op::PushLater),
                 2 => Just(Op::Pop),
-                1 => any::<u8>().prop_map(Op::Remove),
+                2 => any::<u8>().prop_map(Op::Remove),
                 1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rekey(a, b)),
+                1 => Just(Op::Trace),
             ]
         }
 
@@ -466,15 +614,26 @@ mod tests {
                 let mut q: IndexedQueue<u64> = IndexedQueue::new();
                 let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
                 let mut by_id: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-                let (mut seq, mut next_id) = (0u64, 0u64);
+                let (mut seq, mut next_id, mut latest) = (0u64, 0u64, 0u64);
                 for op in ops {
+                    let push = |k: u64, q: &mut IndexedQueue<u64>, model: &mut BTreeMap<_, _>, by_id: &mut BTreeMap<_, _>, seq: &mut u64, next_id: &mut u64| {
+                        q.push(k, *next_id);
+                        model.insert((k, *seq), *next_id);
+                        by_id.insert(*next_id, (k, *seq));
+                        *seq += 1;
+                        *next_id += 1;
+                    };
                     match op {
                         Op::Push(k) => {
-                            q.push(k as u64, next_id);
-                            model.insert((k as u64, seq), next_id);
-                            by_id.insert(next_id, (k as u64, seq));
-                            seq += 1;
-                            next_id += 1;
+                            latest = k as u64;
+                            push(latest, &mut q, &mut model, &mut by_id, &mut seq, &mut next_id);
+                        }
+                        Op::PushLater(d) => {
+                            latest += d as u64;
+                            push(latest, &mut q, &mut model, &mut by_id, &mut seq, &mut next_id);
+                        }
+                        Op::Trace => {
+                            q.set_trace(true);
                         }
                         Op::Pop => {
                             let got = q.pop().map(|e| (e.key, e.item));
@@ -500,8 +659,10 @@ mod tests {
                             prop_assert_eq!(got, by_id.contains_key(&id));
                         }
                     }
+                    q.drain_trace();
                     check(&q);
                     prop_assert_eq!(q.len(), model.len());
+                    prop_assert_eq!(q.iter().count(), model.len());
                     prop_assert_eq!(q.peek().map(|e| e.item), model.first_key_value().map(|(_, &id)| id));
                 }
             }
