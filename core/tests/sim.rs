@@ -447,15 +447,15 @@ impl World {
                 let t = format!("t{}", self.r(self.topics.len() as u64));
                 let cmd = match self.r(3) {
                     0 => Command::Pub {
-                        topic: t,
+                        topic: t.into(),
                         body: self.body(),
                     },
                     1 => Command::Mpub {
-                        topic: t,
+                        topic: t.into(),
                         bodies: (0..1 + self.r(3)).map(|_| self.body()).collect(),
                     },
                     _ => Command::Dpub {
-                        topic: t,
+                        topic: t.into(),
                         defer_ms: self.r(2000),
                         body: self.body(),
                     },

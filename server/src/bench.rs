@@ -138,12 +138,12 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     let body = vec![b'a'; a.size];
     let cmd = if batch == 1 {
         Command::Pub {
-            topic: a.topic.clone(),
+            topic: a.topic.as_str().into(),
             body: body.into(),
         }
     } else {
         Command::Mpub {
-            topic: a.topic.clone(),
+            topic: a.topic.as_str().into(),
             bodies: (0..batch).map(|_| body.clone().into()).collect(),
         }
     }
@@ -352,7 +352,7 @@ fn writer(a: WriterArgs) -> anyhow::Result<()> {
     let body = vec![b'a'; a.size];
     let mut cmd = Vec::new();
     Command::Mpub {
-        topic: a.topic.clone(),
+        topic: a.topic.as_str().into(),
         bodies: (0..a.batch_size).map(|_| body.clone().into()).collect(),
     }
     .encode(&mut cmd);
@@ -473,7 +473,7 @@ fn lateness(a: LatenessArgs) -> anyhow::Result<()> {
         let mut buf = Vec::new();
         for _ in chunk {
             Command::Dpub {
-                topic: topic.clone(),
+                topic: topic.as_str().into(),
                 defer_ms: 3_000_000,
                 body: b"bg"[..].into(),
             }
@@ -489,7 +489,7 @@ fn lateness(a: LatenessArgs) -> anyhow::Result<()> {
     for i in 0..a.count as u64 {
         let defer_ms = (base + window * i / a.count.max(1) as u64) / 1_000_000;
         Command::Dpub {
-            topic: topic.clone(),
+            topic: topic.as_str().into(),
             defer_ms,
             body: defer_ms.to_string().into_bytes().into(),
         }
@@ -569,7 +569,7 @@ fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
         let mut buf = Vec::with_capacity(n * (a.size + 40));
         for _ in 0..n {
             Command::Dpub {
-                topic: topic.clone(),
+                topic: topic.as_str().into(),
                 defer_ms: 3_000_000,
                 body: body.clone().into(),
             }

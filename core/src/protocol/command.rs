@@ -12,6 +12,10 @@
 
 use crate::message::Body;
 
+/// A topic name in a publish command: names of up to 24 bytes are stored inline, so the
+/// per-message path allocates nothing for them.
+pub type TopicName = compact_str::CompactString;
+
 /// A 16-byte message ID exactly as the client sent it (it may not be valid hex).
 pub type RawId = [u8; 16];
 
@@ -27,15 +31,15 @@ pub enum Command {
         channel: String,
     },
     Pub {
-        topic: String,
+        topic: TopicName,
         body: Body,
     },
     Mpub {
-        topic: String,
+        topic: TopicName,
         bodies: Vec<Body>,
     },
     Dpub {
-        topic: String,
+        topic: TopicName,
         defer_ms: u64,
         body: Body,
     },

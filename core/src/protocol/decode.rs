@@ -9,7 +9,7 @@
 //!
 //! Every error the decoder returns is fatal, as in nsqd.
 
-use super::command::{Command, RawId};
+use super::command::{Command, RawId, TopicName};
 use super::error::{go_quote_bytes, ProtocolError};
 use super::is_valid_name;
 use crate::options::Limits;
@@ -237,15 +237,19 @@ fn sub(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
     if params.len() < 3 {
         return Err(fatal("E_INVALID", "SUB insufficient number of parameters"));
     }
-    let topic = valid_name(params[1], "E_BAD_TOPIC", "SUB topic")?;
-    let channel = valid_name(params[2], "E_BAD_CHANNEL", "SUB channel")?;
+    let topic = valid_name::<String>(params[1], "E_BAD_TOPIC", "SUB topic")?;
+    let channel = valid_name::<String>(params[2], "E_BAD_CHANNEL", "SUB channel")?;
     (ctx.check_auth)("SUB", &topic, &channel)?;
     Ok(Decoded::Command(Command::Sub { topic, channel }, end))
 }
 
-fn valid_name(b: &[u8], code: &'static str, what: &str) -> Result<String, ProtocolError> {
+fn valid_name<S: for<'s> From<&'s str>>(
+    b: &[u8],
+    code: &'static str,
+    what: &str,
+) -> Result<S, ProtocolError> {
     match std::str::from_utf8(b) {
-        Ok(s) if is_valid_name(s) => Ok(s.to_string()),
+        Ok(s) if is_valid_name(s) => Ok(S::from(s)),
         _ => Err(fatal(
             code,
             format!("{what} name {} is not valid", go_quote_bytes(b)),
@@ -352,7 +356,7 @@ fn publish(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> 
     if params.len() < 2 {
         return Err(fatal("E_INVALID", "PUB insufficient number of parameters"));
     }
-    let topic = valid_name(params[1], "E_BAD_TOPIC", "PUB topic")?;
+    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "PUB topic")?;
     let Some((body, end)) = message_body(buf, at, "PUB", ctx)? else {
         return Ok(Decoded::Incomplete);
     };
@@ -370,7 +374,7 @@ fn dpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
     if params.len() < 3 {
         return Err(fatal("E_INVALID", "DPUB insufficient number of parameters"));
     }
-    let topic = valid_name(params[1], "E_BAD_TOPIC", "DPUB topic")?;
+    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "DPUB topic")?;
     let Some(defer_ms) = base10(params[2]) else {
         return Err(fatal(
             "E_INVALID",
@@ -405,7 +409,7 @@ fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         return Err(fatal("E_INVALID", "MPUB insufficient number of parameters"));
     }
     // nsqd's MPUB repeats the code inside its text: "E_BAD_TOPIC E_BAD_TOPIC MPUB topic …".
-    let topic = valid_name(params[1], "E_BAD_TOPIC", "E_BAD_TOPIC MPUB topic")?;
+    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "E_BAD_TOPIC MPUB topic")?;
     (ctx.check_auth)("MPUB", &topic, "")?;
     let Some(body_len) = read_len(buf, at) else {
         return Ok(Decoded::Incomplete);
@@ -698,12 +702,12 @@ mod tests {
                     .prop_map(|b| (Command::Identify(b), Init)),
                 (name(), name())
                     .prop_map(|(topic, channel)| (Command::Sub { topic, channel }, Init)),
-                (name(), body()).prop_map(|(topic, body)| (Command::Pub { topic, body }, Init)),
+                (name(), body()).prop_map(|(topic, body)| (Command::Pub { topic: topic.into(), body }, Init)),
                 (name(), proptest::collection::vec(body(), 1..5))
-                    .prop_map(|(topic, bodies)| (Command::Mpub { topic, bodies }, Subscribed)),
+                    .prop_map(|(topic, bodies)| (Command::Mpub { topic: topic.into(), bodies }, Subscribed)),
                 (name(), 0u64..3_600_000, body()).prop_map(|(topic, defer_ms, body)| (
                     Command::Dpub {
-                        topic,
+                        topic: topic.into(),
                         defer_ms,
                         body
                     },
