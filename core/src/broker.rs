@@ -658,14 +658,15 @@ impl Broker {
                 TIMER_HEARTBEAT => self.heartbeat(now, ClientId(id), e.key),
                 TIMER_READ => {
                     let cid = ClientId(id);
-                    match self.clients.get(&cid).and_then(|c| c.read_deadline()) {
+                    let Some(c) = self.clients.get_mut(&cid) else {
+                        continue;
+                    };
+                    c.read_armed = None;
+                    match c.read_deadline() {
                         Some(d) if d <= now => {
                             self.remove_client(now, cid, CloseReason::ReadTimeout, true)
                         }
-                        Some(d) => {
-                            self.timers.upsert(d, TIMER_READ | cid.0);
-                        }
-                        None => {}
+                        d => self.arm_read_timer(cid, d),
                     }
                 }
                 TIMER_SCAN => self.scan_loop(now),
@@ -1280,14 +1281,18 @@ impl Broker {
         };
         let mut sent = false;
         // Bodies fetched from the store are for clients with room: no more at once than that.
-        let mut room: i64 = c
-            .clients
-            .iter()
-            .filter_map(|id| clients.get(id))
-            .filter(|cl| cl.is_ready())
-            .map(|cl| cl.ready_count - cl.in_flight_count as i64)
-            .sum();
-        room -= c.loading.len() as i64;
+        // (Only evicted bodies are fetched; without eviction the clients' RDY is the bound.)
+        let mut room: i64 = if opts.evict_bodies && opts.durable {
+            c.clients
+                .iter()
+                .filter_map(|id| clients.get(id))
+                .filter(|cl| cl.is_ready())
+                .map(|cl| cl.ready_count - cl.in_flight_count as i64)
+                .sum::<i64>()
+                - c.loading.len() as i64
+        } else {
+            i64::MAX
+        };
         while !c.paused && !c.queue.is_empty() && !c.clients.is_empty() && room > 0 {
             let n = c.clients.len();
             let mut found = None;
@@ -1530,12 +1535,7 @@ impl Broker {
             return;
         };
         let (hb, read) = (c.settings.heartbeat_interval, c.read_deadline());
-        match read {
-            Some(d) => self.timers.upsert(d, TIMER_READ | id.0),
-            None => {
-                self.timers.remove(TIMER_READ | id.0);
-            }
-        }
+        self.arm_read_timer(id, read);
         if reset_heartbeat {
             match hb {
                 Some(hb) => self
@@ -1544,6 +1544,26 @@ impl Broker {
                 None => {
                     self.timers.remove(TIMER_HEARTBEAT | id.0);
                 }
+            }
+        }
+    }
+
+    /// Arm a client's read timer for `deadline`. A deadline that only moved later (every
+    /// command moves it) leaves an armed timer as it is: when that fires, it is re-armed.
+    fn arm_read_timer(&mut self, id: ClientId, deadline: Option<Time>) {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        match (deadline, c.read_armed) {
+            (Some(d), Some(armed)) if armed <= d => {}
+            (Some(d), _) => {
+                c.read_armed = Some(d);
+                self.timers.upsert(d, TIMER_READ | id.0);
+            }
+            (None, None) => {}
+            (None, Some(_)) => {
+                c.read_armed = None;
+                self.timers.remove(TIMER_READ | id.0);
             }
         }
     }

@@ -28,6 +28,9 @@ pub struct Client {
     /// When nsqd would have started reading the current command (the read deadline counts
     /// from here).
     pub(crate) read_base: Time,
+    /// The key of this client's read timer, when armed. It may be earlier than the read
+    /// deadline (which moves on with every command): on firing it is re-armed, not acted on.
+    pub(crate) read_armed: Option<Time>,
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,
@@ -79,6 +82,7 @@ impl Client {
             requeue_count: 0,
             connect_ts: now,
             read_base: now,
+            read_armed: None,
             tls: false,
             snappy: false,
             deflate: false,

@@ -702,9 +702,20 @@ mod tests {
                     .prop_map(|b| (Command::Identify(b), Init)),
                 (name(), name())
                     .prop_map(|(topic, channel)| (Command::Sub { topic, channel }, Init)),
-                (name(), body()).prop_map(|(topic, body)| (Command::Pub { topic: topic.into(), body }, Init)),
-                (name(), proptest::collection::vec(body(), 1..5))
-                    .prop_map(|(topic, bodies)| (Command::Mpub { topic: topic.into(), bodies }, Subscribed)),
+                (name(), body()).prop_map(|(topic, body)| (
+                    Command::Pub {
+                        topic: topic.into(),
+                        body
+                    },
+                    Init
+                )),
+                (name(), proptest::collection::vec(body(), 1..5)).prop_map(|(topic, bodies)| (
+                    Command::Mpub {
+                        topic: topic.into(),
+                        bodies
+                    },
+                    Subscribed
+                )),
                 (name(), 0u64..3_600_000, body()).prop_map(|(topic, defer_ms, body)| (
                     Command::Dpub {
                         topic: topic.into(),
