@@ -88,7 +88,58 @@ for (const id of ids) {
   await page.screenshot({ path: `${shots}/${id}.png` });
 }
 
-// 3. Phone-sized screen.
+// 3. Changes by hand: add a consumer, change its behaviour, crash it, delete its channel;
+// messages glide between places (FLIP transforms while they move).
+await page.goto(`${base}/?scenario=load-balance&seed=3&speed=1`);
+await page.waitForSelector('[data-testid=explain]');
+const consumers = () => page.$$eval('.node.consumer', (els) => els.length);
+const before = await consumers();
+await page.fill('#m-topic', 'jobs');
+await page.fill('#m-channel', 'work');
+await page.fill('#m-rdy', '2');
+await page.click('[data-testid=add-consumer]');
+check((await consumers()) === before + 1, `add consumer: ${before} -> ${await consumers()}`);
+for (let i = 0; i < 10 && !(await page.$('.node.channel[data-channel=work]')); i++) await page.click('[data-testid=step]');
+check(await page.$('.node.channel[data-channel=work]') !== null, `its channel is drawn (${await explain()})`);
+const mine = page.locator('.node.consumer').last();
+check((await mine.textContent()).includes('work · RDY 2'), `its RDY shows: ${await mine.textContent()}`);
+await mine.locator('[data-testid=rdy]').fill('0');
+await mine.locator('[data-testid=rdy]').dispatchEvent('change');
+check((await mine.textContent()).includes('RDY 0'), 'RDY changed by hand');
+await mine.locator('[data-testid=crash]').click();
+check(await mine.evaluate((el) => el.classList.contains('crashed')), 'crash marks it');
+await mine.locator('[data-testid=crash]').click();
+check(!(await mine.evaluate((el) => el.classList.contains('crashed'))), 'recover unmarks it');
+await page.fill('#m-channel', 'no such!');
+await page.click('[data-testid=delete-channel]');
+check((await page.textContent('[data-testid=manage-status]')).includes('names'), 'a bad name is refused');
+await page.fill('#m-channel', 'work');
+await page.click('[data-testid=delete-channel]');
+await page.click('[data-testid=step]');
+for (let i = 0; i < 20 && (await page.$('.node.channel[data-channel=work]')); i++) await page.click('[data-testid=step]');
+check(await page.$('.node.channel[data-channel=work]') === null, `the deleted channel is gone (${await page.textContent('[data-testid=manage-status]')} / ${await explain()})`);
+check((await consumers()) === before, `its consumer went with it (${await consumers()})`);
+await page.fill('#m-topic', 'orders');
+await page.fill('#m-channel', 'billing');
+await page.click('[data-testid=create-channel]');
+for (let i = 0; i < 10 && !(await page.$('.node.channel[data-channel=billing]')); i++) await page.click('[data-testid=step]');
+check(await page.$('.node.channel[data-channel=billing]') !== null, 'create channel draws it');
+// Publish a few and step: a chip that moved is drawn at its old place first (a transform),
+// then glides to its new one.
+await page.fill('#pub-defer', '0');
+await page.fill('#pub-count', '3');
+await page.click('[data-testid=publish]');
+let glided = false;
+for (let i = 0; i < 30 && !glided; i++) {
+  await page.click('[data-testid=step]');
+  glided = await page.evaluate(() => [...document.querySelectorAll('[data-flip]')].some((e) => e.style.transform === '' && e.style.transition.includes('transform')));
+}
+check(glided, 'a message glided to its new place');
+await page.waitForTimeout(500);
+await page.evaluate(() => window.scrollTo(0, 0));
+await page.screenshot({ path: `${shots}/manage.png`, fullPage: true });
+
+// 4. Phone-sized screen.
 await page.setViewportSize({ width: 390, height: 844 });
 await page.goto(`${base}/?scenario=load-balance&seed=1&speed=1`);
 await page.waitForSelector('[data-testid=explain]');
@@ -98,7 +149,7 @@ const overflow = await page.evaluate(() => document.documentElement.scrollWidth 
 check(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
 await page.screenshot({ path: `${shots}/phone-load-balance.png`, fullPage: true });
 
-// 4. Live mode against this server: the snapshot on connect, then a real DPUB entering the
+// 5. Live mode against this server: the snapshot on connect, then a real DPUB entering the
 // channel's deferred heap and leaving it when due.
 await page.setViewportSize({ width: 1280, height: 800 });
 const post = (p, body = '') => fetch(`${base}${p}`, { method: 'POST', body });

@@ -3,7 +3,9 @@
 //! owned `Interval`, dropped to stop.
 
 use crate::lab::{secs, short, time_of_day, ChannelView, Lab};
-use crate::layout::{heap_node_xy, nodes_in_levels, time_left, visible_levels};
+use crate::layout::{
+    flip_keys, flip_moves, heap_node_xy, nodes_in_levels, time_left, visible_levels,
+};
 use crate::live::{LiveModel, QueuesJson};
 use crate::scenarios::{find, Scenario, SCENARIOS};
 use gloo_timers::callback::Interval;
@@ -22,7 +24,23 @@ struct Run {
     scenario: &'static Scenario,
     seed: u64,
     labs: Vec<(&'static str, Lab)>,
+    /// What the manage form last refused, if anything.
+    status: String,
+    /// The forms' fields by input id, kept here so a re-render never resets what the reader
+    /// typed.
+    fields: std::collections::BTreeMap<&'static str, String>,
 }
+
+/// The forms' inputs and their first values.
+const FIELDS: &[(&str, &str)] = &[
+    ("pub-topic", "orders"),
+    ("pub-body", "hello"),
+    ("pub-defer", "2000"),
+    ("pub-count", "1"),
+    ("m-topic", "orders"),
+    ("m-channel", "billing"),
+    ("m-rdy", "1"),
+];
 
 impl Run {
     fn new(scenario: &'static Scenario, seed: u64) -> Run {
@@ -30,6 +48,8 @@ impl Run {
             scenario,
             seed,
             labs: (scenario.build)(seed),
+            status: String::new(),
+            fields: FIELDS.iter().map(|&(k, v)| (k, v.to_string())).collect(),
         }
     }
 
@@ -211,6 +231,14 @@ fn sim_app() -> Html {
         });
     }
 
+    // Messages glide from where they were to where they are now (FLIP, after each render).
+    {
+        let places = use_mut_ref(std::collections::HashMap::new);
+        use_effect(move || {
+            animate_moves(&mut places.borrow_mut());
+        });
+    }
+
     let r = run.borrow();
     let now = r.now();
     html! {
@@ -243,6 +271,7 @@ fn sim_app() -> Html {
         </div>
         { lateness_chart(&r.labs) }
         { publish_form(run.clone(), refresh.clone()) }
+        { manage_form(run.clone(), refresh.clone()) }
       </div>
     }
 }
@@ -264,14 +293,215 @@ fn lab_view(label: &str, lab: &Lab, run: Rc<RefCell<Run>>, refresh: Callback<()>
         { if label.is_empty() { html!{} } else { html!{ <h2>{label}</h2> } } }
         <div class="explain" data-testid="explain" aria-live="polite">{last}</div>
         <ol class="log">{ for lab.log.iter().rev().skip(1).take(5).map(|s| html!{ <li>{format!("{}  {}", secs(s.at), s.text)}</li> }) }</ol>
-        { topology(lab) }
+        { topology(lab, label, run.clone(), refresh.clone()) }
         { heap_chan.map(|c| heap_view(c, &lab.view.heap_marks, lab.view.highlight, None)).unwrap_or_default() }
         { for lab.view.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| in_flight_view(c, lab.now(), run.clone(), refresh.clone(), label.to_string())) }
       </section>
     }
 }
 
-fn topology(lab: &Lab) -> Html {
+/// At most this many elements are animated (a 10 000-message heap shows far fewer).
+const MAX_FLIP: u32 = 600;
+
+/// Measure every `[data-flip]` element; each one whose key was elsewhere in the previous
+/// render is drawn at its old place and let glide to its new one (a CSS transition).
+/// Skipped when the reader asked for reduced motion.
+fn animate_moves(places: &mut std::collections::HashMap<String, (f64, f64)>) {
+    let Some(w) = web_sys::window() else { return };
+    if w.match_media("(prefers-reduced-motion: reduce)")
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.matches())
+    {
+        return;
+    }
+    let Some(doc) = w.document() else { return };
+    let Ok(list) = doc.query_selector_all("[data-flip]") else {
+        return;
+    };
+    let (sx, sy) = (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0));
+    let mut els = Vec::new();
+    let mut ids = Vec::new();
+    for i in 0..list.length().min(MAX_FLIP) {
+        if let Some(el) = list
+            .item(i)
+            .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            ids.push(el.get_attribute("data-flip").unwrap_or_default());
+            els.push(el);
+        }
+    }
+    let keys = flip_keys(&ids);
+    let pos: Vec<(f64, f64)> = els
+        .iter()
+        .map(|e| {
+            let r = e.get_bounding_client_rect();
+            (r.left() + sx, r.top() + sy)
+        })
+        .collect();
+    let moves = flip_moves(places, &keys, &pos, 1.0);
+    for &(i, dx, dy) in &moves {
+        let st = els[i].style();
+        let _ = st.set_property("transition", "none");
+        let _ = st.set_property("transform", &format!("translate({dx:.1}px, {dy:.1}px)"));
+    }
+    if !moves.is_empty() {
+        // Apply the offsets before the transition starts.
+        let _ = doc.body().map(|b| b.offset_height());
+        for &(i, _, _) in &moves {
+            let st = els[i].style();
+            let _ = st.set_property("transition", "transform .35s ease-out");
+            let _ = st.set_property("transform", "");
+        }
+    }
+    *places = keys.into_iter().zip(pos).collect();
+}
+
+/// A callback that changes the lab named `label`, then re-renders.
+fn on_lab<E: 'static>(
+    run: &Rc<RefCell<Run>>,
+    refresh: &Callback<()>,
+    label: &str,
+    f: impl Fn(&mut Lab, E) + 'static,
+) -> Callback<E> {
+    let (run, refresh, label) = (run.clone(), refresh.clone(), label.to_string());
+    Callback::from(move |e: E| {
+        if let Some((_, lab)) = run.borrow_mut().labs.iter_mut().find(|(l, _)| *l == label) {
+            f(lab, e);
+        }
+        refresh.emit(());
+    })
+}
+
+fn input_u64(e: &Event) -> Option<u64> {
+    e.target_unchecked_into::<HtmlInputElement>()
+        .value()
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// A consumer's behaviour, changeable while it runs: RDY, time per message, failure rate
+/// (answered with REQ and a growing delay), crash and recover, disconnect.
+fn consumer_controls(
+    c: &crate::lab::Consumer,
+    label: &str,
+    run: &Rc<RefCell<Run>>,
+    refresh: &Callback<()>,
+) -> Html {
+    let id = c.id;
+    let (work, fail) = (c.processing_ms, c.fail_rate);
+    let on_rdy = on_lab(run, refresh, label, move |lab, e: Event| {
+        if let Some(n) = input_u64(&e) {
+            lab.set_rdy_by_hand(id, n.min(2500) as i64);
+        }
+    });
+    let on_work = on_lab(run, refresh, label, move |lab, e: Event| {
+        let fail = lab
+            .consumers
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(fail, |c| c.fail_rate);
+        if let Some(n) = input_u64(&e) {
+            lab.set_behaviour(id, n, fail);
+        }
+    });
+    let on_fail = on_lab(run, refresh, label, move |lab, e: Event| {
+        let work = lab
+            .consumers
+            .iter()
+            .find(|c| c.id == id)
+            .map_or(work, |c| c.processing_ms);
+        if let Some(n) = input_u64(&e) {
+            lab.set_behaviour(id, work, n);
+        }
+    });
+    let on_crash = on_lab(run, refresh, label, move |lab, _: MouseEvent| {
+        lab.toggle_crash(id)
+    });
+    let on_remove = on_lab(run, refresh, label, move |lab, _: MouseEvent| {
+        lab.remove_consumer_by_hand(id)
+    });
+    html! {
+      <div class="ctl" data-testid="consumer-controls">
+        <label>{"RDY "}<input type="number" min="0" max="2500" value={c.rdy.to_string()} data-testid="rdy" onchange={on_rdy}/></label>
+        <label>{"work ms "}<input type="number" min="0" value={c.processing_ms.to_string()} data-testid="work" onchange={on_work}/></label>
+        <label>{"fail % "}<input type="number" min="0" max="100" value={c.fail_rate.to_string()} data-testid="fail" onchange={on_fail}/></label>
+        <button data-testid="crash" onclick={on_crash} title="a crashed consumer never answers: its messages time out">{ if c.crashed { "recover" } else { "crash" } }</button>
+        <button data-testid="remove-consumer" onclick={on_remove} title="disconnect">{"✕"}</button>
+      </div>
+    }
+}
+
+fn field_value(run: &Rc<RefCell<Run>>, id: &str) -> String {
+    run.borrow().fields.get(id).cloned().unwrap_or_default()
+}
+
+/// A form input whose value lives in the run (see [`Run::fields`]).
+fn text_input(run: &Rc<RefCell<Run>>, id: &'static str, size: u32) -> Html {
+    let value = field_value(run, id);
+    let oninput = {
+        let run = run.clone();
+        Callback::from(move |e: InputEvent| {
+            let v = e.target_unchecked_into::<HtmlInputElement>().value();
+            run.borrow_mut().fields.insert(id, v);
+        })
+    };
+    html! { <input {id} {value} {oninput} size={size.to_string()}/> }
+}
+
+/// Add a consumer, create or delete a channel or topic, in every lab of the run.
+fn manage_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
+    let status = run.borrow().status.clone();
+    let act = |what: &'static str| {
+        let (run, refresh) = (run.clone(), refresh.clone());
+        Callback::from(move |_: MouseEvent| {
+            let (topic, channel, rdy) = (
+                field_value(&run, "m-topic"),
+                field_value(&run, "m-channel"),
+                field_value(&run, "m-rdy"),
+            );
+            let rdy: i64 = rdy.trim().parse().unwrap_or(1).clamp(0, 2500);
+            let valid = nsqlab_core::protocol::is_valid_name;
+            let mut msg = String::new();
+            if !valid(&topic) || (what != "topic/delete" && !valid(&channel)) {
+                msg = "topic and channel names: 1–64 of a-z A-Z 0-9 . _ - (optionally #ephemeral)"
+                    .into();
+            } else {
+                let mut r = run.borrow_mut();
+                for (_, lab) in r.labs.iter_mut() {
+                    let res = match what {
+                        "consumer" => {
+                            lab.add_consumer_by_hand(&topic, &channel, rdy);
+                            Ok(())
+                        }
+                        admin => lab.admin_by_hand(admin, &topic, &channel),
+                    };
+                    if let Err(e) = res {
+                        msg = e;
+                    }
+                }
+            }
+            run.borrow_mut().status = msg;
+            refresh.emit(());
+        })
+    };
+    html! {
+      <form class="manage" aria-label="manage" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())}>
+        <b>{"manage "}</b>
+        <label>{"topic "}{ text_input(&run, "m-topic", 10) }</label>
+        <label>{"channel "}{ text_input(&run, "m-channel", 10) }</label>
+        <label>{"RDY "}{ text_input(&run, "m-rdy", 3) }</label>
+        <button type="button" data-testid="add-consumer" onclick={act("consumer")}>{"add consumer"}</button>
+        <button type="button" data-testid="create-channel" onclick={act("channel/create")}>{"create channel"}</button>
+        <button type="button" data-testid="delete-channel" onclick={act("channel/delete")}>{"delete channel"}</button>
+        <button type="button" data-testid="delete-topic" onclick={act("topic/delete")}>{"delete topic"}</button>
+        <span class="status" data-testid="manage-status">{status}</span>
+      </form>
+    }
+}
+
+fn topology(lab: &Lab, label: &str, run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
     let v = &lab.view;
     html! {
       <div class="topology" data-testid="topology">
@@ -296,6 +526,7 @@ fn topology(lab: &Lab) -> Html {
               html!{ <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))}>
                 <b>{format!("{} ({})", c.name, c.id)}</b>
                 <div class="meta">{format!("{} · RDY {} · in flight {inflight}", c.channel, c.rdy)}</div>
+                { consumer_controls(c, label, &run, &refresh) }
               </div> }
           }) }
         </div>
@@ -304,7 +535,7 @@ fn topology(lab: &Lab) -> Html {
 }
 
 fn chip(id: nsqlab_core::MessageId, highlight: Option<nsqlab_core::MessageId>) -> Html {
-    html! { <span class={classes!("chip", (highlight == Some(id)).then_some("hot"))} data-id={id.to_string()} title={id.to_string()}>{short(id)}</span> }
+    html! { <span class={classes!("chip", (highlight == Some(id)).then_some("hot"))} data-id={id.to_string()} data-flip={id.to_string()} title={id.to_string()}>{short(id)}</span> }
 }
 
 fn channel_box(c: &ChannelView, highlight: Option<nsqlab_core::MessageId>) -> Html {
@@ -369,7 +600,7 @@ fn heap_view(
         { if hidden > 0 { html!{ <p class="more">{format!("… {hidden} more in deeper levels")}</p> } } else { html!{} } }
         <div class="array" data-testid="heap-array" aria-label="deferred heap as an array">
           { for c.heap.iter().take(64).enumerate().map(|(i, (id, due))| html!{
-              <div class={classes!("cell", marks.contains(&i).then_some("mark"))} data-index={i.to_string()} data-id={id.to_string()} data-due={due.to_string()}>
+              <div class={classes!("cell", marks.contains(&i).then_some("mark"))} data-index={i.to_string()} data-id={id.to_string()} data-flip={id.to_string()} data-due={due.to_string()}>
                 <span class="i">{i}</span><span class="d">{due_label(*due, now, 3)}</span>
               </div>
           }) }
@@ -400,7 +631,7 @@ fn in_flight_view(
                     refresh.emit(());
                 })
             };
-            html!{ <div class="row" data-id={m.id.to_string()}>
+            html!{ <div class="row" data-id={m.id.to_string()} data-flip={m.id.to_string()}>
               <span class="id">{short(m.id)}</span>
               <span>{format!("consumer {} · attempt {}", m.client, m.attempts)}</span>
               <span class="bar"><span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
@@ -458,16 +689,11 @@ fn lateness_summary(l: &Lab) -> String {
 }
 
 fn publish_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
+    let submit_run = run.clone();
     let onsubmit = Callback::from(move |e: SubmitEvent| {
         e.prevent_default();
-        let doc = web_sys::window().and_then(|w| w.document());
-        let val = |id: &str| {
-            doc.as_ref()
-                .and_then(|d| d.get_element_by_id(id))
-                .and_then(|el| el.dyn_into::<HtmlInputElement>().ok())
-                .map(|i| i.value())
-                .unwrap_or_default()
-        };
+        let run = &submit_run;
+        let val = |id: &str| field_value(run, id);
         let (topic, body) = (val("pub-topic"), val("pub-body"));
         let defer: u64 = val("pub-defer").parse().unwrap_or(0);
         let count: usize = val("pub-count").parse().unwrap_or(1).clamp(1, 100);
@@ -481,10 +707,10 @@ fn publish_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
     html! {
       <form class="publish" {onsubmit} aria-label="publish">
         <b>{"publish "}</b>
-        <label>{"topic "}<input id="pub-topic" value="orders" size="10"/></label>
-        <label>{"body "}<input id="pub-body" value="hello" size="10"/></label>
-        <label>{"delay ms "}<input id="pub-defer" value="2000" size="6" inputmode="numeric"/></label>
-        <label>{"count "}<input id="pub-count" value="1" size="3" inputmode="numeric"/></label>
+        <label>{"topic "}{ text_input(&run, "pub-topic", 10) }</label>
+        <label>{"body "}{ text_input(&run, "pub-body", 10) }</label>
+        <label>{"delay ms "}{ text_input(&run, "pub-defer", 6) }</label>
+        <label>{"count "}{ text_input(&run, "pub-count", 3) }</label>
         <button type="submit" data-testid="publish">{"PUB / DPUB / MPUB"}</button>
       </form>
     }

@@ -6,7 +6,7 @@
 //! instant. The display state ([`View`]) is rebuilt from the events themselves, so a heap is
 //! drawn as it was after each single swap, not only as it ends up.
 
-use nsqlab_core::event::{Event, EventKind, HeapKind, Place};
+use nsqlab_core::event::{CloseReason, Event, EventKind, HeapKind, Place};
 use nsqlab_core::pqueue::HeapOp;
 use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::sim::Sim;
@@ -382,25 +382,83 @@ impl Lab {
             "TOUCH" => Command::Touch(id.to_hex()),
             _ => Command::Fin(id.to_hex()),
         };
-        // Anything shown so far happened; the answer comes after it.
-        while !self.pending.is_empty() {
-            self.step();
-        }
-        self.sim.advance(self.view.now);
+        self.by_hand();
         self.sim.send(consumer, &cmd);
         self.collect();
     }
 
-    /// Publish by hand (the publish form).
-    pub fn publish_by_hand(&mut self, topic: &str, body: &str, defer_ms: u64, count: usize) {
+    /// Before a change by hand: show what has happened so far and bring the broker to the
+    /// shown clock, so the change comes after it.
+    fn by_hand(&mut self) {
         while !self.pending.is_empty() {
             self.step();
         }
+        self.sim.advance(self.view.now);
+    }
+
+    /// Connect a new consumer by hand (the manage form); returns its client ID.
+    pub fn add_consumer_by_hand(&mut self, topic: &str, channel: &str, rdy: i64) -> ClientId {
+        self.by_hand();
+        let name = format!("consumer {}", self.consumers.len() + 1);
+        let id = self.add_consumer(Lab::consumer(&name, topic, channel, rdy));
+        self.collect();
+        id
+    }
+
+    /// Disconnect a consumer: nsqd puts its in-flight messages back in the queue.
+    pub fn remove_consumer_by_hand(&mut self, consumer: ClientId) {
+        self.by_hand();
+        self.sim.disconnect(consumer);
+        self.collect();
+    }
+
+    /// Change a consumer's RDY now.
+    pub fn set_rdy_by_hand(&mut self, consumer: ClientId, rdy: i64) {
+        self.by_hand();
+        self.act(Action::SetRdy { consumer, rdy });
+        self.collect();
+    }
+
+    /// Change how a consumer handles the messages it gets from now on.
+    pub fn set_behaviour(&mut self, consumer: ClientId, processing_ms: u64, fail_rate: u64) {
+        if let Some(c) = self.consumers.iter_mut().find(|c| c.id == consumer) {
+            c.processing_ms = processing_ms;
+            c.fail_rate = fail_rate.min(100);
+        }
+    }
+
+    /// Crash a consumer (it stops answering; its messages time out), or bring it back (it
+    /// answers what it gets from then on).
+    pub fn toggle_crash(&mut self, consumer: ClientId) {
+        if let Some(c) = self.consumers.iter_mut().find(|c| c.id == consumer) {
+            c.crashed = !c.crashed;
+        }
+    }
+
+    /// nsqd's `/topic/create|delete`, `/channel/create|delete` by hand.
+    pub fn admin_by_hand(&mut self, what: &str, topic: &str, channel: &str) -> Result<(), String> {
+        self.by_hand();
+        let now = self.view.now;
+        let b = &mut self.sim.broker;
+        let res = match what {
+            "topic/create" => b.create_topic(now, topic),
+            "topic/delete" => b.delete_topic(now, topic),
+            "channel/create" => b.create_channel(now, topic, channel),
+            "channel/delete" => b.delete_channel(now, topic, channel),
+            other => return Err(format!("unknown action {other}")),
+        };
+        self.sim.flush();
+        self.collect();
+        res.map_err(|e| e.to_string())
+    }
+
+    /// Publish by hand (the publish form).
+    pub fn publish_by_hand(&mut self, topic: &str, body: &str, defer_ms: u64, count: usize) {
+        self.by_hand();
         if self.producers.is_empty() {
             self.add_producer();
         }
         let p = self.producers[0];
-        self.sim.advance(self.view.now);
         let cmd = match (count, defer_ms) {
             (n, _) if n > 1 => Command::Mpub {
                 topic: topic.into(),
@@ -429,6 +487,9 @@ impl Lab {
         self.pending
             .extend(self.sim.events[self.seen..].iter().cloned());
         self.seen = self.sim.events.len();
+        // Consumers the broker closed (disconnected, channel deleted) are gone.
+        let sim = &self.sim;
+        self.consumers.retain(|c| !sim.is_closed(c.id));
         let now = self.sim.now();
         let consumers: Vec<Consumer> = self.consumers.clone();
         for c in consumers {
@@ -691,7 +752,27 @@ impl View {
             EventKind::Scan { channels, dirty } => {
                 format!("Scan loop: looked at {channels} channel(s), {dirty} had something due.")
             }
-            EventKind::ClientClosed { client, .. } => format!("Consumer {client} disconnected."),
+            EventKind::ClientClosed { client, reason } => {
+                for c in self.channels.values_mut() {
+                    c.consumers.retain(|x| x != client);
+                }
+                match reason {
+                    CloseReason::ChannelDeleted => format!(
+                        "Consumer {client} disconnected: its channel was deleted."
+                    ),
+                    _ => format!("Consumer {client} disconnected; messages it had in flight go back to the queue when their timeouts pass (nsqd does not requeue them at once)."),
+                }
+            }
+            EventKind::TopicDeleted { topic } => {
+                self.topics.remove(topic.as_ref());
+                self.channels.retain(|(t, _), _| t != topic.as_ref());
+                format!("Topic {topic} deleted, with its channels and every message in them.")
+            }
+            EventKind::ChannelDeleted { topic, channel } => {
+                self.channels
+                    .remove(&(topic.to_string(), channel.to_string()));
+                format!("Channel {channel} deleted from topic {topic}, with its messages; the topic's other channels keep theirs.")
+            }
             EventKind::ClientConnected { .. }
             | EventKind::ClientIdentified { .. }
             | EventKind::ClientClosing { .. } => return None,
@@ -868,5 +949,58 @@ mod tests {
         assert_eq!(c.in_flight.len(), 1);
         assert_eq!(c.in_flight[0].attempts, 2);
         assert!(lab.log.iter().any(|s| s.text.contains("never answered")));
+    }
+
+    /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
+    /// crashed consumer's message times out and goes to the other consumer; deleting the
+    /// channel removes it and its consumers from the view.
+    #[test]
+    fn changes_by_hand() {
+        let mut lab = Lab::new(Options::default(), 7);
+        let a = lab.add_consumer_by_hand("t", "c", 1);
+        lab.set_behaviour(a, 100, 0);
+        lab.publish_by_hand("t", "one", 0, 1);
+        lab.run_until(ms(1000));
+        assert_eq!(lab.view.channels[&("t".into(), "c".into())].finished, 1);
+
+        lab.set_rdy_by_hand(a, 0);
+        lab.publish_by_hand("t", "two", 0, 1);
+        lab.run_until(ms(3000));
+        let c = &lab.view.channels[&("t".into(), "c".into())];
+        assert_eq!(
+            (c.queue.len(), c.in_flight.len()),
+            (1, 0),
+            "RDY 0: it waits"
+        );
+
+        // A crashed consumer takes it and never answers; a second consumer gets it after the
+        // timeout (5 s), with attempts 2.
+        lab.set_rdy_by_hand(a, 1);
+        lab.toggle_crash(a);
+        lab.run_until(ms(3500));
+        assert_eq!(
+            lab.view.channels[&("t".into(), "c".into())].in_flight.len(),
+            1
+        );
+        let b = lab.add_consumer_by_hand("t", "c", 1);
+        lab.remove_consumer_by_hand(a);
+        lab.run_until(ms(9000));
+        let c = &lab.view.channels[&("t".into(), "c".into())];
+        assert_eq!((c.timed_out, c.finished), (1, 2), "{:?}", lab.log.last());
+        assert_eq!(c.consumers, vec![b]);
+        assert_eq!(lab.consumers.len(), 1, "the removed consumer is gone");
+
+        lab.admin_by_hand("channel/create", "t", "d").unwrap();
+        lab.run_until(lab.now());
+        assert!(lab.view.channels.contains_key(&("t".into(), "d".into())));
+        lab.admin_by_hand("channel/delete", "t", "c").unwrap();
+        lab.run_until(lab.now());
+        assert!(!lab.view.channels.contains_key(&("t".into(), "c".into())));
+        lab.run_until(ms(9100));
+        assert!(lab.consumers.is_empty(), "its consumer was closed");
+        assert!(lab.admin_by_hand("channel/delete", "t", "c").is_err());
+        lab.admin_by_hand("topic/delete", "t", "").unwrap();
+        lab.run_until(lab.now());
+        assert!(lab.view.topics.is_empty() && lab.view.channels.is_empty());
     }
 }

@@ -35,6 +35,47 @@ pub fn time_left(sent: u64, deadline: u64, now: u64) -> f64 {
     (deadline.saturating_sub(now)) as f64 / (deadline - sent) as f64
 }
 
+/// Keys for the elements that may move between renders (message chips, heap cells,
+/// in-flight rows), from their message IDs in document order. A message drawn in several
+/// places at once (one copy per channel) gets `id`, `id#1`, `id#2`…, so each copy keeps its
+/// own key from one render to the next.
+pub fn flip_keys(ids: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashMap::<&str, usize>::new();
+    ids.iter()
+        .map(|id| {
+            let n = seen.entry(id.as_str()).or_insert(0);
+            let key = if *n == 0 {
+                id.clone()
+            } else {
+                format!("{id}#{n}")
+            };
+            *n += 1;
+            key
+        })
+        .collect()
+}
+
+/// FLIP animation ("first, last, invert, play"): for each element now at `pos[i]` whose key was
+/// at another place in the previous render, the offset to draw it at first (its old place
+/// minus its new one), so it can glide to where it is now. New keys and moves under
+/// `min_px` are left alone.
+pub fn flip_moves(
+    prev: &std::collections::HashMap<String, (f64, f64)>,
+    keys: &[String],
+    pos: &[(f64, f64)],
+    min_px: f64,
+) -> Vec<(usize, f64, f64)> {
+    keys.iter()
+        .zip(pos)
+        .enumerate()
+        .filter_map(|(i, (k, &(x, y)))| {
+            let &(px, py) = prev.get(k)?;
+            let (dx, dy) = (px - x, py - y);
+            (dx.abs() >= min_px || dy.abs() >= min_px).then_some((i, dx, dy))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +101,22 @@ mod tests {
         assert_eq!(nodes_in_levels(6), 63);
         assert_eq!(visible_levels(3, 63), 2);
         assert_eq!(visible_levels(0, 63), 1);
+    }
+
+    #[test]
+    fn flip() {
+        let ids: Vec<String> = ["a", "b", "a", "a"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(flip_keys(&ids), vec!["a", "b", "a#1", "a#2"]);
+        let prev: std::collections::HashMap<String, (f64, f64)> = [
+            ("a".to_string(), (10.0, 20.0)),
+            ("b".to_string(), (5.0, 5.0)),
+        ]
+        .into();
+        let keys = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        // "a" moved right and down by (30, 40): drawn first at (-30, -40) from its new place;
+        // "b" barely moved; "c" is new.
+        let moves = flip_moves(&prev, &keys, &[(40.0, 60.0), (5.5, 5.0), (0.0, 0.0)], 1.0);
+        assert_eq!(moves, vec![(0, -30.0, -40.0)]);
     }
 
     #[test]
