@@ -45,5 +45,13 @@ if grep -E '^test result: FAILED|only configured to run in node' target/test-was
   echo "core tests in Chromium failed" >&2; exit 1
 fi
 
+step "visualiser components in headless Chromium (wasm-bindgen-test)"
+WASM_BINDGEN_TEST_TIMEOUT=120 \
+  wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver web 2>&1 | tee target/test-web-components.log
+if grep -E '^test result: FAILED' target/test-web-components.log >/dev/null \
+  || ! grep -E '^test result: ok\. [1-9][0-9]* passed' target/test-web-components.log >/dev/null; then
+  echo "visualiser component tests failed" >&2; exit 1
+fi
+
 step "summary"
 echo "native: $(summary)"

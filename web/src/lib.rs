@@ -3,8 +3,9 @@
 //! The broker core, compiled to WebAssembly, runs in the page in virtual time ([`lab`]); a
 //! learner steps through each event — a DPUB's push and every sift swap in the deferred heap,
 //! deliveries, timeouts, requeues — with an explanation of each. [`scenarios`] is the library,
-//! [`layout`] the pure drawing maths. The Yew components (`app`) exist only on wasm32; all the
-//! logic here is tested natively.
+//! [`layout`] the pure drawing maths. The Yew components (`app`) exist only on wasm32; the
+//! logic is tested natively and the components in headless Chromium (`web/tests/components.rs`,
+//! wasm-bindgen-test).
 
 pub mod lab;
 pub mod layout;
@@ -12,7 +13,7 @@ pub mod live;
 pub mod scenarios;
 
 #[cfg(target_arch = "wasm32")]
-mod app;
+pub mod app;
 
 #[cfg(target_arch = "wasm32")]
 #[wasm_bindgen::prelude::wasm_bindgen(start)]
