@@ -255,7 +255,7 @@ fn sim_app() -> Html {
           <p class="scenario-text" data-testid="scenario-text">{r.scenario.text}</p>
         </header>
         <section class="controls" aria-label="controls">
-          <button data-testid="play" onclick={on_play}>{ if *playing { "⏸ Pause" } else { "▶ Play" } }</button>
+          <button data-testid="play" onclick={on_play}>{ if *playing { "‖ Pause" } else { "▶ Play" } }</button>
           <button data-testid="step" onclick={on_step} title="one event (→ or s)">{"Step"}</button>
           <button data-testid="next" onclick={on_next} title="jump to the next timer (n)">{"Next timer"}</button>
           <button data-testid="reset" onclick={on_reset} title="start over (r)">{"Reset"}</button>
@@ -450,7 +450,7 @@ fn text_input(run: &Rc<RefCell<Run>>, id: &'static str, size: u32) -> Html {
     html! { <input {id} {value} {oninput} size={size.to_string()}/> }
 }
 
-/// Add a consumer, create or delete a channel or topic, in every lab of the run.
+/// Add a consumer, create or delete a topic or channel, in every lab of the run.
 fn manage_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
     let status = run.borrow().status.clone();
     let act = |what: &'static str| {
@@ -464,7 +464,7 @@ fn manage_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
             let rdy: i64 = rdy.trim().parse().unwrap_or(1).clamp(0, 2500);
             let valid = nsqlab_core::protocol::is_valid_name;
             let mut msg = String::new();
-            if !valid(&topic) || (what != "topic/delete" && !valid(&channel)) {
+            if !valid(&topic) || (!what.starts_with("topic/") && !valid(&channel)) {
                 msg = "topic and channel names: 1–64 of a-z A-Z 0-9 . _ - (optionally #ephemeral)"
                     .into();
             } else {
@@ -493,6 +493,7 @@ fn manage_form(run: Rc<RefCell<Run>>, refresh: Callback<()>) -> Html {
         <label>{"channel "}{ text_input(&run, "m-channel", 10) }</label>
         <label>{"RDY "}{ text_input(&run, "m-rdy", 3) }</label>
         <button type="button" data-testid="add-consumer" onclick={act("consumer")}>{"add consumer"}</button>
+        <button type="button" data-testid="create-topic" onclick={act("topic/create")}>{"create topic"}</button>
         <button type="button" data-testid="create-channel" onclick={act("channel/create")}>{"create channel"}</button>
         <button type="button" data-testid="delete-channel" onclick={act("channel/delete")}>{"delete channel"}</button>
         <button type="button" data-testid="delete-topic" onclick={act("topic/delete")}>{"delete topic"}</button>

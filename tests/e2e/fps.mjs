@@ -1,0 +1,62 @@
+// Benchmark (not a test): frames per second of the visualiser with 10 000 messages in a
+// deferred heap, in headless Chromium. Run by scripts/bench-web.sh.
+// usage: NODE_TOOLS=<dir with node_modules> node fps.mjs <base-url>
+import { createRequire } from 'module';
+const require = createRequire(process.env.NODE_TOOLS + '/');
+const { chromium } = require('playwright-core');
+const os = require('os'), fs = require('fs'), path = require('path');
+
+const [base] = process.argv.slice(2);
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nsqlab-chromium-'));
+const ctx = await chromium.launchPersistentContext(dir, {
+  executablePath: '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  viewport: { width: 1280, height: 800 },
+});
+const page = await ctx.newPage();
+const deferred = () => page.$$eval('[data-testid=deferred]', (els) => els.reduce((s, e) => s + Number(e.textContent.replace(/[^0-9]/g, '')), 0));
+// Frames drawn in `ms` (requestAnimationFrame callbacks) and the longest gap between two.
+const frames = (ms) => page.evaluate((ms) => new Promise((done) => {
+  let n = 0, last = performance.now(), worst = 0;
+  const t0 = last;
+  const tick = (t) => {
+    n++; worst = Math.max(worst, t - last); last = t;
+    if (t - t0 < ms) requestAnimationFrame(tick); else done({ fps: n * 1000 / (t - t0), worst });
+  };
+  requestAnimationFrame(tick);
+}), ms);
+
+await page.goto(`${base}/?scenario=big-heap&seed=1&speed=1`);
+await page.waitForSelector('[data-testid=explain]');
+const idle = await frames(2000);
+await page.click('[data-testid=play]');
+await page.waitForFunction(() => Number(document.querySelector('[data-testid=deferred]')?.textContent.replace(/[^0-9]/g, '')) >= 10000, null, { timeout: 60000 });
+const full = await deferred();
+fs.mkdirSync('target/screenshots', { recursive: true });
+await page.screenshot({ path: 'target/screenshots/big-heap-full.png' });
+// Playing at 1x while the heap is full (deliveries start 5 s in): 3 s of frames.
+const playing = await frames(3000);
+await page.click('[data-testid=play]');
+// One step at a time on the full heap: how long a click takes to show.
+const steps = [];
+for (let i = 0; i < 20; i++) {
+  const t = await page.evaluate(() => new Promise((done) => {
+    const t0 = performance.now();
+    document.querySelector('[data-testid=step]').click();
+    requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+  }));
+  steps.push(t);
+}
+steps.sort((a, b) => a - b);
+// Playing at 100x: pops and deliveries as fast as the page goes.
+await page.selectOption('[data-testid=speed]', '100');
+await page.click('[data-testid=play]');
+const fast = await frames(3000);
+const left = await deferred();
+await ctx.close();
+fs.rmSync(dir, { recursive: true, force: true });
+const f = (x) => x.toFixed(1);
+console.log(`| idle page | ${f(idle.fps)} fps (longest frame ${f(idle.worst)} ms) |`);
+console.log(`| playing 1x with ${full} in the heap | ${f(playing.fps)} fps (longest frame ${f(playing.worst)} ms) |`);
+console.log(`| one Step on the full heap, click to drawn | median ${f(steps[10])} ms, max ${f(steps[19])} ms |`);
+console.log(`| playing 100x, draining (${left} left after 3 s) | ${f(fast.fps)} fps (longest frame ${f(fast.worst)} ms) |`);
