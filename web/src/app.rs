@@ -591,10 +591,12 @@ fn heap_view(
           { for c.heap.iter().take(shown).enumerate().map(|(i, (id, due))| {
               let (x, y) = heap_node_xy(i, w, lh);
               let cls = classes!("hnode", marks.contains(&i).then_some("mark"), (highlight == Some(*id)).then_some("hot"));
-              html!{ <g class={cls} data-index={i.to_string()} data-id={id.to_string()}>
-                <circle cx={x.to_string()} cy={y.to_string()} r="19"/>
-                <text x={x.to_string()} y={(y - 2.0).to_string()} class="due">{due_label(*due, now, 2)}</text>
-                <text x={x.to_string()} y={(y + 10.0).to_string()} class="idx">{format!("#{i}")}</text>
+              // Keyed by message: a swap moves the same node, and CSS lets it glide there.
+              html!{ <g key={id.to_string()} class={cls} data-index={i.to_string()} data-id={id.to_string()}
+                        style={format!("transform: translate({x:.1}px, {y:.1}px)")}>
+                <circle cx="0" cy="0" r="19"/>
+                <text x="0" y="-2" class="due">{due_label(*due, now, 2)}</text>
+                <text x="0" y="10" class="idx">{format!("#{i}")}</text>
               </g> }
           }) }
         </svg>
