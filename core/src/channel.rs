@@ -1,6 +1,7 @@
 //! A channel: its own copy of every message of its topic, a memory queue with a backend behind
 //! it, a deferred heap, an in-flight heap, and the consumers that share it round-robin.
 
+use crate::deque::ChunkedDeque;
 use crate::event::Name;
 use crate::iqueue::IndexedQueue;
 use crate::message::{Message, MessageId};
@@ -8,7 +9,6 @@ use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
 use crate::ClientId;
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 
 /// A message that was sent and is awaiting FIN, REQ, TOUCH or its timeout.
 #[derive(Debug, Clone)]
@@ -32,8 +32,8 @@ impl HeapItem for InFlight {
 /// random).
 #[derive(Debug, Default, Clone)]
 pub struct MessageQueue {
-    pub memory: VecDeque<Message>,
-    pub backend: VecDeque<Message>,
+    pub memory: ChunkedDeque<Message>,
+    pub backend: ChunkedDeque<Message>,
 }
 
 impl MessageQueue {

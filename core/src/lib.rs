@@ -62,6 +62,7 @@ pub mod auth;
 pub mod broker;
 pub mod channel;
 pub mod client;
+pub mod deque;
 pub mod e2e;
 pub mod event;
 pub mod iqueue;

@@ -23,6 +23,7 @@
 
 pub mod record;
 
+use nsqlab_core::deque::ChunkedDeque;
 use nsqlab_core::{Broker, MessageId, Name, Replay, StoreOp, Time};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -94,8 +95,9 @@ struct TopicStore {
     pending: Vec<u8>,
     pending_msgs: u64,
     last_id: u64,
-    /// Every stored message's record location, in ID order (16 bytes per message).
-    index: VecDeque<IndexEntry>,
+    /// Every stored message's record location, in ID order (16 bytes per message), in
+    /// chunks: growing it never copies (or stalls on) millions of entries.
+    index: ChunkedDeque<IndexEntry>,
     /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
     meta_dirty: bool,
 }
@@ -296,7 +298,7 @@ impl Store {
             .collect();
         nums.sort_unstable();
         let mut segments = VecDeque::new();
-        let mut index = VecDeque::new();
+        let mut index = ChunkedDeque::new();
         let mut last_id = 0u64;
         let mut max_key: Option<u32> = None;
         for num in nums {
@@ -634,7 +636,7 @@ impl Store {
                 pending: Vec::new(),
                 pending_msgs: 0,
                 last_id: 0,
-                index: VecDeque::new(),
+                index: ChunkedDeque::new(),
                 meta_dirty: false,
             };
             write_meta(&ts)?;
