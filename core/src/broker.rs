@@ -94,6 +94,8 @@ pub struct Broker {
     scan: ScanState,
     /// Reused list of a topic's channels while routing (no allocation per message).
     scratch: Vec<ChannelId>,
+    /// The channels of the topic being published to.
+    pub_scratch: Vec<ChannelId>,
     auth_requests: VecDeque<AuthRequest>,
     /// Changes for durable storage, in order (only with `opts.durable`).
     store_ops: VecDeque<StoreOp>,
@@ -130,6 +132,7 @@ impl Broker {
             events: VecDeque::new(),
             scan: ScanState::default(),
             scratch: Vec::new(),
+            pub_scratch: Vec::new(),
             auth_requests: VecDeque::new(),
             store_ops: VecDeque::new(),
             last_ticket: 0,
@@ -1050,6 +1053,13 @@ impl Broker {
             held = t.paused || t.channels.is_empty();
             copies = if held { 1 } else { self.stored_copies(&name) };
         }
+        // The topic's channels, looked up once for the whole publish (routing a message does
+        // not change them); a held topic goes through `route`, which keeps it.
+        let mut chans = std::mem::take(&mut self.pub_scratch);
+        chans.clear();
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        let topic_held = t.paused || t.channels.is_empty();
+        chans.extend(t.channels.values().copied());
         for body in bodies {
             let t = self.topics.get_mut(&name).expect("topic exists");
             let id = t.next_id(now);
@@ -1085,7 +1095,11 @@ impl Broker {
                     msg: msg.clone(),
                 });
             }
-            self.route(now, &name, msg, due, false);
+            if topic_held {
+                self.route(now, &name, msg, due, false);
+            } else {
+                self.to_channels(now, &chans, msg, due, false);
+            }
         }
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
@@ -1097,7 +1111,10 @@ impl Broker {
                 }
             }
         }
-        self.pump_topic(now, &name);
+        for &ch in &chans {
+            self.pump(now, ch);
+        }
+        self.pub_scratch = chans;
         ticket
     }
 
@@ -1162,6 +1179,19 @@ impl Broker {
         let mut chans = std::mem::take(&mut self.scratch);
         chans.clear();
         chans.extend(t.channels.values().copied());
+        self.to_channels(now, &chans, msg, due, pump);
+        self.scratch = chans;
+    }
+
+    /// Give each of `chans` (a topic's channels) its copy of `msg`.
+    fn to_channels(
+        &mut self,
+        now: Time,
+        chans: &[ChannelId],
+        msg: Message,
+        due: Option<Time>,
+        pump: bool,
+    ) {
         // Every channel but the last gets a clone; the last gets the message itself.
         let mut msg = Some(msg);
         let n = chans.len();
@@ -1177,7 +1207,6 @@ impl Broker {
                 self.pump(now, ch);
             }
         }
-        self.scratch = chans;
     }
 
     /// A message enters a channel: deferred if it is not due yet, else queued.
