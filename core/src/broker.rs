@@ -471,6 +471,14 @@ impl Broker {
 
     // ---------------------------------------------------------------- inputs
 
+    /// The client's TLS handshake finished with a client certificate whose subject common name
+    /// is `common_name` (the I/O layer reads it; AUTH sends it to the auth server, as nsqd).
+    pub fn handle_tls_peer(&mut self, client: ClientId, common_name: String) {
+        if let Some(c) = self.clients.get_mut(&client) {
+            c.tls_common_name = common_name;
+        }
+    }
+
     /// A new connection. Its first bytes must be the V2 magic.
     pub fn connect(&mut self, now: Time, remote_address: impl Into<String>) -> ClientId {
         let now = self.clock.advance(now);
@@ -556,7 +564,7 @@ impl Broker {
                     secret: c.auth_secret.clone(),
                     remote_ip: c.remote_ip().to_string(),
                     tls: c.tls,
-                    common_name: String::new(),
+                    common_name: c.tls_common_name.clone(),
                 };
                 self.auth_requests.push_back(req);
                 self.clients.get_mut(&id).expect("client exists").auth_wait = true;
@@ -1098,7 +1106,7 @@ impl Broker {
             if topic_held {
                 self.route(now, &name, msg, due, false);
             } else {
-                self.to_channels(now, &chans, msg, due, false);
+                self.fan_out(now, &chans, msg, due, false);
             }
         }
         if let Some(cid) = from {
@@ -1179,12 +1187,12 @@ impl Broker {
         let mut chans = std::mem::take(&mut self.scratch);
         chans.clear();
         chans.extend(t.channels.values().copied());
-        self.to_channels(now, &chans, msg, due, pump);
+        self.fan_out(now, &chans, msg, due, pump);
         self.scratch = chans;
     }
 
     /// Give each of `chans` (a topic's channels) its copy of `msg`.
-    fn to_channels(
+    fn fan_out(
         &mut self,
         now: Time,
         chans: &[ChannelId],
@@ -1772,7 +1780,7 @@ impl Broker {
                     secret,
                     remote_ip: c.remote_ip().to_string(),
                     tls: c.tls,
-                    common_name: String::new(),
+                    common_name: c.tls_common_name.clone(),
                 };
                 self.auth_requests.push_back(req);
                 Ok(())

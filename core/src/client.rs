@@ -31,6 +31,9 @@ pub struct Client {
     /// The key of this client's read timer, when armed. It may be earlier than the read
     /// deadline (which moves on with every command): on firing it is re-armed, not acted on.
     pub(crate) read_armed: Option<Time>,
+    /// The subject common name of the client's TLS certificate (nsqd sends it to the auth
+    /// server as `common_name`); empty without one.
+    pub tls_common_name: String,
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,
@@ -83,6 +86,7 @@ impl Client {
             connect_ts: now,
             read_base: now,
             read_armed: None,
+            tls_common_name: String::new(),
             tls: false,
             snappy: false,
             deflate: false,

@@ -120,3 +120,172 @@ fn auth_against_an_auth_server() {
         .iter()
         .any(|q| q.contains("secret=pynsq-secret")));
 }
+
+/// A CA, and a client certificate it signed with subject common name `cn`.
+struct Pki {
+    ca_pem: String,
+    client_der: Vec<u8>,
+    client_key_der: Vec<u8>,
+}
+
+fn pki(cn: &str) -> Pki {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "test CA");
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut p = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    let cert = p.signed_by(&key, &ca, &ca_key).unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        client_der: cert.der().to_vec(),
+        client_key_der: key.serialize_der(),
+    }
+}
+
+/// Accepts the server's self-signed test certificate.
+#[derive(Debug)]
+struct TrustAnyServer(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for TrustAnyServer {
+    fn verify_server_cert(
+        &self,
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &[rustls_pki_types::CertificateDer<'_>],
+        _: &rustls_pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &rustls_pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &rustls_pki_types::CertificateDer<'_>,
+        d: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(m, c, d, &self.0.signature_verification_algorithms)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Read one V2 frame: (type, data).
+fn read_frame(r: &mut impl std::io::Read) -> std::io::Result<(u32, Vec<u8>)> {
+    let mut h = [0u8; 8];
+    r.read_exact(&mut h)?;
+    let size = u32::from_be_bytes(h[..4].try_into().unwrap()) as usize;
+    let ty = u32::from_be_bytes(h[4..].try_into().unwrap());
+    let mut data = vec![0u8; size - 4];
+    r.read_exact(&mut data)?;
+    Ok((ty, data))
+}
+
+/// IDENTIFY with tls_v1, the TLS handshake (with `client_cert`, if any), then AUTH "good";
+/// returns the AUTH reply, or the error that ended the connection.
+fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
+    let mut s = std::net::TcpStream::connect(d.tcp).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"  V2").unwrap();
+    let mut identify = Vec::new();
+    Command::Identify(br#"{"tls_v1":true,"feature_negotiation":true}"#.to_vec())
+        .encode(&mut identify);
+    s.write_all(&identify).unwrap();
+    let (_, json) = read_frame(&mut s).map_err(|e| e.to_string())?;
+    assert!(String::from_utf8_lossy(&json).contains(r#""tls_v1":true"#));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(TrustAnyServer(provider)));
+    let cfg = match client_cert {
+        Some(p) => b
+            .with_client_auth_cert(
+                vec![rustls_pki_types::CertificateDer::from(p.client_der.clone())],
+                rustls_pki_types::PrivateKeyDer::try_from(p.client_key_der.clone()).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let conn =
+        rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, s);
+    // nsqd answers the upgrade with OK, over TLS.
+    let (_, ok) = read_frame(&mut tls).map_err(|e| e.to_string())?;
+    assert_eq!(ok, b"OK");
+    let mut auth = Vec::new();
+    Command::Auth(b"good".to_vec()).encode(&mut auth);
+    tls.write_all(&auth).map_err(|e| e.to_string())?;
+    let (_, reply) = read_frame(&mut tls).map_err(|e| e.to_string())?;
+    Ok(String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// `--tls-client-auth-policy=require` (no CA, as Go's RequireAnyClientCert) wants a client
+/// certificate but does not verify it; its subject common name reaches the auth server.
+/// `require-verify` checks it against `--tls-root-ca-file`, or the system roots without one.
+#[test]
+fn client_certificates_and_the_auth_common_name() {
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (c, k, ca) = (
+        dir.path().join("c.pem"),
+        dir.path().join("k.pem"),
+        dir.path().join("ca.pem"),
+    );
+    std::fs::write(&c, server.cert.pem()).unwrap();
+    std::fs::write(&k, server.key_pair.serialize_pem()).unwrap();
+    let alice = pki("alice");
+    std::fs::write(&ca, &alice.ca_pem).unwrap();
+    let (addr, seen) = auth_server();
+    let tls = [
+        format!("-tls-cert={}", c.display()),
+        format!("-tls-key={}", k.display()),
+        format!("-auth-http-address={addr}"),
+    ];
+    let args = |extra: &[String]| -> Vec<String> { tls.iter().chain(extra).cloned().collect() };
+    let start = |a: Vec<String>| Nsqd::start(&a.iter().map(String::as_str).collect::<Vec<_>>());
+
+    let d = start(args(&["-tls-client-auth-policy=require".into()]));
+    let reply = tls_auth(&d, Some(&alice)).unwrap();
+    assert!(reply.contains(r#""identity":"tester""#), "{reply}");
+    let q = seen.lock().unwrap().clone();
+    assert!(
+        q.iter()
+            .any(|q| q
+                .starts_with("/auth?common_name=alice&remote_ip=127.0.0.1&secret=good&tls=true")),
+        "{q:?}"
+    );
+    assert!(tls_auth(&d, None).is_err(), "a certificate is required");
+    drop(d);
+
+    // require-verify with the CA that signed it: accepted; with the system roots: refused.
+    let d = start(args(&[
+        "-tls-client-auth-policy=require-verify".into(),
+        format!("-tls-root-ca-file={}", ca.display()),
+    ]));
+    assert!(tls_auth(&d, Some(&alice)).is_ok());
+    let mallory = pki("mallory");
+    assert!(
+        tls_auth(&d, Some(&mallory)).is_err(),
+        "signed by another CA"
+    );
+    drop(d);
+    let d = start(args(&["-tls-client-auth-policy=require-verify".into()]));
+    assert!(
+        tls_auth(&d, Some(&alice)).is_err(),
+        "not signed by a system root"
+    );
+}

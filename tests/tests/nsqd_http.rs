@@ -247,6 +247,41 @@ fn stats_shapes_as_nsqd() {
         .json();
     assert!(v["topics"].is_null() && v.get("memory").is_none());
 
+    // The heap figures follow what the broker holds: 16 MB of messages in a memory-only
+    // topic show up as heap in use, and leave it when the topic is deleted (allocated bytes,
+    // not resident pages, which the allocator keeps).
+    let mem = |d: &Nsqd| {
+        let v = d.http("GET", "/stats?format=json", b"").json();
+        v["memory"]["heap_in_use_bytes"].as_u64().unwrap()
+    };
+    let m = Nsqd::start(&["-durable=false"]);
+    let before = mem(&m);
+    let body = vec![b'x'; 64 << 10];
+    for _ in 0..256 {
+        assert_eq!(m.http("POST", "/pub?topic=mem", &body).status, 200);
+    }
+    let full = mem(&m);
+    assert!(
+        full >= before + (15 << 20),
+        "heap in use {before} -> {full}"
+    );
+    assert_eq!(m.http("POST", "/topic/delete?topic=mem", b"").status, 200);
+    let after = mem(&m);
+    assert!(
+        after + (12 << 20) <= full,
+        "heap in use {full} -> {after} after the delete"
+    );
+    // It is the heap, not the whole process (code and stacks are resident too).
+    let statm = std::fs::read_to_string(format!("/proc/{}/statm", m.pid())).unwrap();
+    let rss: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 4096;
+    assert!(after < rss, "heap in use {after} < resident {rss}");
+
     let mut c = d.client();
     c.send(b"SUB t c\nPUB t\n\x00\x00\x00\x01x");
     assert_eq!(c.next_text(), "R:OK");

@@ -53,6 +53,11 @@ pub enum ToDriver {
     CallStored(StoredJob),
     /// A timer is due (from the alarm thread).
     Tick,
+    /// A client's TLS handshake finished with a certificate with this subject common name.
+    TlsPeer {
+        client: ClientId,
+        common_name: String,
+    },
 }
 
 /// A handle to the broker task.
@@ -364,5 +369,9 @@ fn handle(
         ToDriver::CallStored(f) => after_store.push(f(broker, now)),
         ToDriver::Tick => {}
         ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
+        ToDriver::TlsPeer {
+            client,
+            common_name,
+        } => broker.handle_tls_peer(client, common_name),
     }
 }

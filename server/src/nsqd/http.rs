@@ -330,8 +330,11 @@ async fn mpub_handler(
     publish(&s, topic, bodies, None).await
 }
 
-/// Memory figures in nsqd's shape. nsqlab has no garbage collector: the heap fields come from
-/// the process's resident memory, the GC fields are zero.
+/// Memory figures in nsqd's shape (Go's `runtime.MemStats`). nsqlab has no garbage collector,
+/// so the GC fields are zero. With glibc the heap fields come from its allocator
+/// (`mallinfo2`): in use = bytes allocated (in arenas and mmapped), idle = free bytes the
+/// allocator holds; released and heap_objects are not tracked (0). Elsewhere in use is the
+/// resident size.
 #[derive(Serialize)]
 struct MemStats {
     heap_objects: u64,
@@ -358,12 +361,27 @@ pub fn resident_bytes() -> u64 {
         .unwrap_or(0)
 }
 
+/// (in use, idle) heap bytes from the allocator, where it can tell.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn heap_bytes() -> Option<(u64, u64)> {
+    // SAFETY: mallinfo2 only reads the allocator's own statistics (under its locks); it has
+    // no preconditions.
+    let m = unsafe { libc::mallinfo2() };
+    Some(((m.uordblks + m.hblkhd) as u64, m.fordblks as u64))
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn heap_bytes() -> Option<(u64, u64)> {
+    None
+}
+
 fn mem_stats() -> MemStats {
     let rss = resident_bytes();
+    let (in_use, idle) = heap_bytes().unwrap_or((rss, 0));
     MemStats {
         heap_objects: 0,
-        heap_idle_bytes: 0,
-        heap_in_use_bytes: rss,
+        heap_idle_bytes: idle,
+        heap_in_use_bytes: in_use,
         heap_released_bytes: 0,
         gc_pause_usec_100: 0,
         gc_pause_usec_99: 0,
@@ -803,7 +821,7 @@ async fn metrics(State(s): State<AppState>) -> ApiResult {
             chans.iter().map(|(x, ch)| (c(x, ch), get(ch))).collect(),
         );
     }
-    let _ = writeln!(out, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}", mem_stats().heap_in_use_bytes);
+    let _ = writeln!(out, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}", resident_bytes());
     let mut r = Response::new(axum::body::Body::from(out));
     r.headers_mut().insert(
         header::CONTENT_TYPE,

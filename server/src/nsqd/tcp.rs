@@ -142,9 +142,19 @@ impl Connection {
                                 if self.write(&mut wbuf).await.is_err() {
                                     break 'conn;
                                 }
-                                if let Err(e) = self.upgrade(u).await {
-                                    tracing::warn!("[{}] upgrade {u:?} failed - {e}", self.remote);
-                                    break 'conn;
+                                match self.upgrade(u).await {
+                                    Err(e) => {
+                                        tracing::warn!("[{}] upgrade {u:?} failed - {e}", self.remote);
+                                        break 'conn;
+                                    }
+                                    // Before anything read over TLS reaches the broker.
+                                    Ok(Some(common_name)) => {
+                                        let m = ToDriver::TlsPeer { client, common_name };
+                                        if !driver.send(m).await {
+                                            break 'conn;
+                                        }
+                                    }
+                                    Ok(None) => {}
                                 }
                             }
                         }
@@ -198,7 +208,9 @@ impl Connection {
         result
     }
 
-    async fn upgrade(&mut self, u: Upgrade) -> anyhow::Result<()> {
+    /// Apply an upgrade; a TLS handshake with a client certificate gives its subject's
+    /// common name.
+    async fn upgrade(&mut self, u: Upgrade) -> anyhow::Result<Option<String>> {
         match u {
             Upgrade::Tls => {
                 let acceptor = self
@@ -210,11 +222,18 @@ impl Connection {
                 };
                 let tls =
                     tokio::time::timeout(Duration::from_secs(5), acceptor.accept(tcp)).await??;
+                let cn = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|certs| certs.first())
+                    .and_then(|c| super::tls::common_name(c));
                 self.stream = Stream::Tls(Box::new(tls));
+                return Ok(cn);
             }
             Upgrade::Snappy => self.codec = Codec::Snappy(Box::default()),
             Upgrade::Deflate { level } => self.codec = Codec::Deflate(Deflate::new(level)),
         }
-        Ok(())
+        Ok(None)
     }
 }

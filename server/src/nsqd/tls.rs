@@ -3,10 +3,25 @@
 //!
 //! rustls speaks TLS 1.2 and 1.3 only; `--tls-min-version` below 1.2 is accepted and served as
 //! 1.2 (older versions are broken and deliberately not offered).
+//!
+//! Client certificates, as nsqd (Go's `tls.Config.ClientAuth`):
+//! - `--tls-client-auth-policy=require`: a client must present a certificate, which is not
+//!   verified against any CA (Go's `RequireAnyClientCert`); the handshake still proves the
+//!   client holds its key;
+//! - `require-verify`: the certificate must chain to `--tls-root-ca-file`, or without one to
+//!   the system's roots (Go's `RequireAndVerifyClientCert` with no `ClientCAs`).
+//!
+//! The certificate's subject common name goes to the auth server as `common_name`.
 
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::CryptoProvider;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
+use rustls::{
+    DigitallySignedStruct, DistinguishedName, RootCertStore, ServerConfig, SignatureScheme,
+};
 use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::UnixTime;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 
@@ -36,13 +51,23 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
         ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(versions)?;
     let builder = match args.tls_client_auth_policy.as_str() {
         "" => builder.with_no_client_auth(),
-        "require" | "require-verify" => {
-            if args.tls_root_ca_file.is_empty() {
-                anyhow::bail!("failed to build TLS config - --tls-client-auth-policy={} needs --tls-root-ca-file", args.tls_client_auth_policy);
-            }
+        "require" => builder.with_client_cert_verifier(Arc::new(AnyClientCert { provider })),
+        "require-verify" => {
+            let file = match args.tls_root_ca_file.as_str() {
+                "" => system_roots_file(),
+                f => f.to_string(),
+            };
             let mut roots = RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(&args.tls_root_ca_file)? {
-                roots.add(c?)?;
+            let certs = CertificateDer::pem_file_iter(&file)
+                .map_err(|e| anyhow::anyhow!("failed to build TLS config - {file}: {e}"))?;
+            for c in certs {
+                // A system bundle may hold certificates webpki cannot use; skip those.
+                let c = c.map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?;
+                if roots.add(c).is_err() && !args.tls_root_ca_file.is_empty() {
+                    anyhow::bail!(
+                        "failed to build TLS config - failed to append certificate to pool"
+                    );
+                }
             }
             let v =
                 WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build()?;
@@ -56,4 +81,89 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
         .with_single_cert(certs, key)
         .map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?;
     Ok(Some(Arc::new(cfg)))
+}
+
+/// Where the system's CA bundle is (Go looks in the same places on Linux).
+fn system_roots_file() -> String {
+    if let Ok(f) = std::env::var("SSL_CERT_FILE") {
+        return f;
+    }
+    [
+        "/etc/ssl/certs/ca-certificates.crt",
+        "/etc/pki/tls/certs/ca-bundle.crt",
+        "/etc/ssl/ca-bundle.pem",
+        "/etc/pki/tls/cacert.pem",
+        "/etc/ssl/cert.pem",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists())
+    .unwrap_or("/etc/ssl/certs/ca-certificates.crt")
+    .to_string()
+}
+
+/// Go's `RequireAnyClientCert`: a certificate is required but not checked against a CA; its
+/// handshake signature is still verified.
+#[derive(Debug)]
+struct AnyClientCert {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ClientCertVerifier for AnyClientCert {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// The subject common name of a certificate (Go's `Subject.CommonName`: the last CN), if any.
+pub fn common_name(cert: &CertificateDer<'_>) -> Option<String> {
+    let (_, c) = x509_parser::parse_x509_certificate(cert.as_ref()).ok()?;
+    let cn = c
+        .subject()
+        .iter_common_name()
+        .filter_map(|a| a.as_str().ok())
+        .last()?;
+    Some(cn.to_string())
 }
