@@ -290,3 +290,49 @@ fn tls_required_refuses_plaintext_commands() {
     let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(v["tls_v1"], false, "not asked for, not negotiated");
 }
+
+/// Output buffering: IDENTIFY's output_buffer_size and output_buffer_timeout are validated
+/// and echoed as nsqd does, but a message is never held back waiting for the buffer to fill or
+/// the timeout to pass while the consumer could take more (nsqd would hold it for up to
+/// output_buffer_timeout): everything one broker wake-up produces goes out in one write.
+#[test]
+fn output_buffer_settings_never_delay_a_message() {
+    let d = Nsqd::start(&[]);
+    let mut c = d.client();
+    c.cmd(&Command::Identify(
+        br#"{"feature_negotiation":true,"output_buffer_size":65536,"output_buffer_timeout":1000}"#
+            .to_vec(),
+    ));
+    let Frame::Response(json) = c.frame() else {
+        panic!("identify reply")
+    };
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(v["output_buffer_size"], 65536);
+    assert_eq!(v["output_buffer_timeout"], 1000);
+    c.cmd(&Command::Sub {
+        topic: "ob".into(),
+        channel: "c".into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Rdy(100));
+    let mut p = d.client();
+    for i in 0..3 {
+        let sent = std::time::Instant::now();
+        p.cmd(&pub_cmd("ob", format!("m{i}").as_bytes()));
+        assert_eq!(p.next_text(), "R:OK");
+        let Some(Frame::Message(m)) = c.frame_within(Duration::from_millis(500)) else {
+            panic!("message {i} held back")
+        };
+        assert_eq!(m.body.as_ref(), format!("m{i}").as_bytes());
+        assert!(sent.elapsed() < Duration::from_millis(500));
+    }
+    // Out-of-range values get nsqd's errors.
+    let mut bad = d.client();
+    bad.cmd(&Command::Identify(
+        br#"{"output_buffer_timeout":5}"#.to_vec(),
+    ));
+    assert_eq!(
+        bad.next_text(),
+        "E:E_BAD_BODY IDENTIFY output buffer timeout (5) is invalid"
+    );
+}
