@@ -154,6 +154,7 @@ for (let i = 0; i < 12; i++) await page.keyboard.press('ArrowRight');
 check((await page.textContent('[data-testid=clock]')).startsWith('t = '), 'keyboard stepping works');
 const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
 check(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
+await page.waitForTimeout(500);
 await page.screenshot({ path: `${shots}/phone-load-balance.png`, fullPage: true });
 
 // 5. Live mode against this server: the snapshot on connect, then a real DPUB entering the

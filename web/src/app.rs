@@ -305,6 +305,8 @@ const MAX_FLIP: u32 = 600;
 
 /// Measure every `[data-flip]` element; each one whose key was elsewhere in the previous
 /// render is drawn at its old place and let glide to its new one (a CSS transition).
+/// Places are measured without transforms (a glide still running when the next render comes
+/// restarts from where the element was going, never from a half-transformed place).
 /// Skipped when the reader asked for reduced motion.
 fn animate_moves(places: &mut std::collections::HashMap<String, (f64, f64)>) {
     let Some(w) = web_sys::window() else { return };
@@ -332,6 +334,11 @@ fn animate_moves(places: &mut std::collections::HashMap<String, (f64, f64)>) {
         }
     }
     let keys = flip_keys(&ids);
+    for e in &els {
+        let st = e.style();
+        let _ = st.set_property("transition", "none");
+        let _ = st.set_property("transform", "");
+    }
     let pos: Vec<(f64, f64)> = els
         .iter()
         .map(|e| {
@@ -342,7 +349,6 @@ fn animate_moves(places: &mut std::collections::HashMap<String, (f64, f64)>) {
     let moves = flip_moves(places, &keys, &pos, 1.0);
     for &(i, dx, dy) in &moves {
         let st = els[i].style();
-        let _ = st.set_property("transition", "none");
         let _ = st.set_property("transform", &format!("translate({dx:.1}px, {dy:.1}px)"));
     }
     if !moves.is_empty() {
