@@ -638,10 +638,12 @@ impl Broker {
         }
     }
 
+    /// A command was read: the read deadline starts again from now (one client lookup).
     fn command_done(&mut self, now: Time, id: ClientId) {
         if let Some(c) = self.clients.get_mut(&id) {
             c.read_base = now;
-            self.arm_client_timers(id, now, false);
+            let deadline = c.read_deadline();
+            arm_read(&mut self.timers, c, deadline);
         }
     }
 
@@ -1111,11 +1113,19 @@ impl Broker {
         }
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
-                match c.pub_counts.get_mut(&name) {
-                    Some(count) => *count += n,
-                    None => {
-                        c.pub_counts.insert(name.clone(), n);
-                    }
+                // Most producers publish to a few topics: find the topic's own name (the
+                // same allocation) without comparing strings first.
+                let fast = (c.pub_counts.len() <= 8)
+                    .then(|| c.pub_counts.iter_mut().find(|(k, _)| Arc::ptr_eq(k, &name)))
+                    .flatten();
+                match fast {
+                    Some((_, count)) => *count += n,
+                    None => match c.pub_counts.get_mut(&name) {
+                        Some(count) => *count += n,
+                        None => {
+                            c.pub_counts.insert(name.clone(), n);
+                        }
+                    },
                 }
             }
         }
@@ -1588,20 +1598,8 @@ impl Broker {
     /// Arm a client's read timer for `deadline`. A deadline that only moved later (every
     /// command moves it) leaves an armed timer as it is: when that fires, it is re-armed.
     fn arm_read_timer(&mut self, id: ClientId, deadline: Option<Time>) {
-        let Some(c) = self.clients.get_mut(&id) else {
-            return;
-        };
-        match (deadline, c.read_armed) {
-            (Some(d), Some(armed)) if armed <= d => {}
-            (Some(d), _) => {
-                c.read_armed = Some(d);
-                self.timers.upsert(d, TIMER_READ | id.0);
-            }
-            (None, None) => {}
-            (None, Some(_)) => {
-                c.read_armed = None;
-                self.timers.remove(TIMER_READ | id.0);
-            }
+        if let Some(c) = self.clients.get_mut(&id) {
+            arm_read(&mut self.timers, c, deadline);
         }
     }
 
@@ -1865,9 +1863,16 @@ impl Broker {
 
     /// Answer a publish with `OK`, held until the store has it when it went to the store.
     fn respond_stored(&mut self, id: ClientId, ticket: Option<Ticket>, cmd: &'static str) {
-        let at = self.clients.get(&id).map_or(0, |c| c.out.len());
-        self.send_frame(id, FRAME_TYPE_RESPONSE, OK);
-        let (Some(ticket), Some(c)) = (ticket, self.clients.get_mut(&id)) else {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let at = c.out.len();
+        encode_frame(&mut c.out, FRAME_TYPE_RESPONSE, OK);
+        if !c.out_queued {
+            c.out_queued = true;
+            self.dirty.push_back(id);
+        }
+        let Some(ticket) = ticket else {
             return;
         };
         match &mut c.hold {
@@ -2004,15 +2009,18 @@ impl Broker {
                 format!("FIN {} failed {e}", String::from_utf8_lossy(raw)),
             )
         };
-        // The hot path: one index lookup finds, checks the owner and removes.
-        let ch = self
+        // The hot path: one client lookup, and one index lookup finds, checks the owner and
+        // removes.
+        let cl = self
             .clients
-            .get(&id)
-            .and_then(|c| c.channel)
+            .get_mut(&id)
             .ok_or_else(|| failed("ID not in flight"))?;
+        let ch = cl.channel.ok_or_else(|| failed("ID not in flight"))?;
         let mid = MessageId::from_hex(raw).ok_or_else(|| failed("ID not in flight"))?;
         let window = self.opts.e2e_window;
-        let c = self.ch(ch);
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("a subscribed client's channel exists");
         let done = match c.in_flight.remove_if(mid.0, |f| f.client == id) {
             Ok(e) => e,
             Err(false) => return Err(failed("ID not in flight")),
@@ -2029,7 +2037,6 @@ impl Broker {
                 id: mid,
             });
         }
-        let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.finish_count += 1;
         self.emit_ch(now, ch, |topic, channel| EventKind::Finished {
@@ -2185,5 +2192,21 @@ fn store_error_code(cmd: &str) -> &'static str {
         "MPUB" => "E_MPUB_FAILED",
         "DPUB" => "E_DPUB_FAILED",
         _ => "E_PUB_FAILED",
+    }
+}
+
+/// Arm client `c`'s read timer for `deadline` (see [`Broker::arm_read_timer`]).
+fn arm_read(timers: &mut IndexedQueue<u64>, c: &mut Client, deadline: Option<Time>) {
+    match (deadline, c.read_armed) {
+        (Some(d), Some(armed)) if armed <= d => {}
+        (Some(d), _) => {
+            c.read_armed = Some(d);
+            timers.upsert(d, TIMER_READ | c.id.0);
+        }
+        (None, None) => {}
+        (None, Some(_)) => {
+            c.read_armed = None;
+            timers.remove(TIMER_READ | c.id.0);
+        }
     }
 }

@@ -11,7 +11,7 @@
 
 use super::command::{Command, RawId, TopicName};
 use super::error::{go_quote_bytes, ProtocolError};
-use super::is_valid_name;
+use super::is_valid_name_bytes;
 use crate::options::Limits;
 use std::sync::Arc;
 
@@ -248,8 +248,9 @@ fn valid_name<S: for<'s> From<&'s str>>(
     code: &'static str,
     what: &str,
 ) -> Result<S, ProtocolError> {
+    // nsqd's names are ASCII: the bytes are checked first, so the text is always UTF-8.
     match std::str::from_utf8(b) {
-        Ok(s) if is_valid_name(s) => Ok(S::from(s)),
+        Ok(s) if is_valid_name_bytes(b) => Ok(S::from(s)),
         _ => Err(fatal(
             code,
             format!("{what} name {} is not valid", go_quote_bytes(b)),

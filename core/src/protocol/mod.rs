@@ -93,14 +93,21 @@ const EPHEMERAL_SUFFIX: &str = "#ephemeral";
 /// nsqd's name rule for topics and channels: 1–64 characters of `[.a-zA-Z0-9_-]`, optionally
 /// ending in `#ephemeral` (counted in the 64).
 pub fn is_valid_name(name: &str) -> bool {
+    is_valid_name_bytes(name.as_bytes())
+}
+
+/// [`is_valid_name`] on bytes (a valid name is ASCII).
+pub fn is_valid_name_bytes(name: &[u8]) -> bool {
     if name.is_empty() || name.len() > 64 {
         return false;
     }
-    let base = name.strip_suffix(EPHEMERAL_SUFFIX).unwrap_or(name);
+    let base = name
+        .strip_suffix(EPHEMERAL_SUFFIX.as_bytes())
+        .unwrap_or(name);
     !base.is_empty()
         && base
-            .bytes()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
 /// Whether a (valid) name marks an ephemeral topic or channel.
