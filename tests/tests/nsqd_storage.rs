@@ -601,3 +601,40 @@ fn mem_queue_size_zero_sends_everything_through_disk() {
     let want: HashSet<String> = (0..30).map(|i| format!("m{i:03}")).collect();
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
 }
+
+/// As nsqd (which persists its metadata before answering), an admin change is on disk when
+/// its HTTP answer comes: a crash right after `/topic/pause` answered cannot unpause it.
+#[test]
+fn admin_answers_come_after_the_metadata_is_written() {
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &[]);
+    let meta = data.path().join("nsqlab/t/meta.json");
+    let paused = |path: &Path| -> (bool, bool) {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        (
+            v["paused"].as_bool().unwrap(),
+            v["channels"]["c"]["paused"].as_bool().unwrap(),
+        )
+    };
+    for i in 0..40 {
+        let on = i % 2 == 0;
+        let verb = if on { "pause" } else { "unpause" };
+        assert_eq!(
+            d.http("POST", &format!("/topic/{verb}?topic=t"), b"")
+                .status,
+            200
+        );
+        assert_eq!(
+            paused(&meta).0,
+            on,
+            "topic {verb} answered before it was written"
+        );
+        let r = d.http("POST", &format!("/channel/{verb}?topic=t&channel=c"), b"");
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            paused(&meta).1,
+            on,
+            "channel {verb} answered before it was written"
+        );
+    }
+}

@@ -200,10 +200,13 @@ async fn topic_from_query(
     }
     let t = topic.to_string();
     let t2 = t.clone();
+    // As nsqd, the answer comes once the change is on disk (nsqd persists its metadata
+    // before answering and ignores a failure to: so do we).
     s.driver
-        .call(move |b, now| b.create_topic(now, &t2))
+        .call_stored(move |b, now| b.create_topic(now, &t2))
         .await
         .ok_or(EXITING)?
+        .0
         .map_err(|_| ApiErr(400, "INVALID_TOPIC"))?;
     Ok(t)
 }
@@ -567,14 +570,15 @@ async fn topic_admin(
     }
     let r = s
         .driver
-        .call(move |b, now| match action.as_str() {
+        .call_stored(move |b, now| match action.as_str() {
             "delete" => b.delete_topic(now, &topic),
             "empty" => b.empty_topic(now, &topic),
             "pause" => b.pause_topic(now, &topic, true),
             _ => b.pause_topic(now, &topic, false),
         })
         .await
-        .ok_or(EXITING)?;
+        .ok_or(EXITING)?
+        .0;
     admin_result(r)
 }
 
@@ -598,7 +602,7 @@ async fn channel_admin(
     }
     let r = s
         .driver
-        .call(move |b, now| {
+        .call_stored(move |b, now| {
             if b.topic(&topic).is_none() {
                 return Err(AdminError::TopicNotFound);
             }
@@ -611,7 +615,8 @@ async fn channel_admin(
             }
         })
         .await
-        .ok_or(EXITING)?;
+        .ok_or(EXITING)?
+        .0;
     admin_result(r)
 }
 
