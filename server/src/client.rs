@@ -213,6 +213,23 @@ pub async fn http_get_json(
         .header("Accept", "application/vnd.nsq; version=1.0")
         .body(Empty::new())
         .map_err(|e| e.to_string())?;
+    fetch_json(&client, req, timeout).await
+}
+
+/// Send `req` and parse the JSON body of a 200, within `timeout`; any other status is NSQ's
+/// `got response <status> "<body>"` (as its `http_api` client).
+pub async fn fetch_json<C, B, T>(
+    client: &HttpClient<C, B>,
+    req: hyper::Request<B>,
+    timeout: Duration,
+) -> Result<T, String>
+where
+    C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+    B: hyper::body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    T: serde::de::DeserializeOwned,
+{
     let fut = async {
         let resp = client.request(req).await.map_err(|e| e.to_string())?;
         let status = resp.status();
@@ -222,7 +239,7 @@ pub async fn http_get_json(
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
-        if !status.is_success() {
+        if status != hyper::StatusCode::OK {
             return Err(format!(
                 "got response {status} {:?}",
                 String::from_utf8_lossy(&body)
@@ -232,7 +249,7 @@ pub async fn http_get_json(
     };
     tokio::time::timeout(timeout, fut)
         .await
-        .map_err(|_| "timeout".to_string())?
+        .map_err(|_| "timed out".to_string())?
 }
 
 /// One nsqd connection: SUB, RDY, hand messages over, send answers; redial direct addresses.

@@ -3,7 +3,7 @@
 //! when `--auth-http-request-method=post`), trying each `--auth-http-address` in turn from a
 //! random start until one answers.
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -86,25 +86,5 @@ async fn one(cfg: &AuthConfig, endpoint: &str, form: &str) -> Result<AuthRespons
         hyper::Request::get(format!("{endpoint}?{form}")).body(Full::new(Bytes::new()))
     }
     .map_err(|e| e.to_string())?;
-    let fetch = async {
-        let resp = client.request(request).await.map_err(|e| e.to_string())?;
-        let status = resp.status();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if status != hyper::StatusCode::OK {
-            return Err(format!(
-                "got response {} {:?}",
-                status.as_u16(),
-                String::from_utf8_lossy(&body)
-            ));
-        }
-        serde_json::from_slice::<AuthResponse>(&body).map_err(|e| e.to_string())
-    };
-    tokio::time::timeout(cfg.request_timeout, fetch)
-        .await
-        .map_err(|_| "timed out".to_string())?
+    crate::client::fetch_json(&client, request, cfg.request_timeout).await
 }
