@@ -1,6 +1,8 @@
 //! Listening as Go's `net.Listen("tcp", addr)` does.
 
-use tokio::net::TcpListener;
+use std::net::SocketAddr;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 
 /// Bind `addr`. An unspecified IPv4 host (`0.0.0.0:port`, or Go's `:port`) binds the
 /// dual-stack `[::]:port` as Go does — so IPv6 clients reach it too and the listening line
@@ -16,4 +18,23 @@ pub async fn listen(addr: &str) -> std::io::Result<TcpListener> {
         return TcpListener::bind(format!("0.0.0.0:{port}")).await;
     }
     TcpListener::bind(addr).await
+}
+
+/// The next connection, or `None` once `shutdown` flips. A failed accept (out of file
+/// descriptors, say) is logged as Go's "temporary Accept() failure", with `server` naming
+/// the listener, and accepting goes on.
+pub async fn accept(
+    listener: &TcpListener,
+    shutdown: &mut watch::Receiver<bool>,
+    server: &str,
+) -> Option<(TcpStream, SocketAddr)> {
+    loop {
+        tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => return Some(x),
+                Err(e) => tracing::warn!("{server}: temporary Accept() failure - {e}"),
+            },
+            _ = shutdown.changed() => return None,
+        }
+    }
 }

@@ -1037,17 +1037,7 @@ pub async fn serve(
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    loop {
-        let (stream, remote) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!("http: temporary Accept() failure - {e}");
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => break,
-        };
+    while let Some((stream, remote)) = crate::net::accept(&listener, &mut shutdown, "http").await {
         let (app, tls) = (app.clone(), tls.clone());
         tokio::spawn(async move {
             match tls {

@@ -23,24 +23,16 @@ pub async fn serve(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
-    loop {
-        tokio::select! {
-            r = listener.accept() => match r {
-                Ok((stream, addr)) => {
-                    tracing::info!("TCP: new client({addr})");
-                    let _ = stream.set_nodelay(true);
-                    let conn = Connection {
-                        stream: Stream::Tcp(stream),
-                        codec: Codec::Plain,
-                        remote: addr.to_string(),
-                        acceptor: acceptor.clone(),
-                    };
-                    tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
-                }
-                Err(e) => tracing::warn!("temporary Accept() failure - {e}"),
-            },
-            _ = shutdown.changed() => break,
-        }
+    while let Some((stream, addr)) = crate::net::accept(&listener, &mut shutdown, "TCP").await {
+        tracing::info!("TCP: new client({addr})");
+        let _ = stream.set_nodelay(true);
+        let conn = Connection {
+            stream: Stream::Tcp(stream),
+            codec: Codec::Plain,
+            remote: addr.to_string(),
+            acceptor: acceptor.clone(),
+        };
+        tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
     }
 }
 

@@ -149,17 +149,7 @@ pub async fn start(
 
 async fn serve_tcp(listener: TcpListener, shared: Shared, mut shutdown: watch::Receiver<bool>) {
     let mut conns = Vec::new();
-    loop {
-        let (stream, remote) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!("TCP: temporary Accept() failure - {e}");
-                    continue;
-                }
-            },
-            _ = shutdown.changed() => break,
-        };
+    while let Some((stream, remote)) = crate::net::accept(&listener, &mut shutdown, "TCP").await {
         conns.retain(|t: &tokio::task::JoinHandle<()>| !t.is_finished());
         conns.push(tokio::spawn(serve_conn(
             stream,
