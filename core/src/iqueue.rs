@@ -395,20 +395,8 @@ impl<T: HeapItem> IndexedQueue<T> {
             // hole down the smaller children to a leaf (one comparison per level), put the
             // last node there and let it rise (it rarely does).
             let moved = self.heap.pop().expect("not empty");
-            let len = self.heap.len();
-            let before = |a: &Node, b: &Node| (a.key, a.seq) < (b.key, b.seq);
             let mut hole = 0;
-            loop {
-                let l = 2 * hole + 1;
-                if l >= len {
-                    break;
-                }
-                let r = l + 1;
-                let c = if r < len && before(&self.heap[r], &self.heap[l]) {
-                    r
-                } else {
-                    l
-                };
+            while let Some(c) = self.smaller_child(hole) {
                 self.heap[hole] = self.heap[c];
                 self.set_pos(hole);
                 hole = c;
@@ -428,6 +416,20 @@ impl<T: HeapItem> IndexedQueue<T> {
             self.sift(pos);
         }
         slot.entry
+    }
+
+    /// The earlier of `pos`'s children, if it has any.
+    #[inline]
+    fn smaller_child(&self, pos: usize) -> Option<usize> {
+        let (l, r) = (2 * pos + 1, 2 * pos + 2);
+        if l >= self.heap.len() {
+            return None;
+        }
+        Some(if r < self.heap.len() && self.less(r, l) {
+            r
+        } else {
+            l
+        })
     }
 
     #[inline]
@@ -468,18 +470,7 @@ impl<T: HeapItem> IndexedQueue<T> {
             at = parent;
         }
         if at == pos {
-            let len = self.heap.len();
-            loop {
-                let l = 2 * at + 1;
-                if l >= len {
-                    break;
-                }
-                let r = l + 1;
-                let c = if r < len && before(&self.heap[r], &self.heap[l]) {
-                    r
-                } else {
-                    l
-                };
+            while let Some(c) = self.smaller_child(at) {
                 if !before(&self.heap[c], &node) {
                     break;
                 }
@@ -503,14 +494,10 @@ impl<T: HeapItem> IndexedQueue<T> {
             self.swap(pos, parent);
             pos = parent;
         }
-        let len = self.heap.len();
         loop {
-            let l = 2 * pos + 1;
-            if l >= len {
+            let Some(c) = self.smaller_child(pos) else {
                 return pos;
-            }
-            let r = l + 1;
-            let c = if r < len && self.less(r, l) { r } else { l };
+            };
             if !self.less(c, pos) {
                 return pos;
             }
