@@ -1113,19 +1113,11 @@ impl Broker {
         }
         if let Some(cid) = from {
             if let Some(c) = self.clients.get_mut(&cid) {
-                // Most producers publish to a few topics: find the topic's own name (the
-                // same allocation) without comparing strings first.
-                let fast = (c.pub_counts.len() <= 8)
-                    .then(|| c.pub_counts.iter_mut().find(|(k, _)| Arc::ptr_eq(k, &name)))
-                    .flatten();
-                match fast {
-                    Some((_, count)) => *count += n,
-                    None => match c.pub_counts.get_mut(&name) {
-                        Some(count) => *count += n,
-                        None => {
-                            c.pub_counts.insert(name.clone(), n);
-                        }
-                    },
+                match c.pub_counts.get_mut(&name) {
+                    Some(count) => *count += n,
+                    None => {
+                        c.pub_counts.insert(name.clone(), n);
+                    }
                 }
             }
         }
@@ -1605,11 +1597,7 @@ impl Broker {
 
     fn send_frame(&mut self, id: ClientId, frame_type: i32, data: &[u8]) {
         if let Some(c) = self.clients.get_mut(&id) {
-            encode_frame(&mut c.out, frame_type, data);
-            if !c.out_queued {
-                c.out_queued = true;
-                self.dirty.push_back(id);
-            }
+            push_frame(&mut self.dirty, c, frame_type, data);
         }
     }
 
@@ -1867,11 +1855,7 @@ impl Broker {
             return;
         };
         let at = c.out.len();
-        encode_frame(&mut c.out, FRAME_TYPE_RESPONSE, OK);
-        if !c.out_queued {
-            c.out_queued = true;
-            self.dirty.push_back(id);
-        }
+        push_frame(&mut self.dirty, c, FRAME_TYPE_RESPONSE, OK);
         let Some(ticket) = ticket else {
             return;
         };
@@ -2208,5 +2192,14 @@ fn arm_read(timers: &mut IndexedQueue<u64>, c: &mut Client, deadline: Option<Tim
             c.read_armed = None;
             timers.remove(TIMER_READ | c.id.0);
         }
+    }
+}
+
+/// Append a frame to client `c`'s output, and queue the client for sending if it was not.
+fn push_frame(dirty: &mut VecDeque<ClientId>, c: &mut Client, frame_type: i32, data: &[u8]) {
+    encode_frame(&mut c.out, frame_type, data);
+    if !c.out_queued {
+        c.out_queued = true;
+        dirty.push_back(c.id);
     }
 }
