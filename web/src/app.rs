@@ -396,32 +396,24 @@ fn consumer_controls(
     refresh: &Callback<()>,
 ) -> Html {
     let id = c.id;
-    let (work, fail) = (c.processing_ms, c.fail_rate);
     let on_rdy = on_lab(run, refresh, label, move |lab, e: Event| {
         if let Some(n) = input_u64(&e) {
             lab.set_rdy_by_hand(id, n.min(2500) as i64);
         }
     });
-    let on_work = on_lab(run, refresh, label, move |lab, e: Event| {
-        let fail = lab
-            .consumers
-            .iter()
-            .find(|c| c.id == id)
-            .map_or(fail, |c| c.fail_rate);
-        if let Some(n) = input_u64(&e) {
-            lab.set_behaviour(id, n, fail);
-        }
-    });
-    let on_fail = on_lab(run, refresh, label, move |lab, e: Event| {
-        let work = lab
-            .consumers
-            .iter()
-            .find(|c| c.id == id)
-            .map_or(work, |c| c.processing_ms);
-        if let Some(n) = input_u64(&e) {
-            lab.set_behaviour(id, work, n);
-        }
-    });
+    // Work time or failure rate: the typed one changes, the other stays as it is.
+    let behaviour = |apply: fn(&mut (u64, u64), u64)| {
+        on_lab(run, refresh, label, move |lab, e: Event| {
+            let now = lab.consumers.iter().find(|c| c.id == id);
+            if let (Some(n), Some(c)) = (input_u64(&e), now) {
+                let mut b = (c.processing_ms, c.fail_rate);
+                apply(&mut b, n);
+                lab.set_behaviour(id, b.0, b.1);
+            }
+        })
+    };
+    let on_work = behaviour(|b, n| b.0 = n);
+    let on_fail = behaviour(|b, n| b.1 = n);
     let on_crash = on_lab(run, refresh, label, move |lab, _: MouseEvent| {
         lab.toggle_crash(id)
     });
@@ -532,7 +524,7 @@ fn topology(lab: &Lab, label: &str, run: Rc<RefCell<Run>>, refresh: Callback<()>
               let inflight: usize = v.channels.values().map(|ch| ch.in_flight.iter().filter(|m| m.client == c.id).count()).sum();
               html!{ <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))}>
                 <b>{format!("{} ({})", c.name, c.id)}</b>
-                <div class="meta">{format!("{} · RDY {} · in flight {inflight}", c.channel, c.rdy)}</div>
+                <div class="meta" data-testid="consumer-meta">{format!("{} · RDY {} · in flight {inflight} · {} ms per message, {} % fail", c.channel, c.rdy, c.processing_ms, c.fail_rate)}</div>
                 { consumer_controls(c, label, &run, &refresh) }
               </div> }
           }) }

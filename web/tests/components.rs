@@ -60,6 +60,16 @@ async fn type_into(root: &Element, sel: &str, value: &str) {
     settle().await;
 }
 
+/// Set an input and fire `change` (as leaving the field does).
+async fn change_to(root: &Element, sel: &str, value: &str) {
+    let input: HtmlInputElement = one(root, sel).dyn_into().unwrap();
+    input.set_value(value);
+    input
+        .dispatch_event(&web_sys::Event::new("change").unwrap())
+        .unwrap();
+    settle().await;
+}
+
 fn count(root: &Element, testid: &str) -> u64 {
     all(root, &format!("[data-testid={testid}]"))
         .iter()
@@ -139,6 +149,26 @@ async fn manage_and_consumer_controls() {
         .unwrap()
         .value();
     assert_eq!(v, "jobs");
+
+    // Work time and failure rate change one at a time; the other keeps its value.
+    let meta = |root: &Element| {
+        text(
+            root,
+            ".node.consumer:last-child [data-testid=consumer-meta]",
+        )
+    };
+    assert!(
+        meta(&root).ends_with("500 ms per message, 0 % fail"),
+        "{}",
+        meta(&root)
+    );
+    change_to(&root, ".node.consumer:last-child [data-testid=work]", "120").await;
+    change_to(&root, ".node.consumer:last-child [data-testid=fail]", "30").await;
+    assert!(
+        meta(&root).ends_with("120 ms per message, 30 % fail"),
+        "{}",
+        meta(&root)
+    );
 
     click(&root, ".node.consumer:last-child [data-testid=crash]").await;
     let mine = all(&root, ".node.consumer").pop().unwrap();
