@@ -122,11 +122,6 @@ impl<T> ChunkedDeque<T> {
         self.chunks.get(c)?.get(o)
     }
 
-    pub fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        let (c, o) = self.locate(i)?;
-        self.chunks.get_mut(c)?.get_mut(o)
-    }
-
     /// The index of the first element for which `pred` is false (the elements must be
     /// partitioned: all `true` first), as `slice::partition_point`.
     pub fn partition_point(&self, mut pred: impl FnMut(&T) -> bool) -> usize {
@@ -151,11 +146,6 @@ impl<T> ChunkedDeque<T> {
     pub fn clear(&mut self) {
         self.chunks.clear();
         self.len = 0;
-    }
-
-    /// Slots allocated (for memory accounting).
-    pub fn capacity(&self) -> usize {
-        self.chunks.iter().map(|c| c.capacity()).sum()
     }
 }
 
