@@ -3,7 +3,7 @@
 
 use crate::auth::{AuthRequest, AuthResponse, AuthState};
 use crate::channel::{Channel, InFlight};
-use crate::client::Client;
+use crate::client::{Client, LastPub};
 use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
 use crate::iqueue::IndexedQueue;
 use crate::message::{Body, Message, MessageId};
@@ -16,11 +16,12 @@ use crate::protocol::{
 };
 use crate::store::{Hold, LoadRequest, RegistryChange, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
-use crate::topic::Topic;
+use crate::topic::{Topic, Topics};
 use crate::{ChannelId, ClientId};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::{BTreeMap, VecDeque};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Something to do on a client's transport, in order per client.
@@ -82,10 +83,11 @@ pub struct Broker {
     opts: Options,
     clock: Clock,
     rng: Xoshiro256PlusPlus,
-    topics: BTreeMap<Name, Topic>,
+    topics: Topics,
     channels: Vec<Option<Channel>>,
     free_channels: Vec<u32>,
-    clients: BTreeMap<ClientId, Client>,
+    /// Looked up several times per message: hashed (the public iterator sorts by ID).
+    clients: FxHashMap<ClientId, Client>,
     next_client: u64,
     timers: IndexedQueue<u64>,
     transmits: VecDeque<Transmit>,
@@ -121,10 +123,10 @@ impl Broker {
             opts,
             clock: Clock::new(now),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
-            topics: BTreeMap::new(),
+            topics: Topics::default(),
             channels: Vec::new(),
             free_channels: Vec::new(),
-            clients: BTreeMap::new(),
+            clients: FxHashMap::default(),
             next_client: 1,
             timers: IndexedQueue::new(),
             transmits: VecDeque::new(),
@@ -582,6 +584,7 @@ impl Broker {
                 max_rdy_count: opts.max_rdy_count,
                 max_req_timeout_ms: opts.max_req_timeout / MILLISECOND,
                 check_auth: &check,
+                known_topic: c.last_pub.as_ref().map(|l| &*l.name),
             };
             let res = decode(&input[pos..], &ctx);
             match res {
@@ -902,8 +905,11 @@ impl Broker {
         self.channel_by_id(id)
     }
 
+    /// The connected clients, in the order they connected.
     pub fn clients(&self) -> impl Iterator<Item = &Client> {
-        self.clients.values()
+        let mut all: Vec<&Client> = self.clients.values().collect();
+        all.sort_unstable_by_key(|c| c.id);
+        all.into_iter()
     }
 
     pub fn client(&self, id: ClientId) -> Option<&Client> {
@@ -934,8 +940,8 @@ impl Broker {
             return Err(AdminError::InvalidTopic);
         }
         self.topics
-            .get_key_value(topic)
-            .map(|(k, _)| k.clone())
+            .get(topic)
+            .map(|t| t.name.clone())
             .ok_or(AdminError::TopicNotFound)
     }
 
@@ -956,12 +962,19 @@ impl Broker {
     }
 
     fn get_or_create_topic(&mut self, now: Time, name: &str) -> Name {
-        if let Some((k, _)) = self.topics.get_key_value(name) {
-            return k.clone();
+        let slot = self.topic_slot(now, name);
+        self.topics.at(slot).name.clone()
+    }
+
+    /// The slot of topic `name`, made now if it does not exist.
+    fn topic_slot(&mut self, now: Time, name: &str) -> u32 {
+        if let Some(slot) = self.topics.slot(name) {
+            return slot;
         }
         let name: Name = Arc::from(name);
-        self.topics
-            .insert(name.clone(), Topic::new(name.clone(), self.opts.node_id));
+        let slot = self
+            .topics
+            .insert(Topic::new(name.clone(), self.opts.node_id));
         if self.stores(&name) {
             self.store_ops.push_back(StoreOp::TopicCreated {
                 topic: name.clone(),
@@ -973,13 +986,8 @@ impl Broker {
                 channel: None,
             });
         }
-        self.emit(
-            now,
-            EventKind::TopicCreated {
-                topic: name.clone(),
-            },
-        );
-        name
+        self.emit(now, EventKind::TopicCreated { topic: name });
+        slot
     }
 
     fn get_or_create_channel(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
@@ -1051,27 +1059,27 @@ impl Broker {
         from: Option<ClientId>,
         mut ids: Option<&mut Vec<MessageId>>,
     ) -> Option<Ticket> {
-        let name = self.get_or_create_topic(now, topic);
+        let slot = self.publish_slot(now, topic, from);
         let due = defer.filter(|&d| d > 0).map(|d| now.saturating_add(d));
         let n = bodies.len() as u64;
-        let store = self.opts.durable && !self.restoring && !self.topics[&name].ephemeral;
+        let t = self.topics.at(slot);
+        let name = t.name.clone();
+        let topic_held = t.paused || t.channels.is_empty();
+        let store = self.opts.durable && !self.restoring && !t.ephemeral;
         let (mut held, mut copies, mut ticket) = (false, 0, None);
         if store {
             self.last_ticket += 1;
             ticket = Some(self.last_ticket);
-            let t = &self.topics[&name];
-            held = t.paused || t.channels.is_empty();
+            held = topic_held;
             copies = if held { 1 } else { self.stored_copies(&name) };
         }
         // The topic's channels, looked up once for the whole publish (routing a message does
         // not change them); a held topic goes through `route`, which keeps it.
         let mut chans = std::mem::take(&mut self.pub_scratch);
         chans.clear();
-        let t = self.topics.get_mut(&name).expect("topic exists");
-        let topic_held = t.paused || t.channels.is_empty();
-        chans.extend(t.channels.values().copied());
+        chans.extend(self.topics.at(slot).channels.values().copied());
         for body in bodies {
-            let t = self.topics.get_mut(&name).expect("topic exists");
+            let t = self.topics.at_mut(slot);
             let id = t.next_id(now);
             t.message_count += 1;
             t.message_bytes += body.len() as u64;
@@ -1111,21 +1119,48 @@ impl Broker {
                 self.fan_out(now, &chans, msg, due, false);
             }
         }
-        if let Some(cid) = from {
-            if let Some(c) = self.clients.get_mut(&cid) {
-                match c.pub_counts.get_mut(&name) {
-                    Some(count) => *count += n,
-                    None => {
-                        c.pub_counts.insert(name.clone(), n);
-                    }
+        if let Some(c) = from.and_then(|cid| self.clients.get_mut(&cid)) {
+            let count = match &c.last_pub {
+                Some(last) if last.slot == slot && Arc::ptr_eq(&last.name, &name) => last.count,
+                _ => {
+                    let count = match c.pub_counts.iter().position(|(t, _)| *t == name) {
+                        Some(i) => i,
+                        None => {
+                            c.pub_counts.push((name.clone(), 0));
+                            c.pub_counts.len() - 1
+                        }
+                    };
+                    c.last_pub = Some(LastPub { name, slot, count });
+                    count
                 }
-            }
+            };
+            c.pub_counts[count].1 += n;
         }
         for &ch in &chans {
             self.pump(now, ch);
         }
         self.pub_scratch = chans;
         ticket
+    }
+
+    /// The slot of the topic a publish names (made now if new). A client publishing to the
+    /// topic it published to last skips the search: the slot still holds that topic when
+    /// it holds the very same name (the client's clone keeps the name's pointer unique).
+    fn publish_slot(&mut self, now: Time, topic: &str, from: Option<ClientId>) -> u32 {
+        let last = from
+            .and_then(|cid| self.clients.get(&cid))
+            .and_then(|c| c.last_pub.as_ref());
+        if let Some(last) = last {
+            if &*last.name == topic
+                && self
+                    .topics
+                    .at_slot(last.slot)
+                    .is_some_and(|t| Arc::ptr_eq(&t.name, &last.name))
+            {
+                return last.slot;
+            }
+        }
+        self.topic_slot(now, topic)
     }
 
     /// How many of a topic's channels keep stored copies.

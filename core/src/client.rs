@@ -5,7 +5,6 @@ use crate::protocol::decode::ClientState;
 use crate::protocol::identify::{ClientSettings, IdentifyData};
 use crate::time::Time;
 use crate::{ChannelId, ClientId};
-use std::collections::BTreeMap;
 
 #[derive(Debug)]
 pub struct Client {
@@ -37,8 +36,11 @@ pub struct Client {
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,
-    /// Messages published per topic (nsqd's `pub_counts`).
-    pub pub_counts: BTreeMap<Name, u64>,
+    /// Messages published per topic (nsqd's `pub_counts`), in the order of first publish.
+    pub pub_counts: Vec<(Name, u64)>,
+    /// The topic this client published to last, so that the next publish to it needs no
+    /// name check and no search.
+    pub(crate) last_pub: Option<LastPub>,
     /// Frames waiting for the next `poll_transmit`.
     pub(crate) out: Vec<u8>,
     pub(crate) out_queued: bool,
@@ -90,7 +92,8 @@ impl Client {
             tls: false,
             snappy: false,
             deflate: false,
-            pub_counts: BTreeMap::new(),
+            pub_counts: Vec::new(),
+            last_pub: None,
             out: Vec::new(),
             out_queued: false,
             auth: None,
@@ -121,4 +124,13 @@ impl Client {
             .heartbeat_interval
             .map(|hb| self.read_base.saturating_add(hb.saturating_mul(2)))
     }
+}
+
+/// A client's last published topic: the name (a clone of the topic's own, which keeps the
+/// pointer unique while held), the topic's slot and the entry in `pub_counts`.
+#[derive(Debug, Clone)]
+pub(crate) struct LastPub {
+    pub name: Name,
+    pub slot: u32,
+    pub count: usize,
 }

@@ -51,21 +51,30 @@ impl MessageId {
     /// Parse the 16 bytes a client sends back. Only nsqd's own form (lowercase hex) names a
     /// message nsqd could have sent; anything else cannot be in flight, so it is `None`.
     pub fn from_hex(b: &[u8]) -> Option<MessageId> {
-        if b.len() != MSG_ID_LENGTH {
-            return None;
-        }
+        let b: &[u8; MSG_ID_LENGTH] = b.try_into().ok()?;
+        // A table and no branch per character: IDs are random hex, so a branch on "digit or
+        // letter" would mispredict about once per ID byte pair.
         let mut v = 0u64;
+        let mut bad = 0u8;
         for &c in b {
-            let d = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                _ => return None,
-            };
-            v = (v << 4) | d as u64;
+            let d = HEX_VALUE[c as usize];
+            bad |= d;
+            v = (v << 4) | (d & 0xf) as u64;
         }
-        Some(MessageId(v))
+        (bad & 0x80 == 0).then_some(MessageId(v))
     }
 }
+
+/// Each byte's value as a lowercase hex digit, or 0x80 when it is not one.
+const HEX_VALUE: [u8; 256] = {
+    let mut t = [0x80u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        t[HEX[i] as usize] = i as u8;
+        i += 1;
+    }
+    t
+};
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -252,6 +261,28 @@ mod tests {
         assert_eq!(MessageId::from_hex(b"0A1B2C3D4E5F6789"), None);
         assert_eq!(MessageId::from_hex(b"0a1b2c3d4e5f678"), None);
         assert_eq!(id.to_string(), "0a1b2c3d4e5f6789");
+        // Every byte value in every position: only lowercase hex digits parse.
+        for pos in 0..MSG_ID_LENGTH {
+            for b in 0..=255u8 {
+                let mut raw = *b"0123456789abcdef";
+                raw[pos] = b;
+                let want = b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+                assert_eq!(MessageId::from_hex(&raw).is_some(), want, "{pos} {b}");
+                if want {
+                    assert_eq!(MessageId::from_hex(&raw).unwrap().to_hex(), raw);
+                }
+            }
+        }
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..1000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            assert_eq!(
+                MessageId::from_hex(&MessageId(x).to_hex()),
+                Some(MessageId(x))
+            );
+        }
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]

@@ -137,12 +137,13 @@ impl Broker {
             pub_counts: c
                 .pub_counts
                 .iter()
-                .filter(|(t, _)| topic.is_none_or(|f| f == &***t))
-                .take(1)
+                .filter(|(t, _)| topic.is_none_or(|f| f == &**t))
+                .min_by(|a, b| a.0.cmp(&b.0))
                 .map(|(t, n)| PubCount {
                     topic: t.to_string(),
                     count: *n,
                 })
+                .into_iter()
                 .collect(),
             tls: c.tls,
             tls_cipher_suite: String::new(),

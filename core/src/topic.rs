@@ -74,3 +74,103 @@ impl Topic {
         }
     }
 }
+
+/// The broker's topics: kept in slots, so a publisher that names the same topic again reaches
+/// it without a search (see `Client::last_pub`), and indexed by name in name order, which is
+/// the order [`Topics::values`] and stats list them in.
+#[derive(Debug, Default)]
+pub(crate) struct Topics {
+    slots: Vec<Option<Topic>>,
+    free: Vec<u32>,
+    by_name: BTreeMap<Name, u32>,
+}
+
+impl Topics {
+    pub fn slot<Q>(&self, name: &Q) -> Option<u32>
+    where
+        Name: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.by_name.get(name).copied()
+    }
+
+    pub fn get<Q>(&self, name: &Q) -> Option<&Topic>
+    where
+        Name: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.slot(name).map(|s| self.at(s))
+    }
+
+    pub fn get_mut<Q>(&mut self, name: &Q) -> Option<&mut Topic>
+    where
+        Name: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.slot(name).map(|s| self.at_mut(s))
+    }
+
+    /// The topic in `slot`, if there is one.
+    pub fn at_slot(&self, slot: u32) -> Option<&Topic> {
+        self.slots.get(slot as usize)?.as_ref()
+    }
+
+    /// The topic in a slot known to be live.
+    pub fn at(&self, slot: u32) -> &Topic {
+        self.at_slot(slot).expect("live topic slot")
+    }
+
+    pub fn at_mut(&mut self, slot: u32) -> &mut Topic {
+        self.slots[slot as usize].as_mut().expect("live topic slot")
+    }
+
+    /// Add a topic (its name must be new); returns its slot.
+    pub fn insert(&mut self, topic: Topic) -> u32 {
+        let name = topic.name.clone();
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = Some(topic);
+                s
+            }
+            None => {
+                self.slots.push(Some(topic));
+                self.slots.len() as u32 - 1
+            }
+        };
+        let old = self.by_name.insert(name, slot);
+        debug_assert!(old.is_none(), "topic inserted twice");
+        slot
+    }
+
+    pub fn remove<Q>(&mut self, name: &Q) -> Option<Topic>
+    where
+        Name: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        let slot = self.by_name.remove(name)?;
+        self.free.push(slot);
+        self.slots[slot as usize].take()
+    }
+
+    /// Names in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Name> {
+        self.by_name.keys()
+    }
+
+    /// Topics in name order.
+    pub fn values(&self) -> impl Iterator<Item = &Topic> {
+        self.by_name.values().map(|&s| self.at(s))
+    }
+}
+
+impl<Q> std::ops::Index<&Q> for Topics
+where
+    Name: std::borrow::Borrow<Q>,
+    Q: Ord + ?Sized,
+{
+    type Output = Topic;
+
+    fn index(&self, name: &Q) -> &Topic {
+        self.get(name).expect("topic exists")
+    }
+}

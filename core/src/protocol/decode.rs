@@ -40,6 +40,9 @@ pub struct DecodeContext<'a> {
     pub max_req_timeout_ms: u64,
     /// nsqd's `CheckAuth(cmd, topic, channel)`; MPUB calls it before reading its body.
     pub check_auth: &'a dyn Fn(&str, &str, &str) -> Result<(), ProtocolError>,
+    /// A topic name this client published to before, so known to be valid: a publish that
+    /// names it again skips the name check.
+    pub known_topic: Option<&'a str>,
 }
 
 /// The result of looking at the front of a buffer.
@@ -74,12 +77,18 @@ impl<'a> Params<'a> {
             items: [&[]; 4],
             len: 0,
         };
-        for part in line.split(|&c| c == b' ') {
+        let mut start = 0;
+        for space in memchr::memchr_iter(b' ', line) {
             if p.len < 4 {
-                p.items[p.len] = part;
+                p.items[p.len] = &line[start..space];
             }
             p.len += 1;
+            start = space + 1;
         }
+        if p.len < 4 {
+            p.items[p.len] = &line[start..];
+        }
+        p.len += 1;
         p
     }
 
@@ -124,7 +133,7 @@ fn message_id(b: &[u8]) -> Result<RawId, ProtocolError> {
 /// Decode the command at the front of `buf` (after the magic).
 pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
     let window = &buf[..buf.len().min(MAX_LINE_LENGTH)];
-    let Some(nl) = window.iter().position(|&c| c == b'\n') else {
+    let Some(nl) = memchr::memchr(b'\n', window) else {
         return Ok(if buf.len() >= MAX_LINE_LENGTH {
             Decoded::Close
         } else {
@@ -258,6 +267,14 @@ fn valid_name<S: for<'s> From<&'s str>>(
     }
 }
 
+/// A publish's topic name: the known one again, or a newly checked one.
+fn topic_name(b: &[u8], ctx: &DecodeContext<'_>, what: &str) -> Result<TopicName, ProtocolError> {
+    match ctx.known_topic {
+        Some(known) if known.as_bytes() == b => Ok(TopicName::from(known)),
+        _ => valid_name(b, "E_BAD_TOPIC", what),
+    }
+}
+
 fn rdy(params: &[&[u8]], ctx: &DecodeContext<'_>, end: usize) -> Res {
     match ctx.state {
         ClientState::Closing => return Ok(Decoded::Ignored(end)),
@@ -357,7 +374,7 @@ fn publish(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> 
     if params.len() < 2 {
         return Err(fatal("E_INVALID", "PUB insufficient number of parameters"));
     }
-    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "PUB topic")?;
+    let topic = topic_name(params[1], ctx, "PUB topic")?;
     let Some((body, end)) = message_body(buf, at, "PUB", ctx)? else {
         return Ok(Decoded::Incomplete);
     };
@@ -375,7 +392,7 @@ fn dpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
     if params.len() < 3 {
         return Err(fatal("E_INVALID", "DPUB insufficient number of parameters"));
     }
-    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "DPUB topic")?;
+    let topic = topic_name(params[1], ctx, "DPUB topic")?;
     let Some(defer_ms) = base10(params[2]) else {
         return Err(fatal(
             "E_INVALID",
@@ -410,7 +427,7 @@ fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         return Err(fatal("E_INVALID", "MPUB insufficient number of parameters"));
     }
     // nsqd's MPUB repeats the code inside its text: "E_BAD_TOPIC E_BAD_TOPIC MPUB topic …".
-    let topic: TopicName = valid_name(params[1], "E_BAD_TOPIC", "E_BAD_TOPIC MPUB topic")?;
+    let topic = topic_name(params[1], ctx, "E_BAD_TOPIC MPUB topic")?;
     (ctx.check_auth)("MPUB", &topic, "")?;
     let Some(body_len) = read_len(buf, at) else {
         return Ok(Decoded::Incomplete);
@@ -533,6 +550,7 @@ mod tests {
             max_rdy_count: 2500,
             max_req_timeout_ms: 3_600_000,
             check_auth: &no_auth,
+            known_topic: None,
         }
     }
 

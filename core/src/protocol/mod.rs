@@ -104,11 +104,20 @@ pub fn is_valid_name_bytes(name: &[u8]) -> bool {
     let base = name
         .strip_suffix(EPHEMERAL_SUFFIX.as_bytes())
         .unwrap_or(name);
-    !base.is_empty()
-        && base
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    !base.is_empty() && base.iter().fold(true, |ok, &c| ok & NAME_BYTE[c as usize])
 }
+
+/// The bytes nsqd allows in a name: `[.a-zA-Z0-9_-]`.
+const NAME_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-';
+        c += 1;
+    }
+    t
+};
 
 /// Whether a (valid) name marks an ephemeral topic or channel.
 pub fn is_ephemeral(name: &str) -> bool {
