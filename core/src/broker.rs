@@ -180,7 +180,7 @@ impl Broker {
                 if !c.out.is_empty() && c.hold.is_none() {
                     return Some(Transmit::Data {
                         client: id,
-                        data: std::mem::take(&mut c.out),
+                        data: c.take_out(),
                     });
                 }
             }
@@ -1416,7 +1416,7 @@ impl Broker {
             }
             msg.attempts = msg.attempts.saturating_add(1);
             let deadline = now.saturating_add(cl.settings.msg_timeout);
-            encode_message_frame(&mut cl.out, &msg);
+            encode_message_frame(cl.out_buf(), &msg);
             if !cl.out_queued {
                 cl.out_queued = true;
                 dirty.push_back(cid);
@@ -1640,7 +1640,7 @@ impl Broker {
     fn flush_ordered(&mut self, id: ClientId) {
         if let Some(c) = self.clients.get_mut(&id) {
             if !c.out.is_empty() {
-                let data = std::mem::take(&mut c.out);
+                let data = c.take_out();
                 self.push_ordered(Transmit::Data { client: id, data });
                 // What was held is parked now; later output is held behind it.
                 if let Some(h) = self.clients.get_mut(&id).and_then(|c| c.hold.as_mut()) {
@@ -2232,7 +2232,7 @@ fn arm_read(timers: &mut IndexedQueue<u64>, c: &mut Client, deadline: Option<Tim
 
 /// Append a frame to client `c`'s output, and queue the client for sending if it was not.
 fn push_frame(dirty: &mut VecDeque<ClientId>, c: &mut Client, frame_type: i32, data: &[u8]) {
-    encode_frame(&mut c.out, frame_type, data);
+    encode_frame(c.out_buf(), frame_type, data);
     if !c.out_queued {
         c.out_queued = true;
         dirty.push_back(c.id);

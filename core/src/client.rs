@@ -43,6 +43,9 @@ pub struct Client {
     pub(crate) last_pub: Option<LastPub>,
     /// Frames waiting for the next `poll_transmit`.
     pub(crate) out: Vec<u8>,
+    /// How much output the last transmit carried: the next buffer starts that big (up to
+    /// [`OUT_HINT_MAX`]) instead of doubling its way there.
+    pub(crate) out_hint: usize,
     pub(crate) out_queued: bool,
     /// Authorizations from the auth server (after AUTH).
     pub auth: Option<crate::auth::AuthState>,
@@ -55,6 +58,21 @@ pub struct Client {
 }
 
 impl Client {
+    /// The output buffer to append frames to.
+    #[inline]
+    pub(crate) fn out_buf(&mut self) -> &mut Vec<u8> {
+        if self.out.capacity() == 0 {
+            self.out.reserve(self.out_hint);
+        }
+        &mut self.out
+    }
+
+    /// Take the output for a transmit.
+    pub(crate) fn take_out(&mut self) -> Vec<u8> {
+        self.out_hint = self.out.len().min(OUT_HINT_MAX);
+        std::mem::take(&mut self.out)
+    }
+
     pub(crate) fn new(
         id: ClientId,
         remote_address: String,
@@ -95,6 +113,7 @@ impl Client {
             pub_counts: Vec::new(),
             last_pub: None,
             out: Vec::new(),
+            out_hint: 0,
             out_queued: false,
             auth: None,
             auth_secret: Vec::new(),
@@ -125,6 +144,9 @@ impl Client {
             .map(|hb| self.read_base.saturating_add(hb.saturating_mul(2)))
     }
 }
+
+/// The largest buffer a client's output starts with.
+pub(crate) const OUT_HINT_MAX: usize = 1 << 20;
 
 /// A client's last published topic: the name (a clone of the topic's own, which keeps the
 /// pointer unique while held), the topic's slot and the entry in `pub_counts`.

@@ -18,6 +18,9 @@ use std::sync::Arc;
 /// nsqd reads lines through a 16 KiB `bufio.Reader`; a longer line ends the connection.
 pub const MAX_LINE_LENGTH: usize = 16 * 1024;
 
+/// `FIN <16-byte ID>\n`.
+const FIN_LINE: usize = 4 + 16 + 1;
+
 /// The client's protocol state, as nsqd's `stateInit` / `stateSubscribed` / `stateClosing`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -132,6 +135,24 @@ fn message_id(b: &[u8]) -> Result<RawId, ProtocolError> {
 
 /// Decode the command at the front of `buf` (after the magic).
 pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
+    // The most frequent command has a fixed length: `FIN <16 lowercase hex>\n` needs no
+    // line search and no split (anything else takes the general path below).
+    if let Some(line) = buf.get(..FIN_LINE) {
+        if line.starts_with(b"FIN ")
+            && line[FIN_LINE - 1] == b'\n'
+            && ctx.tls_ok
+            && ctx.state != ClientState::Init
+            && crate::message::MessageId::from_hex(&line[4..FIN_LINE - 1]).is_some()
+        {
+            let raw = line[4..FIN_LINE - 1].try_into().expect("16 bytes");
+            return Ok(Decoded::Command(Command::Fin(raw), FIN_LINE));
+        }
+    }
+    decode_line(buf, ctx)
+}
+
+/// [`decode`] without the FIN shortcut: find the line, split it, dispatch on the name.
+fn decode_line(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
     let window = &buf[..buf.len().min(MAX_LINE_LENGTH)];
     let Some(nl) = memchr::memchr(b'\n', window) else {
         return Ok(if buf.len() >= MAX_LINE_LENGTH {
@@ -770,7 +791,27 @@ mod tests {
 
             #[cfg_attr(not(target_arch = "wasm32"), test)]
             #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
-            fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), s in 0u8..3) {
+            fn the_fin_shortcut_decodes_as_the_general_path(
+            id in prop_oneof![
+                proptest::collection::vec(prop::sample::select(b"0123456789abcdef".to_vec()), 16),
+                proptest::collection::vec(prop::sample::select(b"0123456789abcdefAF \r\nx".to_vec()), 16),
+            ],
+            tail in proptest::collection::vec(any::<u8>(), 0..4),
+            s in 0u8..3,
+            tls_ok: bool,
+        ) {
+            let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
+            let mut buf = b"FIN ".to_vec();
+            buf.extend_from_slice(&id);
+            buf.push(b'\n');
+            buf.extend_from_slice(&tail);
+            let mut c = ctx(state);
+            c.tls_ok = tls_ok;
+            prop_assert_eq!(decode(&buf, &c), decode_line(&buf, &c));
+        }
+
+        #[test]
+        fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), s in 0u8..3) {
                 let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
                 let _ = decode(&bytes, &ctx(state));
             }
