@@ -126,6 +126,10 @@ pub struct Store {
 
 enum SyncMsg {
     Dirty(Arc<File>),
+    /// A directory that gained a file (a new segment).
+    DirtyDir(PathBuf),
+    /// A segment that is full (nothing more is written to it).
+    Full(Arc<File>),
     Now,
     Stop,
 }
@@ -531,9 +535,11 @@ impl Store {
                 let max = self.cfg.max_bytes_per_file;
                 let ts = self.topic(&topic)?;
                 let tail = ts.segments.back().expect("a segment");
-                if tail.len + ts.pending.len() as u64 >= max {
-                    roll(ts)?;
-                }
+                let rolled = if tail.len + ts.pending.len() as u64 >= max {
+                    Some(roll(ts)?)
+                } else {
+                    None
+                };
                 let tail = ts.segments.back().expect("a segment");
                 ts.index.push_back(IndexEntry {
                     id: msg.id.0,
@@ -545,6 +551,26 @@ impl Store {
                 let tail = ts.segments.back_mut().expect("a segment");
                 tail.refs += copies as i64;
                 ts.pending_msgs += 1;
+                // A long batch is written as it goes, in pieces of about PENDING_KEEP: the
+                // buffer is reused, never regrown into fresh memory (faulting in tens of MB
+                // made a late batch later still).
+                let early = if ts.pending.len() >= PENDING_KEEP {
+                    Some((write_pending(ts)?, ts.tail.clone()))
+                } else {
+                    None
+                };
+                if let Some((n, tail)) = early {
+                    self.unsynced += n;
+                    let _ = self.sync.send(SyncMsg::Dirty(tail));
+                }
+                if let Some((old, dir)) = rolled {
+                    // The old segment and the new directory entry are synced by the sync
+                    // thread with everything else written: an fsync here would stop the
+                    // broker for as long as the disk needs to catch up.
+                    let _ = self.sync.send(SyncMsg::Dirty(old.clone()));
+                    let _ = self.sync.send(SyncMsg::DirtyDir(dir));
+                    let _ = self.sync.send(SyncMsg::Full(old));
+                }
                 Ok(())
             }
             StoreOp::Dispatched { topic, ids, copies } => {
@@ -818,8 +844,9 @@ fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
     }
 }
 
-/// Start a new segment (writing what is buffered to the old one first).
-fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
+/// Start a new segment (writing what is buffered to the old one first). Returns the old
+/// segment's file and the directory, both to be synced.
+fn roll(ts: &mut TopicStore) -> Result<(Arc<File>, PathBuf), StoreError> {
     write_pending(ts)?;
     let num = ts.segments.back().expect("a segment").num + 1;
     let path = seg_path(&ts.dir, num);
@@ -828,9 +855,7 @@ fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
         .append(true)
         .open(&path)
         .map_err(|e| io_err("create", &path, e))?;
-    sync_dir(&ts.dir);
-    let _ = ts.tail.sync_data();
-    ts.tail = Arc::new(f);
+    let old = std::mem::replace(&mut ts.tail, Arc::new(f));
     ts.segments.push_back(Segment {
         reader: None,
         num,
@@ -839,7 +864,7 @@ fn roll(ts: &mut TopicStore) -> Result<(), StoreError> {
         len: 0,
     });
     record::put_mark(&mut ts.pending, MessageId(ts.last_id));
-    Ok(())
+    Ok((old, ts.dir.clone()))
 }
 
 /// Delete the oldest segments once nothing in them is owed.
@@ -905,11 +930,72 @@ fn quarantine(
     Ok(good.len() as u64)
 }
 
+/// How many bytes of full segments stay in the page cache (the newest ones: bodies read back
+/// soon, such as deferred messages coming due, come from memory).
+const CACHE_KEEP: u64 = 512 << 20;
+
+/// Full segments, oldest first, and how much of the page cache they may hold.
+///
+/// Once synced, the pages of older full segments are dropped (`POSIX_FADV_DONTNEED`): the
+/// next writes then reuse those pages instead of taking new memory. On a virtual machine
+/// that hands memory back to its host, new memory costs a fault in the host per page:
+/// writing into the page cache measured 0.4–0.65 GB/s with new pages against 4.2 GB/s with
+/// just-freed ones, and with a multi-GB backlog that difference decided whether publishes
+/// kept up.
+struct PageCache {
+    full: VecDeque<(Arc<File>, u64)>,
+    bytes: u64,
+    keep: u64,
+}
+
+impl Default for PageCache {
+    fn default() -> Self {
+        PageCache {
+            full: VecDeque::new(),
+            bytes: 0,
+            keep: CACHE_KEEP,
+        }
+    }
+}
+
+impl PageCache {
+    fn full(&mut self, f: Arc<File>) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        self.bytes += len;
+        self.full.push_back((f, len));
+    }
+
+    /// After a sync: drop the oldest full segments' pages beyond `keep` bytes.
+    fn trim(&mut self) {
+        while self.bytes > self.keep {
+            let Some((f, len)) = self.full.pop_front() else {
+                break;
+            };
+            self.bytes -= len;
+            drop_cached(&f);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn drop_cached(f: &File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise only reads its arguments; the descriptor is open (we hold it).
+    unsafe {
+        libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn drop_cached(_: &File) {}
+
 fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("nsqlab-sync".into())
         .spawn(move || {
             let mut dirty: Vec<Arc<File>> = Vec::new();
+            let mut dirs: Vec<PathBuf> = Vec::new();
+            let mut cache = PageCache::default();
             let every = every.max(Duration::from_millis(1));
             let mut deadline = std::time::Instant::now() + every;
             loop {
@@ -921,8 +1007,21 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                         }
                         false
                     }
+                    Ok(SyncMsg::DirtyDir(d)) => {
+                        if !dirs.contains(&d) {
+                            dirs.push(d);
+                        }
+                        false
+                    }
+                    Ok(SyncMsg::Full(f)) => {
+                        cache.full(f);
+                        false
+                    }
                     Ok(SyncMsg::Now) => true,
                     Ok(SyncMsg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        for d in dirs.drain(..) {
+                            sync_dir(&d);
+                        }
                         for f in dirty.drain(..) {
                             let _ = f.sync_data();
                         }
@@ -931,14 +1030,89 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                     Err(mpsc::RecvTimeoutError::Timeout) => true,
                 };
                 if now_sync {
+                    for d in dirs.drain(..) {
+                        sync_dir(&d);
+                    }
                     for f in dirty.drain(..) {
                         if let Err(e) = f.sync_data() {
                             tracing::error!("storage: fsync failed: {e}");
                         }
                     }
+                    cache.trim();
                     deadline = std::time::Instant::now() + every;
                 }
             }
         })
         .expect("spawn the sync thread")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Resident pages of `f` (mincore on a mapping of it).
+    #[cfg(target_os = "linux")]
+    fn resident_pages(f: &File, len: usize) -> usize {
+        use std::os::fd::AsRawFd;
+        let page = 4096;
+        let pages = len.div_ceil(page);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: a read-only shared mapping of an open file, unmapped before returning;
+        // mincore writes one byte per page into `vec`, which has that many.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            assert_eq!(libc::mincore(p, len, vec.as_mut_ptr()), 0);
+            libc::munmap(p, len);
+        }
+        vec.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn full_segments_beyond_the_budget_leave_the_page_cache_oldest_first() {
+        let dir = std::env::temp_dir().join(format!("nsqlab-pagecache-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let len = 1 << 20;
+        let mut cache = PageCache {
+            keep: 2 * len as u64,
+            ..PageCache::default()
+        };
+        let mut files = Vec::new();
+        for i in 0..4u8 {
+            let path = dir.join(format!("{i}.log"));
+            let mut f = File::create(&path).unwrap();
+            f.write_all(&vec![i; len]).unwrap();
+            f.sync_data().unwrap();
+            let f = Arc::new(OpenOptions::new().read(true).open(&path).unwrap());
+            // Read it so that its pages are cached for certain.
+            let mut b = Vec::new();
+            (&*f).read_to_end(&mut b).unwrap();
+            assert_eq!(resident_pages(&f, len), len / 4096);
+            cache.full(f.clone());
+            files.push((path, f));
+        }
+        assert_eq!(cache.bytes, 4 * len as u64);
+        cache.trim();
+        // The two oldest were dropped; the two newest stay cached.
+        assert_eq!(cache.bytes, 2 * len as u64);
+        let resident: Vec<usize> = files.iter().map(|(_, f)| resident_pages(f, len)).collect();
+        assert_eq!(resident[0], 0, "{resident:?}");
+        assert_eq!(resident[1], 0, "{resident:?}");
+        assert_eq!(resident[2], len / 4096, "{resident:?}");
+        assert_eq!(resident[3], len / 4096, "{resident:?}");
+        // Dropped pages are read back from the disk unchanged.
+        for (i, (path, _)) in files.iter().enumerate() {
+            assert_eq!(fs::read(path).unwrap(), vec![i as u8; len]);
+        }
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
