@@ -792,26 +792,27 @@ mod tests {
             #[cfg_attr(not(target_arch = "wasm32"), test)]
             #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
             fn the_fin_shortcut_decodes_as_the_general_path(
-            id in prop_oneof![
-                proptest::collection::vec(prop::sample::select(b"0123456789abcdef".to_vec()), 16),
-                proptest::collection::vec(prop::sample::select(b"0123456789abcdefAF \r\nx".to_vec()), 16),
-            ],
-            tail in proptest::collection::vec(any::<u8>(), 0..4),
-            s in 0u8..3,
-            tls_ok: bool,
-        ) {
-            let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
-            let mut buf = b"FIN ".to_vec();
-            buf.extend_from_slice(&id);
-            buf.push(b'\n');
-            buf.extend_from_slice(&tail);
-            let mut c = ctx(state);
-            c.tls_ok = tls_ok;
-            prop_assert_eq!(decode(&buf, &c), decode_line(&buf, &c));
-        }
+                id in prop_oneof![
+                    proptest::collection::vec(prop::sample::select(b"0123456789abcdef".to_vec()), 16),
+                    proptest::collection::vec(prop::sample::select(b"0123456789abcdefAF \r\nx".to_vec()), 16),
+                ],
+                tail in proptest::collection::vec(any::<u8>(), 0..4),
+                s in 0u8..3,
+                tls_ok: bool,
+            ) {
+                let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
+                let mut buf = b"FIN ".to_vec();
+                buf.extend_from_slice(&id);
+                buf.push(b'\n');
+                buf.extend_from_slice(&tail);
+                let mut c = ctx(state);
+                c.tls_ok = tls_ok;
+                prop_assert_eq!(decode(&buf, &c), decode_line(&buf, &c));
+            }
 
-        #[test]
-        fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), s in 0u8..3) {
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            fn decoder_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..512), s in 0u8..3) {
                 let state = [ClientState::Init, ClientState::Subscribed, ClientState::Closing][s as usize];
                 let _ = decode(&bytes, &ctx(state));
             }

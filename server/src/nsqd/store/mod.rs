@@ -13,9 +13,14 @@
 //!
 //! # Writing
 //! The broker task applies a batch of ops ([`Store::apply`]) into per-topic buffers and then
-//! [`Store::commit`]s: one `write` per topic per batch (group commit). Only then does the core
-//! send the publishers' `OK`. A sync thread `fdatasync`s every `--sync-every` messages or
-//! `--sync-timeout`, whichever comes first (power loss; a process crash needs only the write).
+//! [`Store::commit`]s: one `write` per topic per batch (group commit; a batch longer than
+//! 1 MiB is written in pieces of that size as it is applied, so the buffer is reused). Only
+//! then does the core send the publishers' `OK`. A sync thread `fdatasync`s every
+//! `--sync-every` messages or `--sync-timeout`, whichever comes first (power loss; a process
+//! crash needs only the write); it also syncs a full segment and the directory of the new one,
+//! and drops older full segments from the page cache (see `PageCache`). Publishing never
+//! waits for the disk on the broker thread (metadata changes, rare, are written and synced
+//! there).
 //!
 //! # Deleting
 //! Each segment counts the live copies of the messages it holds (`copies` on publish, minus
@@ -128,8 +133,8 @@ enum SyncMsg {
     Dirty(Arc<File>),
     /// A directory that gained a file (a new segment).
     DirtyDir(PathBuf),
-    /// A segment that is full (nothing more is written to it).
-    Full(Arc<File>),
+    /// A segment that is full (nothing more is written to it), and its path.
+    Full(Arc<File>, PathBuf),
     Now,
     Stop,
 }
@@ -533,13 +538,21 @@ impl Store {
                 ..
             } => {
                 let max = self.cfg.max_bytes_per_file;
-                let ts = self.topic(&topic)?;
+                let ts = self
+                    .topics
+                    .get_mut(&topic)
+                    .ok_or_else(|| format!("topic {topic} has no storage"))?;
                 let tail = ts.segments.back().expect("a segment");
-                let rolled = if tail.len + ts.pending.len() as u64 >= max {
-                    Some(roll(ts)?)
-                } else {
-                    None
-                };
+                if tail.len + ts.pending.len() as u64 >= max {
+                    let (written, old, old_path) = roll(ts)?;
+                    self.unsynced += written;
+                    // The old segment and the new directory entry are synced by the sync
+                    // thread with everything else written: an fsync here would stop the
+                    // broker for as long as the disk needs to catch up.
+                    let _ = self.sync.send(SyncMsg::Dirty(old.clone()));
+                    let _ = self.sync.send(SyncMsg::DirtyDir(ts.dir.clone()));
+                    let _ = self.sync.send(SyncMsg::Full(old, old_path));
+                }
                 let tail = ts.segments.back().expect("a segment");
                 ts.index.push_back(IndexEntry {
                     id: msg.id.0,
@@ -552,24 +565,11 @@ impl Store {
                 tail.refs += copies as i64;
                 ts.pending_msgs += 1;
                 // A long batch is written as it goes, in pieces of about PENDING_KEEP: the
-                // buffer is reused, never regrown into fresh memory (faulting in tens of MB
-                // made a late batch later still).
-                let early = if ts.pending.len() >= PENDING_KEEP {
-                    Some((write_pending(ts)?, ts.tail.clone()))
-                } else {
-                    None
-                };
-                if let Some((n, tail)) = early {
-                    self.unsynced += n;
-                    let _ = self.sync.send(SyncMsg::Dirty(tail));
-                }
-                if let Some((old, dir)) = rolled {
-                    // The old segment and the new directory entry are synced by the sync
-                    // thread with everything else written: an fsync here would stop the
-                    // broker for as long as the disk needs to catch up.
-                    let _ = self.sync.send(SyncMsg::Dirty(old.clone()));
-                    let _ = self.sync.send(SyncMsg::DirtyDir(dir));
-                    let _ = self.sync.send(SyncMsg::Full(old));
+                // buffer (which keeps twice that) is reused, not regrown into fresh memory
+                // (faulting in tens of MB made a late batch later still).
+                if ts.pending.len() >= PENDING_KEEP {
+                    self.unsynced += write_pending(ts)?;
+                    let _ = self.sync.send(SyncMsg::Dirty(ts.tail.clone()));
                 }
                 Ok(())
             }
@@ -824,8 +824,9 @@ fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
         Ok(()) => {
             tail.len += ts.pending.len() as u64;
             ts.pending.clear();
-            // A burst's buffer is not kept: memory is for messages.
-            ts.pending.shrink_to(PENDING_KEEP);
+            // A burst's buffer is not kept: memory is for messages. (Twice the size at which
+            // a batch is written early, so a batch's pieces fit without regrowing it.)
+            ts.pending.shrink_to(2 * PENDING_KEEP);
             Ok(std::mem::take(&mut ts.pending_msgs))
         }
         Err(e) => {
@@ -844,11 +845,12 @@ fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
     }
 }
 
-/// Start a new segment (writing what is buffered to the old one first). Returns the old
-/// segment's file and the directory, both to be synced.
-fn roll(ts: &mut TopicStore) -> Result<(Arc<File>, PathBuf), StoreError> {
-    write_pending(ts)?;
-    let num = ts.segments.back().expect("a segment").num + 1;
+/// Start a new segment (writing what is buffered to the old one first). Returns how many
+/// messages that wrote and the old segment's file and path, for the sync thread.
+fn roll(ts: &mut TopicStore) -> Result<(u64, Arc<File>, PathBuf), StoreError> {
+    let written = write_pending(ts)?;
+    let old_num = ts.segments.back().expect("a segment").num;
+    let num = old_num + 1;
     let path = seg_path(&ts.dir, num);
     let f = OpenOptions::new()
         .create(true)
@@ -864,7 +866,7 @@ fn roll(ts: &mut TopicStore) -> Result<(Arc<File>, PathBuf), StoreError> {
         len: 0,
     });
     record::put_mark(&mut ts.pending, MessageId(ts.last_id));
-    Ok((old, ts.dir.clone()))
+    Ok((written, old, seg_path(&ts.dir, old_num)))
 }
 
 /// Delete the oldest segments once nothing in them is owed.
@@ -942,8 +944,11 @@ const CACHE_KEEP: u64 = 512 << 20;
 /// writing into the page cache measured 0.4–0.65 GB/s with new pages against 4.2 GB/s with
 /// just-freed ones, and with a multi-GB backlog that difference decided whether publishes
 /// kept up.
+///
+/// Only paths are kept (an open file would keep a deleted segment's disk space, and its
+/// descriptor, for as long as it is listed); a segment deleted meanwhile has nothing cached.
 struct PageCache {
-    full: VecDeque<(Arc<File>, u64)>,
+    full: VecDeque<(PathBuf, u64)>,
     bytes: u64,
     keep: u64,
 }
@@ -959,20 +964,22 @@ impl Default for PageCache {
 }
 
 impl PageCache {
-    fn full(&mut self, f: Arc<File>) {
+    fn full(&mut self, f: &File, path: PathBuf) {
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         self.bytes += len;
-        self.full.push_back((f, len));
+        self.full.push_back((path, len));
     }
 
     /// After a sync: drop the oldest full segments' pages beyond `keep` bytes.
     fn trim(&mut self) {
         while self.bytes > self.keep {
-            let Some((f, len)) = self.full.pop_front() else {
+            let Some((path, len)) = self.full.pop_front() else {
                 break;
             };
             self.bytes -= len;
-            drop_cached(&f);
+            if let Ok(f) = File::open(&path) {
+                drop_cached(&f);
+            }
         }
     }
 }
@@ -1013,8 +1020,8 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                         }
                         false
                     }
-                    Ok(SyncMsg::Full(f)) => {
-                        cache.full(f);
+                    Ok(SyncMsg::Full(f, path)) => {
+                        cache.full(&f, path);
                         false
                     }
                     Ok(SyncMsg::Now) => true,
@@ -1092,12 +1099,12 @@ mod tests {
             let mut f = File::create(&path).unwrap();
             f.write_all(&vec![i; len]).unwrap();
             f.sync_data().unwrap();
-            let f = Arc::new(OpenOptions::new().read(true).open(&path).unwrap());
+            let f = OpenOptions::new().read(true).open(&path).unwrap();
             // Read it so that its pages are cached for certain.
             let mut b = Vec::new();
-            (&*f).read_to_end(&mut b).unwrap();
+            (&f).read_to_end(&mut b).unwrap();
             assert_eq!(resident_pages(&f, len), len / 4096);
-            cache.full(f.clone());
+            cache.full(&f, path.clone());
             files.push((path, f));
         }
         assert_eq!(cache.bytes, 4 * len as u64);
