@@ -278,9 +278,9 @@ fn valid_name<S: for<'s> From<&'s str>>(
     code: &'static str,
     what: &str,
 ) -> Result<S, ProtocolError> {
-    // nsqd's names are ASCII: the bytes are checked first, so the text is always UTF-8.
-    match std::str::from_utf8(b) {
-        Ok(s) if is_valid_name_bytes(b) => Ok(S::from(s)),
+    // nsqd's names are ASCII: bytes that pass the check are always UTF-8.
+    match is_valid_name_bytes(b).then(|| std::str::from_utf8(b)) {
+        Some(Ok(s)) => Ok(S::from(s)),
         _ => Err(fatal(
             code,
             format!("{what} name {} is not valid", go_quote_bytes(b)),

@@ -133,8 +133,8 @@ enum SyncMsg {
     Dirty(Arc<File>),
     /// A directory that gained a file (a new segment).
     DirtyDir(PathBuf),
-    /// A segment that is full (nothing more is written to it), and its path.
-    Full(Arc<File>, PathBuf),
+    /// A segment that is full (nothing more is written to it): its path and length.
+    Full(PathBuf, u64),
     Now,
     Stop,
 }
@@ -538,20 +538,18 @@ impl Store {
                 ..
             } => {
                 let max = self.cfg.max_bytes_per_file;
-                let ts = self
-                    .topics
-                    .get_mut(&topic)
-                    .ok_or_else(|| format!("topic {topic} has no storage"))?;
+                // (Not `self.topic`: the sync sender is used while `ts` is borrowed.)
+                let ts = topic_store(&mut self.topics, &topic)?;
                 let tail = ts.segments.back().expect("a segment");
                 if tail.len + ts.pending.len() as u64 >= max {
-                    let (written, old, old_path) = roll(ts)?;
+                    let (written, old, old_path, old_len) = roll(ts)?;
                     self.unsynced += written;
                     // The old segment and the new directory entry are synced by the sync
                     // thread with everything else written: an fsync here would stop the
                     // broker for as long as the disk needs to catch up.
-                    let _ = self.sync.send(SyncMsg::Dirty(old.clone()));
+                    let _ = self.sync.send(SyncMsg::Dirty(old));
                     let _ = self.sync.send(SyncMsg::DirtyDir(ts.dir.clone()));
-                    let _ = self.sync.send(SyncMsg::Full(old, old_path));
+                    let _ = self.sync.send(SyncMsg::Full(old_path, old_len));
                 }
                 let tail = ts.segments.back().expect("a segment");
                 ts.index.push_back(IndexEntry {
@@ -625,9 +623,7 @@ impl Store {
     }
 
     fn topic(&mut self, topic: &Name) -> Result<&mut TopicStore, StoreError> {
-        self.topics
-            .get_mut(topic)
-            .ok_or_else(|| format!("topic {topic} has no storage"))
+        topic_store(&mut self.topics, topic)
     }
 
     fn create_topic(&mut self, topic: &Name) -> Result<(), StoreError> {
@@ -845,11 +841,22 @@ fn write_pending(ts: &mut TopicStore) -> Result<u64, StoreError> {
     }
 }
 
+/// A topic's files, or the error a topic without storage gets.
+fn topic_store<'a>(
+    topics: &'a mut HashMap<Name, TopicStore>,
+    topic: &Name,
+) -> Result<&'a mut TopicStore, StoreError> {
+    topics
+        .get_mut(topic)
+        .ok_or_else(|| format!("topic {topic} has no storage"))
+}
+
 /// Start a new segment (writing what is buffered to the old one first). Returns how many
-/// messages that wrote and the old segment's file and path, for the sync thread.
-fn roll(ts: &mut TopicStore) -> Result<(u64, Arc<File>, PathBuf), StoreError> {
+/// messages that wrote and the old segment's file, path and length, for the sync thread.
+fn roll(ts: &mut TopicStore) -> Result<(u64, Arc<File>, PathBuf, u64), StoreError> {
     let written = write_pending(ts)?;
-    let old_num = ts.segments.back().expect("a segment").num;
+    let old = ts.segments.back().expect("a segment");
+    let (old_num, old_len) = (old.num, old.len);
     let num = old_num + 1;
     let path = seg_path(&ts.dir, num);
     let f = OpenOptions::new()
@@ -866,7 +873,7 @@ fn roll(ts: &mut TopicStore) -> Result<(u64, Arc<File>, PathBuf), StoreError> {
         len: 0,
     });
     record::put_mark(&mut ts.pending, MessageId(ts.last_id));
-    Ok((written, old, seg_path(&ts.dir, old_num)))
+    Ok((written, old, seg_path(&ts.dir, old_num), old_len))
 }
 
 /// Delete the oldest segments once nothing in them is owed.
@@ -964,8 +971,7 @@ impl Default for PageCache {
 }
 
 impl PageCache {
-    fn full(&mut self, f: &File, path: PathBuf) {
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    fn full(&mut self, path: PathBuf, len: u64) {
         self.bytes += len;
         self.full.push_back((path, len));
     }
@@ -987,7 +993,7 @@ impl PageCache {
 #[cfg(target_os = "linux")]
 fn drop_cached(f: &File) {
     use std::os::fd::AsRawFd;
-    // SAFETY: posix_fadvise only reads its arguments; the descriptor is open (we hold it).
+    // SAFETY: posix_fadvise only reads its arguments; the descriptor is open (`f` is held).
     unsafe {
         libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
     }
@@ -1020,8 +1026,8 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                         }
                         false
                     }
-                    Ok(SyncMsg::Full(f, path)) => {
-                        cache.full(&f, path);
+                    Ok(SyncMsg::Full(path, len)) => {
+                        cache.full(path, len);
                         false
                     }
                     Ok(SyncMsg::Now) => true,
@@ -1104,7 +1110,7 @@ mod tests {
             let mut b = Vec::new();
             (&f).read_to_end(&mut b).unwrap();
             assert_eq!(resident_pages(&f, len), len / 4096);
-            cache.full(&f, path.clone());
+            cache.full(path.clone(), len as u64);
             files.push((path, f));
         }
         assert_eq!(cache.bytes, 4 * len as u64);
