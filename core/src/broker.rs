@@ -8,6 +8,7 @@ use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
 use crate::iqueue::IndexedQueue;
 use crate::message::{Body, Message, MessageId};
 use crate::options::{Options, TimerStrategy};
+use crate::partition::{partition_of, Forward, Migration};
 use crate::protocol::decode::{decode, ClientState, DecodeContext, Decoded};
 use crate::protocol::identify::{ClientSettings, IdentifyData, IdentifyResponse, Upgrades};
 use crate::protocol::{
@@ -114,6 +115,10 @@ pub struct Broker {
     loads: VecDeque<LoadRequest>,
     /// Topics and channels that came or went (only with `opts.registry`).
     registry: VecDeque<RegistryChange>,
+    /// Clients leaving for another partition.
+    migrations: VecDeque<Migration>,
+    /// Publishes for topics another partition owns.
+    forwards: VecDeque<Forward>,
 }
 
 impl Broker {
@@ -144,7 +149,11 @@ impl Broker {
             restoring: false,
             loads: VecDeque::new(),
             registry: VecDeque::new(),
+            migrations: VecDeque::new(),
+            forwards: VecDeque::new(),
         };
+        // Client IDs are unique across partitions: partition p of n numbers p+1, p+1+n, …
+        b.next_client = b.opts.partition as u64 + 1;
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
             b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
             b.scan.next_refresh = now;
@@ -272,6 +281,7 @@ impl Broker {
         let now = self.clock.advance(now);
         let held = std::mem::take(&mut self.held_clients);
         let mut failed = Vec::new();
+        let mut resume = Vec::new();
         for id in held {
             let Some(c) = self.clients.get_mut(&id) else {
                 continue;
@@ -287,6 +297,9 @@ impl Broker {
                     if !c.out.is_empty() && !c.out_queued {
                         c.out_queued = true;
                         self.dirty.push_back(id);
+                    }
+                    if c.migrate_wait && !c.settling {
+                        resume.push(id);
                     }
                 }
                 Err(_) => {
@@ -313,6 +326,161 @@ impl Broker {
                 self.fail(now, id, e);
             }
         }
+        // Clients that waited for their output to go out before moving to another partition.
+        for id in resume {
+            self.resume_migration(now, id);
+        }
+    }
+
+    // ---------------------------------------------------------------- partitions
+
+    /// The next client leaving for another partition (see [`crate::partition`]). Drain
+    /// [`Broker::poll_transmit`] first: what it gives for this client goes out before anything
+    /// the new partition sends.
+    #[must_use]
+    pub fn poll_migration(&mut self) -> Option<Migration> {
+        self.migrations.pop_front()
+    }
+
+    /// Whether a client is leaving (see [`Broker::poll_migration`]): a host that reads
+    /// several inputs per wake-up hands it over before the next one, which may be its input.
+    pub fn migrating(&self) -> bool {
+        !self.migrations.is_empty()
+    }
+
+    /// The next publish to run on another partition; answer with
+    /// [`Broker::handle_forwarded`].
+    #[must_use]
+    pub fn poll_forward(&mut self) -> Option<Forward> {
+        self.forwards.pop_front()
+    }
+
+    /// Take in a client from another partition and run the input it brought.
+    pub fn adopt(&mut self, now: Time, m: Migration) {
+        let now = self.clock.advance(now);
+        let mut c = *m.state;
+        let id = c.id;
+        let input = std::mem::take(&mut c.inbuf);
+        c.settling = true;
+        self.clients.insert(id, c);
+        self.arm_client_timers(id, now, true);
+        self.handle_bytes(now, id, &input);
+    }
+
+    /// Everything the client sent to the partition it left has arrived here: it may move again.
+    pub fn settled(&mut self, now: Time, client: ClientId) {
+        let now = self.clock.advance(now);
+        let Some(c) = self.clients.get_mut(&client) else {
+            return;
+        };
+        c.settling = false;
+        if c.migrate_wait && c.hold.is_none() {
+            self.resume_migration(now, client);
+        }
+    }
+
+    /// The other partition's answer to a forwarded publish: `Err` says why storing it failed
+    /// (the client gets nsqd's fatal `E_PUB_FAILED`, as for a local store failure).
+    pub fn handle_forwarded(&mut self, now: Time, client: ClientId, result: Result<(), String>) {
+        let now = self.clock.advance(now);
+        let Some(cmd) = self
+            .clients
+            .get_mut(&client)
+            .and_then(|c| c.forward_wait.take())
+        else {
+            return;
+        };
+        match result {
+            Ok(()) => self.respond_stored(client, None, cmd),
+            Err(reason) => {
+                let e =
+                    ProtocolError::fatal(store_error_code(cmd), format!("{cmd} failed {reason}"));
+                self.fail(now, client, e);
+                return;
+            }
+        }
+        self.handle_bytes(now, client, &[]);
+    }
+
+    fn resume_migration(&mut self, now: Time, id: ClientId) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.migrate_wait = false;
+            self.handle_bytes(now, id, &[]);
+        }
+    }
+
+    /// The partition that owns the topic `cmd` names, when it is not this one.
+    #[inline]
+    fn elsewhere(&self, cmd: &Command) -> Option<u32> {
+        if self.opts.partitions <= 1 {
+            return None;
+        }
+        let topic: &str = match cmd {
+            Command::Pub { topic, .. }
+            | Command::Mpub { topic, .. }
+            | Command::Dpub { topic, .. } => topic,
+            Command::Sub { topic, .. } => topic,
+            _ => return None,
+        };
+        let p = partition_of(topic, self.opts.partitions);
+        (p != self.opts.partition).then_some(p)
+    }
+
+    /// Run `cmd` (for a topic partition `to` owns) by moving the client there, or by
+    /// forwarding the publish; `rest` is the client's input from `cmd` on.
+    fn route_elsewhere(&mut self, id: ClientId, cmd: Command, to: u32, rest: &[u8]) -> Routed {
+        let c = self.clients.get_mut(&id).expect("client exists");
+        let sub = matches!(cmd, Command::Sub { .. });
+        if sub || (c.state == ClientState::Init && !c.moved_to_publish) {
+            // Its held output must go out from here first, and its last move must be over.
+            if c.hold.is_some() || c.settling {
+                c.migrate_wait = true;
+                return Routed::Wait;
+            }
+            c.moved_to_publish |= !sub;
+            self.flush_ordered(id);
+            let mut state = self.clients.remove(&id).expect("client exists");
+            self.timers.remove(TIMER_HEARTBEAT | id.0);
+            self.timers.remove(TIMER_READ | id.0);
+            state.inbuf = rest.to_vec();
+            state.last_pub = None;
+            state.read_armed = None;
+            state.out_queued = false;
+            self.migrations.push_back(Migration {
+                client: id,
+                to,
+                state: Box::new(state),
+            });
+            return Routed::Moved;
+        }
+        let (topic, bodies, defer, name) = match cmd {
+            Command::Pub { topic, body } => (topic, vec![body], None, "PUB"),
+            Command::Mpub { topic, bodies } => (topic, bodies, None, "MPUB"),
+            Command::Dpub {
+                topic,
+                defer_ms,
+                body,
+            } => {
+                let defer = (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64;
+                (topic, vec![body], Some(defer), "DPUB")
+            }
+            _ => unreachable!("only publishes are forwarded"),
+        };
+        c.forward_wait = Some(name);
+        let n = bodies.len() as u64;
+        match c.pub_counts.iter_mut().find(|(t, _)| **t == *topic) {
+            Some((_, count)) => *count += n,
+            None => c.pub_counts.push((Name::from(topic.as_str()), n)),
+        }
+        self.forwards.push_back(Forward {
+            client: id,
+            to,
+            topic: topic.to_string(),
+            bodies,
+            defer,
+            cmd: name,
+        });
+        Routed::Forwarded
     }
 
     /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).
@@ -485,7 +653,7 @@ impl Broker {
     pub fn connect(&mut self, now: Time, remote_address: impl Into<String>) -> ClientId {
         let now = self.clock.advance(now);
         let id = ClientId(self.next_client);
-        self.next_client += 1;
+        self.next_client += self.opts.partitions.max(1) as u64;
         let c = Client::new(
             id,
             remote_address.into(),
@@ -552,7 +720,7 @@ impl Broker {
             let Some(c) = self.clients.get(&id) else {
                 return pos;
             };
-            if c.auth_wait {
+            if c.auth_wait || c.forward_wait.is_some() || c.migrate_wait {
                 return pos;
             }
             let opts = &self.opts;
@@ -598,6 +766,17 @@ impl Broker {
                     self.command_done(now, id);
                 }
                 Ok(Decoded::Command(cmd, n)) => {
+                    if let Some(to) = self.elsewhere(&cmd) {
+                        match self.route_elsewhere(id, cmd, to, &input[pos..]) {
+                            Routed::Moved => return input.len(),
+                            Routed::Wait => return pos,
+                            Routed::Forwarded => {
+                                pos += n;
+                                self.command_done(now, id);
+                                continue;
+                            }
+                        }
+                    }
                     pos += n;
                     let (upgrades_before, parked_before) =
                         (self.transmits.len(), self.parked.len());
@@ -2206,6 +2385,16 @@ fn needs_auth(input: &[u8]) -> bool {
 }
 
 /// nsqd's error code for a failed put, by command.
+/// What became of a command for a topic another partition owns.
+enum Routed {
+    /// The client (and the rest of its input) left for that partition.
+    Moved,
+    /// The client waits here until it can move; the command runs then.
+    Wait,
+    /// The publish went to that partition; the client's input waits for the answer.
+    Forwarded,
+}
+
 fn store_error_code(cmd: &str) -> &'static str {
     match cmd {
         "MPUB" => "E_MPUB_FAILED",

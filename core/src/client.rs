@@ -55,6 +55,15 @@ pub struct Client {
     pub(crate) auth_wait: bool,
     /// Output waits for the store (a publish not yet acknowledged by it).
     pub(crate) hold: Option<crate::store::Hold>,
+    /// Input is held until another partition answers a forwarded publish (this one).
+    pub(crate) forward_wait: Option<&'static str>,
+    /// Input is held until the client can move to another partition (its output is no longer
+    /// held, and its last move has settled).
+    pub(crate) migrate_wait: bool,
+    /// It moved here, and input may still be on its way from the partition it left.
+    pub(crate) settling: bool,
+    /// It moved once to publish: later publishes elsewhere are forwarded (no ping-pong).
+    pub(crate) moved_to_publish: bool,
 }
 
 impl Client {
@@ -119,6 +128,10 @@ impl Client {
             auth_secret: Vec::new(),
             auth_wait: false,
             hold: None,
+            forward_wait: None,
+            migrate_wait: false,
+            settling: false,
+            moved_to_publish: false,
         }
     }
 

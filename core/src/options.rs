@@ -93,6 +93,10 @@ pub struct Options {
     pub e2e_percentiles: Vec<f64>,
     /// `--e2e-processing-latency-window-time`.
     pub e2e_window: Nanos,
+    /// This broker is partition `partition` of `partitions` (see [`crate::partition`]); it
+    /// owns the topics that [`crate::partition_of`] gives it. One partition owns everything.
+    pub partition: u32,
+    pub partitions: u32,
 }
 
 impl Default for Options {
@@ -131,6 +135,8 @@ impl Default for Options {
             registry: false,
             e2e_percentiles: Vec::new(),
             e2e_window: 600 * SECOND,
+            partition: 0,
+            partitions: 1,
         }
     }
 }

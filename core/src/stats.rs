@@ -234,14 +234,47 @@ impl Broker {
                 e2e_processing_latency: topic_e2e.result(quantiles),
             });
         }
-        let producers: Vec<ClientStats> = if f.include_clients {
-            self.clients()
-                .filter(|c| !c.pub_counts.is_empty())
-                .map(|c| self.client_stats(c, f.topic.as_deref()))
-                .collect()
-        } else {
-            Vec::new()
+        let producers = self.producers(f);
+        Stats {
+            topics: Some(topics),
+            producers: (!producers.is_empty()).then_some(producers),
+        }
+    }
+
+    /// The clients that have published (when `f` asks for clients), by ID.
+    pub fn producers(&self, f: &StatsFilter) -> Vec<ClientStats> {
+        if !f.include_clients {
+            return Vec::new();
+        }
+        self.clients()
+            .filter(|c| !c.pub_counts.is_empty())
+            .map(|c| self.client_stats(c, f.topic.as_deref()))
+            .collect()
+    }
+}
+
+impl Stats {
+    /// One snapshot of several partitions (see [`crate::partition`]), from each partition's
+    /// [`Broker::stats`] and [`Broker::producers`] with the same filter: what one broker
+    /// holding all of it would report.
+    pub fn merge(parts: Vec<(Stats, Vec<ClientStats>)>) -> Stats {
+        let mut topics: Option<Vec<TopicStats>> = None;
+        let mut producers = Vec::new();
+        for (s, p) in parts {
+            if let Some(t) = s.topics {
+                topics.get_or_insert_with(Vec::new).extend(t);
+            }
+            producers.extend(p);
+        }
+        let Some(mut topics) = topics else {
+            // The filter names a topic no partition has.
+            return Stats {
+                topics: None,
+                producers: None,
+            };
         };
+        topics.sort_by(|a, b| a.topic_name.cmp(&b.topic_name));
+        producers.sort_by_key(|c| c.id);
         Stats {
             topics: Some(topics),
             producers: (!producers.is_empty()).then_some(producers),

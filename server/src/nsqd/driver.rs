@@ -1,12 +1,26 @@
-//! The broker task: the one owner of the core's state.
+//! The broker tasks: one per partition (see `nsqlab_core::partition`), each the one owner of
+//! its partition's state — the topics that hash to it and the clients that use them.
 //!
-//! Connections and HTTP handlers talk to it over channels; it feeds the core with real time,
-//! sleeps until the core's `poll_timeout()`, and hands each client's output to that client's
-//! connection task. No lock is held on the per-message path.
+//! Connections and HTTP handlers talk to them over channels; each feeds its core with real
+//! time, sleeps until the core's `poll_timeout()`, and hands each client's output to that
+//! client's connection task. No lock is held on the per-message path.
+//!
+//! # Moving a client
+//! A partition's core hands over a client that subscribes to (or first publishes to) a topic
+//! another partition owns. The old partition sends the client's state to the new one
+//! ([`Peer::Adopt`]), then tells the connection ([`Out::Moved`]); the connection confirms to
+//! the old partition ([`ToDriver::Drained`]) and sends to the new one from then on. Input
+//! that reached the old partition meanwhile follows as [`Peer::Late`]; the new partition
+//! holds what the connection sends it directly until [`Peer::Drained`] says nothing else is on
+//! its way, so the client's input stays in order.
 
 use bytes::Bytes;
-use nsqlab_core::{Broker, ClientId, Event, Time, Transmit, Upgrade};
+use nsqlab_core::stats::{ClientStats, Stats, StatsFilter};
+use nsqlab_core::{
+    partition_of, Body, Broker, ClientId, Event, Migration, Time, Transmit, Upgrade,
+};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -17,6 +31,9 @@ pub enum Out {
     Data(Vec<u8>),
     Upgrade(Upgrade),
     Close,
+    /// The client now lives in this partition: send [`ToDriver::Drained`] to the old one,
+    /// then everything else to this one.
+    Moved(Part),
 }
 
 /// Work to run on the broker task with the current time.
@@ -58,37 +75,111 @@ pub enum ToDriver {
         client: ClientId,
         common_name: String,
     },
+    /// After [`Out::Moved`]: the connection sends nothing more to this partition.
+    Drained {
+        client: ClientId,
+    },
 }
 
-/// A handle to the broker task.
+/// From one partition to another.
+pub enum Peer {
+    /// A client moving here, with its connection's output.
+    Adopt {
+        migration: Migration,
+        out: mpsc::UnboundedSender<Out>,
+    },
+    /// Input for a client that moved here, which reached the partition it left.
+    Late(ToDriver),
+    /// Nothing more for this client comes through the partition it left.
+    Drained { client: ClientId },
+    /// Publish for a client of partition `from`; answer with `Published`.
+    Publish {
+        from: u32,
+        client: ClientId,
+        topic: String,
+        bodies: Vec<Body>,
+        defer: Option<u64>,
+    },
+    Published {
+        client: ClientId,
+        result: Result<(), String>,
+    },
+}
+
+/// One partition's broker task, for a connection.
+#[derive(Clone, Debug)]
+pub struct Part {
+    tx: mpsc::Sender<ToDriver>,
+}
+
+impl Part {
+    pub async fn send(&self, m: ToDriver) -> bool {
+        self.tx.send(m).await.is_ok()
+    }
+}
+
+/// A handle to the broker tasks (every partition).
 #[derive(Clone)]
 pub struct DriverHandle {
-    tx: mpsc::Sender<ToDriver>,
+    parts: Arc<[mpsc::Sender<ToDriver>]>,
+    next: Arc<AtomicUsize>,
     events: broadcast::Sender<Event>,
 }
 
 impl DriverHandle {
-    pub async fn send(&self, m: ToDriver) -> bool {
-        self.tx.send(m).await.is_ok()
+    /// The partition a new connection starts in (in turn; it moves to its topic's).
+    pub fn pick(&self) -> Part {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.parts.len();
+        Part {
+            tx: self.parts[i].clone(),
+        }
     }
 
-    /// Run `f` on the broker and return its result.
+    fn owner(&self, topic: &str) -> &mpsc::Sender<ToDriver> {
+        &self.parts[partition_of(topic, self.parts.len() as u32) as usize]
+    }
+
+    /// Run `f` on the broker that owns `topic` and return its result.
     pub async fn call<R: Send + 'static>(
         &self,
+        topic: &str,
         f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
     ) -> Option<R> {
-        let (tx, rx) = oneshot::channel();
-        let job = Box::new(move |b: &mut Broker, now: Time| {
-            let _ = tx.send(f(b, now));
-        });
-        self.tx.send(ToDriver::Call(job)).await.ok()?;
-        rx.await.ok()
+        call_on(self.owner(topic), f).await
     }
 
-    /// Run `f` on the broker; the result comes back once what it changed is stored, with the
-    /// store's verdict (always `Ok` without storage).
+    /// Run `f` on every partition's broker; the results in partition order.
+    pub async fn call_all<R: Send + 'static>(
+        &self,
+        f: impl Fn(&mut Broker, Time) -> R + Clone + Send + 'static,
+    ) -> Option<Vec<R>> {
+        let mut out = Vec::with_capacity(self.parts.len());
+        for tx in self.parts.iter() {
+            out.push(call_on(tx, f.clone()).await?);
+        }
+        Some(out)
+    }
+
+    /// One stats snapshot of every partition, and the health (`None`: OK).
+    pub async fn stats(&self, filter: StatsFilter) -> Option<(Stats, Option<String>)> {
+        let parts = self
+            .call_all(move |b, _| {
+                let s: (Stats, Vec<ClientStats>) = (b.stats(&filter), b.producers(&filter));
+                (s, b.health().map(str::to_owned))
+            })
+            .await?;
+        let health = parts.iter().find_map(|(_, h)| h.clone());
+        Some((
+            Stats::merge(parts.into_iter().map(|p| p.0).collect()),
+            health,
+        ))
+    }
+
+    /// Run `f` on the broker that owns `topic`; the result comes back once what it changed is
+    /// stored, with the store's verdict (always `Ok` without storage).
     pub async fn call_stored<R: Send + 'static>(
         &self,
+        topic: &str,
         f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
     ) -> Option<(R, Result<(), String>)> {
         let (tx, rx) = oneshot::channel();
@@ -98,7 +189,10 @@ impl DriverHandle {
                 let _ = tx.send((r, stored));
             }) as AfterStore
         });
-        self.tx.send(ToDriver::CallStored(job)).await.ok()?;
+        self.owner(topic)
+            .send(ToDriver::CallStored(job))
+            .await
+            .ok()?;
         rx.await.ok()
     }
 
@@ -109,44 +203,125 @@ impl DriverHandle {
     }
 }
 
-/// Start the broker task; it ends when every handle is dropped.
-pub fn spawn(
-    broker: Broker,
-    auth: super::auth::AuthConfig,
-    store: Option<super::store::Store>,
-    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
-) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
-    let (tx, rx) = mpsc::channel(4096);
-    let (events, _) = broadcast::channel(65_536);
-    let handle = DriverHandle {
-        tx: tx.clone(),
-        events: events.clone(),
-    };
-    let task = tokio::spawn(run(
-        broker,
-        rx,
-        tx.downgrade(),
-        events,
-        Arc::new(auth),
-        store,
-        registry,
-    ));
-    (handle, task)
+async fn call_on<R: Send + 'static>(
+    tx: &mpsc::Sender<ToDriver>,
+    f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
+) -> Option<R> {
+    let (otx, orx) = oneshot::channel();
+    let job = Box::new(move |b: &mut Broker, now: Time| {
+        let _ = otx.send(f(b, now));
+    });
+    tx.send(ToDriver::Call(job)).await.ok()?;
+    orx.await.ok()
 }
 
+/// One partition's broker and its store.
+pub struct Partition {
+    pub broker: Broker,
+    pub store: Option<super::store::Store>,
+}
+
+/// Start one broker task per partition (partition `i` is `parts[i]`); they end when every
+/// handle is dropped.
+pub fn spawn(
+    parts: Vec<Partition>,
+    auth: super::auth::AuthConfig,
+    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
+) -> (DriverHandle, Vec<tokio::task::JoinHandle<Broker>>) {
+    let (events, _) = broadcast::channel(65_536);
+    let auth = Arc::new(auth);
+    let mut mains = Vec::new();
+    let mut links = Vec::new();
+    let mut inputs = Vec::new();
+    for _ in &parts {
+        let (tx, rx) = mpsc::channel(4096);
+        let (peer_tx, peer_rx) = mpsc::unbounded_channel();
+        links.push(Link {
+            main: tx.downgrade(),
+            peer: peer_tx,
+        });
+        mains.push(tx);
+        inputs.push((rx, peer_rx));
+    }
+    let links: Arc<[Link]> = links.into();
+    let tasks = parts
+        .into_iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(i, (p, (rx, peer_rx)))| {
+            let ctx = Ctx {
+                index: i as u32,
+                links: links.clone(),
+                conns: HashMap::new(),
+                after_store: Vec::new(),
+                moved: HashMap::new(),
+                arriving: HashMap::new(),
+            };
+            tokio::spawn(run(
+                p.broker,
+                rx,
+                peer_rx,
+                ctx,
+                events.clone(),
+                auth.clone(),
+                p.store,
+                registry.clone(),
+            ))
+        })
+        .collect();
+    let handle = DriverHandle {
+        parts: mains.into(),
+        next: Arc::new(AtomicUsize::new(0)),
+        events,
+    };
+    (handle, tasks)
+}
+
+/// How a partition reaches another.
+struct Link {
+    /// Weak: a partition's tasks end when the handles outside are gone.
+    main: mpsc::WeakSender<ToDriver>,
+    peer: mpsc::UnboundedSender<Peer>,
+}
+
+/// A partition task's host state (what the core does not own).
+struct Ctx {
+    index: u32,
+    links: Arc<[Link]>,
+    conns: HashMap<ClientId, mpsc::UnboundedSender<Out>>,
+    after_store: Vec<AfterStore>,
+    /// Clients that moved from here, to which partition, until their connection confirms it
+    /// sends nothing more here.
+    moved: HashMap<ClientId, u32>,
+    /// Clients that moved here, with what their connection sent directly while input may
+    /// still come through the partition they left.
+    arriving: HashMap<ClientId, Vec<ToDriver>>,
+}
+
+impl Ctx {
+    fn me(&self) -> mpsc::WeakSender<ToDriver> {
+        self.links[self.index as usize].main.clone()
+    }
+
+    fn to_peer(&self, p: u32, m: Peer) {
+        let _ = self.links[p as usize].peer.send(m);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn run(
     mut broker: Broker,
     mut rx: mpsc::Receiver<ToDriver>,
-    me: mpsc::WeakSender<ToDriver>,
+    mut peer_rx: mpsc::UnboundedReceiver<Peer>,
+    mut ctx: Ctx,
     events: broadcast::Sender<Event>,
     auth: Arc<super::auth::AuthConfig>,
     mut store: Option<super::store::Store>,
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> Broker {
     let mut auth_start = 0usize;
+    let me = ctx.me();
     let alarm = Alarm::start(me.clone());
-    let mut conns: HashMap<ClientId, mpsc::UnboundedSender<Out>> = HashMap::new();
-    let mut after_store: Vec<AfterStore> = Vec::new();
     let mut last_probe = std::time::Instant::now();
     loop {
         broker.set_events(events.receiver_count() > 0);
@@ -154,20 +329,40 @@ async fn run(
         alarm.set(broker.poll_timeout());
         // While storage is failing, wake every second to see whether it works again.
         let unhealthy = store.is_some() && broker.health().is_some();
-        let m = if unhealthy {
-            tokio::select! {
-                m = rx.recv() => m,
-                _ = tokio::time::sleep(PROBE_INTERVAL) => Some(ToDriver::Tick),
+        let probe = async {
+            if unhealthy {
+                tokio::time::sleep(PROBE_INTERVAL).await
+            } else {
+                std::future::pending().await
             }
-        } else {
-            rx.recv().await
+        };
+        let m = tokio::select! {
+            biased;
+            p = peer_rx.recv() => {
+                if let Some(p) = p {
+                    handle_peer(&mut broker, &mut ctx, p);
+                }
+                Some(ToDriver::Tick)
+            }
+            m = rx.recv() => m,
+            _ = probe => Some(ToDriver::Tick),
         };
         let Some(m) = m else { break };
-        handle(&mut broker, &mut conns, &mut after_store, m);
+        // What other partitions sent comes first: a client moving here is adopted before
+        // its connection's first direct input is read.
+        while let Ok(p) = peer_rx.try_recv() {
+            handle_peer(&mut broker, &mut ctx, p);
+        }
+        handle(&mut broker, &mut ctx, m);
         // Take what else is waiting before writing anything out: one wake-up, many inputs.
         for _ in 0..1024 {
             match rx.try_recv() {
-                Ok(m) => handle(&mut broker, &mut conns, &mut after_store, m),
+                Ok(m) => {
+                    while let Ok(p) = peer_rx.try_recv() {
+                        handle_peer(&mut broker, &mut ctx, p);
+                    }
+                    handle(&mut broker, &mut ctx, m)
+                }
                 Err(_) => break,
             }
         }
@@ -181,7 +376,7 @@ async fn run(
             Some(s) => commit(&mut broker, s),
             None => Ok(()),
         };
-        for reply in after_store.drain(..) {
+        for reply in ctx.after_store.drain(..) {
             reply(stored.clone());
         }
         // Bodies of deferred messages that became due come back from the files.
@@ -206,20 +401,7 @@ async fn run(
                 }
             }
         }
-        while let Some(t) = broker.poll_transmit() {
-            let (client, out) = match t {
-                Transmit::Data { client, data } => (client, Out::Data(data)),
-                Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
-                Transmit::Close { client } => (client, Out::Close),
-            };
-            let close = matches!(out, Out::Close);
-            if let Some(tx) = conns.get(&client) {
-                let _ = tx.send(out);
-            }
-            if close {
-                conns.remove(&client);
-            }
-        }
+        flush_outputs(&mut broker, &mut ctx);
         while let Some(req) = broker.poll_auth_request() {
             // The HTTP query runs on its own task; the answer comes back as input.
             let (cfg, me) = (auth.clone(), me.clone());
@@ -250,6 +432,59 @@ async fn run(
         s.close();
     }
     broker
+}
+
+/// Hand the core's output to the connections; then move the clients that leave (after what
+/// this partition sent them) and forward publishes to their topics' partitions.
+fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
+    while let Some(t) = broker.poll_transmit() {
+        let (client, out) = match t {
+            Transmit::Data { client, data } => (client, Out::Data(data)),
+            Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+            Transmit::Close { client } => (client, Out::Close),
+        };
+        let close = matches!(out, Out::Close);
+        if let Some(tx) = ctx.conns.get(&client) {
+            let _ = tx.send(out);
+        }
+        if close {
+            ctx.conns.remove(&client);
+        }
+    }
+    // After the transmits: what this partition sent a moving client goes out first.
+    while let Some(m) = broker.poll_migration() {
+        let (client, to) = (m.client, m.to);
+        let Some(out) = ctx.conns.remove(&client) else {
+            continue;
+        };
+        match ctx.links[to as usize].main.upgrade() {
+            Some(tx) => {
+                ctx.to_peer(
+                    to,
+                    Peer::Adopt {
+                        migration: m,
+                        out: out.clone(),
+                    },
+                );
+                ctx.moved.insert(client, to);
+                let _ = out.send(Out::Moved(Part { tx }));
+            }
+            // Shutting down.
+            None => {
+                let _ = out.send(Out::Close);
+            }
+        }
+    }
+    while let Some(f) = broker.poll_forward() {
+        let m = Peer::Publish {
+            from: ctx.index,
+            client: f.client,
+            topic: f.topic,
+            bodies: f.bodies,
+            defer: f.defer,
+        };
+        ctx.to_peer(f.to, m);
+    }
 }
 
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);
@@ -347,31 +582,242 @@ impl Alarm {
     }
 }
 
-fn handle(
-    broker: &mut Broker,
-    conns: &mut HashMap<ClientId, mpsc::UnboundedSender<Out>>,
-    after_store: &mut Vec<AfterStore>,
-    m: ToDriver,
-) {
+/// The client a connection's message is about (none for calls and ticks).
+fn client_of(m: &ToDriver) -> Option<ClientId> {
+    match m {
+        ToDriver::Bytes { client, .. }
+        | ToDriver::Closed { client }
+        | ToDriver::TlsPeer { client, .. }
+        | ToDriver::Drained { client } => Some(*client),
+        _ => None,
+    }
+}
+
+fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
+    if let Some(client) = client_of(&m) {
+        // It moved from here: its input follows it.
+        if let Some(&to) = ctx.moved.get(&client) {
+            match m {
+                ToDriver::Drained { client } => {
+                    ctx.moved.remove(&client);
+                    ctx.to_peer(to, Peer::Drained { client });
+                }
+                m => {
+                    if matches!(m, ToDriver::Closed { .. }) {
+                        ctx.moved.remove(&client);
+                    }
+                    ctx.to_peer(to, Peer::Late(m));
+                }
+            }
+            return;
+        }
+        // It moved here and input may still come through where it was: after that.
+        if let Some(waiting) = ctx.arriving.get_mut(&client) {
+            waiting.push(m);
+            return;
+        }
+    }
+    run_input(broker, ctx, m);
+    // A client that left must not miss the next input: route it from now on.
+    if broker.migrating() {
+        flush_outputs(broker, ctx);
+    }
+}
+
+fn handle_peer(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
+    handle_peer_inner(broker, ctx, p);
+    if broker.migrating() {
+        flush_outputs(broker, ctx);
+    }
+}
+
+fn handle_peer_inner(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
+    let now = crate::clock::now();
+    match p {
+        Peer::Adopt { migration, out } => {
+            let client = migration.client;
+            ctx.conns.insert(client, out);
+            ctx.arriving.insert(client, Vec::new());
+            broker.adopt(now, migration);
+        }
+        Peer::Late(m) => {
+            if let ToDriver::Closed { client } = &m {
+                ctx.arriving.remove(client);
+            }
+            run_input(broker, ctx, m);
+        }
+        Peer::Drained { client } => {
+            broker.settled(now, client);
+            for m in ctx.arriving.remove(&client).unwrap_or_default() {
+                // May move it on again (it has settled): then this routes the rest on.
+                handle(broker, ctx, m);
+            }
+        }
+        Peer::Publish {
+            from,
+            client,
+            topic,
+            bodies,
+            defer,
+        } => {
+            let r = broker
+                .publish(now, &topic, bodies, defer)
+                .map(|_| ())
+                .map_err(|e| broker.health().map_or_else(|| e.to_string(), str::to_owned));
+            let peer = ctx.links[from as usize].peer.clone();
+            ctx.after_store.push(Box::new(move |stored| {
+                let result = r.and(stored);
+                let _ = peer.send(Peer::Published { client, result });
+            }));
+        }
+        Peer::Published { client, result } => broker.handle_forwarded(now, client, result),
+    }
+}
+
+fn run_input(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
     let now = crate::clock::now();
     match m {
         ToDriver::Connect { remote, out, reply } => {
             let id = broker.connect(now, remote);
-            conns.insert(id, out);
+            ctx.conns.insert(id, out);
             let _ = reply.send(id);
         }
         ToDriver::Bytes { client, data } => broker.handle_bytes(now, client, &data),
         ToDriver::Closed { client } => {
-            conns.remove(&client);
+            ctx.conns.remove(&client);
             broker.disconnect(now, client);
         }
+        // Not moved from here (any more): nothing to do.
+        ToDriver::Drained { .. } => {}
         ToDriver::Call(f) => f(broker, now),
-        ToDriver::CallStored(f) => after_store.push(f(broker, now)),
+        ToDriver::CallStored(f) => ctx.after_store.push(f(broker, now)),
         ToDriver::Tick => {}
         ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
         ToDriver::TlsPeer {
             client,
             common_name,
         } => broker.handle_tls_peer(client, common_name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nsqlab_core::protocol::{decode_frame, Command, Frame, MAGIC_V2};
+    use nsqlab_core::Options;
+
+    fn publish(topic: &str, body: &str) -> Vec<u8> {
+        Command::Pub {
+            topic: topic.into(),
+            body: body.as_bytes().into(),
+        }
+        .to_bytes()
+    }
+
+    /// The connection's view of a move: bytes it sent to the old partition before it learnt
+    /// of the move reach the new one before bytes it sent there directly, however the tasks
+    /// interleave.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_that_reaches_the_old_partition_late_still_comes_first() {
+        let tb = (0..)
+            .map(|i| format!("t{i}"))
+            .find(|t| partition_of(t, 2) == 1)
+            .unwrap();
+        let now = crate::clock::now();
+        let parts = (0..2)
+            .map(|p| Partition {
+                broker: Broker::new(
+                    Options {
+                        partition: p,
+                        partitions: 2,
+                        ..Options::default()
+                    },
+                    1,
+                    now,
+                ),
+                store: None,
+            })
+            .collect();
+        let auth = super::super::auth::AuthConfig {
+            addresses: Vec::new(),
+            method_post: false,
+            connect_timeout: Duration::from_secs(1),
+            request_timeout: Duration::from_secs(1),
+        };
+        let (registry, _registry_rx) = mpsc::unbounded_channel();
+        let (h, _tasks) = spawn(parts, auth, registry);
+        let old = h.pick();
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
+        let (reply_tx, reply_rx) = oneshot::channel();
+        assert!(
+            old.send(ToDriver::Connect {
+                remote: "127.0.0.1:1".into(),
+                out: out_tx,
+                reply: reply_tx,
+            })
+            .await
+        );
+        let client = reply_rx.await.unwrap();
+        let mut first = MAGIC_V2.to_vec();
+        first.extend(publish(&tb, "1"));
+        let bytes = |d: Vec<u8>| ToDriver::Bytes {
+            client,
+            data: Bytes::from(d),
+        };
+        // "1" moves the client to partition 1. The old partition then stalls (a job waiting
+        // on a gate) with "2" behind it: sent before the connection learnt of the move.
+        assert!(old.send(bytes(first)).await);
+        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
+        let gate = Box::new(move |_: &mut Broker, _: Time| {
+            // Other tasks (the new partition's) carry on on other threads meanwhile.
+            let _ = tokio::task::block_in_place(|| gate_rx.recv());
+        });
+        assert!(old.send(ToDriver::Call(gate)).await);
+        assert!(old.send(bytes(publish(&tb, "2"))).await);
+        let mut wire = Vec::new();
+        let new = loop {
+            match out_rx.recv().await.expect("output") {
+                Out::Moved(p) => break p,
+                Out::Data(d) => wire.extend(d),
+                o => panic!("unexpected {o:?}"),
+            }
+        };
+        // As a connection does: confirm to the old partition, then send to the new one.
+        assert!(old.send(ToDriver::Drained { client }).await);
+        assert!(new.send(bytes(publish(&tb, "3"))).await);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        gate_tx.send(()).unwrap();
+        // Three OKs, in order.
+        let mut oks = 0;
+        while oks < 3 {
+            let used = match decode_frame(&wire).unwrap() {
+                Some((f, n)) => {
+                    assert_eq!(f, Frame::Response(b"OK".to_vec()));
+                    oks += 1;
+                    n
+                }
+                None => {
+                    match tokio::time::timeout(Duration::from_secs(5), out_rx.recv()).await {
+                        Ok(Some(Out::Data(d))) => wire.extend(d),
+                        o => panic!("unexpected {o:?} after {oks} OKs"),
+                    }
+                    0
+                }
+            };
+            wire.drain(..used);
+        }
+        let t = tb.clone();
+        let bodies = h
+            .call(&tb, move |b, _| {
+                b.topic(&t)
+                    .unwrap()
+                    .queue
+                    .iter()
+                    .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+                    .collect::<Vec<_>>()
+            })
+            .await
+            .unwrap();
+        assert_eq!(bodies, ["1", "2", "3"]);
     }
 }

@@ -203,7 +203,7 @@ async fn topic_from_query(
     // As nsqd, the answer comes once the change is on disk (nsqd persists its metadata
     // before answering and ignores a failure to: so do we).
     s.driver
-        .call_stored(move |b, now| b.create_topic(now, &t2))
+        .call_stored(&t, move |b, now| b.create_topic(now, &t2))
         .await
         .ok_or(EXITING)?
         .0
@@ -215,9 +215,9 @@ async fn topic_from_query(
 async fn ping(State(s): State<AppState>) -> Response {
     let health = s
         .driver
-        .call(|b, _| b.health().map(str::to_owned))
+        .call_all(|b, _| b.health().map(str::to_owned))
         .await
-        .flatten();
+        .and_then(|h| h.into_iter().flatten().next());
     match health {
         None => ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response(),
         Some(e) => (
@@ -261,9 +261,10 @@ async fn info_handler(State(s): State<AppState>) -> Response {
 async fn publish(s: &AppState, topic: String, bodies: Vec<Body>, defer: Option<u64>) -> ApiResult {
     // Answered once the store has the messages: nsqd's 503 EXITING when it could not keep
     // them (nsqd answers every failed put so).
+    let owner = topic.clone();
     match s
         .driver
-        .call_stored(move |b, now| b.publish(now, &topic, bodies, defer))
+        .call_stored(&owner, move |b, now| b.publish(now, &topic, bodies, defer))
         .await
         .ok_or(EXITING)?
     {
@@ -407,13 +408,8 @@ async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult 
             .and_then(bool_param)
             .unwrap_or(true),
     };
-    let st = s
-        .driver
-        .call(move |b, _| (b.stats(&filter), b.health().map(|e| format!("NOK - {e}"))))
-        .await
-        .ok_or(EXITING)?;
-    let (st, health) = st;
-    let health = health.unwrap_or_else(|| "OK".to_string());
+    let (st, health) = s.driver.stats(filter).await.ok_or(EXITING)?;
+    let health = health.map_or_else(|| "OK".to_string(), |e| format!("NOK - {e}"));
     let mem = include_mem.then(mem_stats);
     if json_format {
         #[derive(Serialize)]
@@ -568,9 +564,10 @@ async fn topic_admin(
     if action == "empty" && !is_valid_name(&topic) {
         return Err(ApiErr(400, "INVALID_TOPIC"));
     }
+    let owner = topic.clone();
     let r = s
         .driver
-        .call_stored(move |b, now| match action.as_str() {
+        .call_stored(&owner, move |b, now| match action.as_str() {
             "delete" => b.delete_topic(now, &topic),
             "empty" => b.empty_topic(now, &topic),
             "pause" => b.pause_topic(now, &topic, true),
@@ -600,9 +597,10 @@ async fn channel_admin(
     if !is_valid_name(&channel) {
         return Err(ApiErr(400, "INVALID_ARG_CHANNEL"));
     }
+    let owner = topic.clone();
     let r = s
         .driver
-        .call_stored(move |b, now| {
+        .call_stored(&owner, move |b, now| {
             if b.topic(&topic).is_none() {
                 return Err(AdminError::TopicNotFound);
             }
@@ -714,9 +712,9 @@ fn prom_label(v: &str) -> String {
 /// Prometheus text exposition of the broker's stats (nsqlab's extra; nsqd has none).
 async fn metrics(State(s): State<AppState>) -> ApiResult {
     use std::fmt::Write;
-    let st = s
+    let (st, _) = s
         .driver
-        .call(|b, _| b.stats(&StatsFilter::default()))
+        .stats(StatsFilter::default())
         .await
         .ok_or(EXITING)?;
     let topics = st.topics.unwrap_or_default();

@@ -300,7 +300,7 @@ async fn connect(
     }
     // Everything this node has: a topic with channels is registered through them.
     let regs = driver
-        .call(|b, _| {
+        .call_all(|b, _| {
             let mut v = Vec::new();
             for t in b.topics() {
                 if t.channels.is_empty() {
@@ -313,7 +313,8 @@ async fn connect(
             v
         })
         .await
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .concat();
     for cmd in regs {
         tracing::info!("LOOKUPD({addr}): {cmd}");
         if let Err(e) = command(&mut c, &cmd).await {
@@ -352,8 +353,9 @@ async fn precreate_channels(
     if names.is_empty() {
         return;
     }
+    let owner = topic.clone();
     let _ = driver
-        .call(move |b, now| {
+        .call(&owner, move |b, now| {
             // Only while the topic still exists (it may have been deleted meanwhile).
             if b.topic(&topic).is_some() {
                 for c in names {

@@ -73,47 +73,59 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     opts.evict_bodies = args.durable;
     opts.registry = true;
     let now = crate::clock::now();
-    let mut broker = Broker::new(opts, now, now);
-    let store = if args.durable {
-        let data_path = if args.data_path.is_empty() {
-            std::env::current_dir()?
-        } else {
-            std::path::PathBuf::from(&args.data_path)
-        };
-        let cfg = store::StoreConfig {
-            data_path,
-            // Record offsets are 32-bit.
-            max_bytes_per_file: args.max_bytes_per_file.clamp(4096, 1 << 30) as u64,
-            sync_every: args.sync_every.max(1) as u64,
-            sync_timeout: args.sync_timeout,
-        };
-        let (s, rec) = store::Store::open(cfg, &mut broker, now)
-            .map_err(|e| anyhow::anyhow!("failed to open the data path: {e}"))?;
-        tracing::info!(
-            "storage: restored {} topic(s), {} channel(s), {} message copies{}",
-            rec.topics,
-            rec.channels,
-            rec.messages,
-            if rec.corrupt_ranges > 0 {
-                format!(" ({} corrupt range(s) set aside)", rec.corrupt_ranges)
-            } else {
-                String::new()
-            }
-        );
-        Some(s)
+    let count = args.partition_count();
+    opts.partitions = count;
+    let data_path = if args.data_path.is_empty() {
+        std::env::current_dir()?
     } else {
-        None
+        std::path::PathBuf::from(&args.data_path)
     };
+    let mut parts = Vec::new();
+    for p in 0..count {
+        let opts = nsqlab_core::Options {
+            partition: p,
+            ..opts.clone()
+        };
+        let mut broker = Broker::new(opts, now.wrapping_add(p as u64), now);
+        let store = if args.durable {
+            let cfg = store::StoreConfig {
+                data_path: data_path.clone(),
+                // Record offsets are 32-bit.
+                max_bytes_per_file: args.max_bytes_per_file.clamp(4096, 1 << 30) as u64,
+                sync_every: args.sync_every.max(1) as u64,
+                sync_timeout: args.sync_timeout,
+                partition: (p, count),
+            };
+            let (s, rec) = store::Store::open(cfg, &mut broker, now)
+                .map_err(|e| anyhow::anyhow!("failed to open the data path: {e}"))?;
+            tracing::info!(
+                "storage: partition {p}: restored {} topic(s), {} channel(s), {} message copies{}",
+                rec.topics,
+                rec.channels,
+                rec.messages,
+                if rec.corrupt_ranges > 0 {
+                    format!(" ({} corrupt range(s) set aside)", rec.corrupt_ranges)
+                } else {
+                    String::new()
+                }
+            );
+            Some(s)
+        } else {
+            None
+        };
+        // What the restore created is registered on connect; only later changes are news.
+        while broker.poll_registry().is_some() {}
+        parts.push(driver::Partition { broker, store });
+    }
+    tracing::info!("{count} partition(s)");
     let auth = auth::AuthConfig {
         addresses: args.auth_http_address.clone(),
         method_post: args.auth_http_request_method.eq_ignore_ascii_case("post"),
         connect_timeout: args.http_client_connect_timeout,
         request_timeout: args.http_client_request_timeout,
     };
-    // What the restore created is registered on connect; only later changes are news.
-    while broker.poll_registry().is_some() {}
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (driver, broker_task) = driver::spawn(broker, auth, store, registry_tx);
+    let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx);
 
     let tcp = crate::net::listen(&args.tcp_address)
         .await
@@ -221,9 +233,11 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         )));
     }
     drop(driver);
-    tasks.push(tokio::spawn(async move {
-        let _ = broker_task.await;
-    }));
+    for t in broker_tasks {
+        tasks.push(tokio::spawn(async move {
+            let _ = t.await;
+        }));
+    }
     Ok(Server { bound, tasks })
 }
 

@@ -208,6 +208,10 @@ pub struct NsqdArgs {
     /// only, messages lost on exit, as nsqd with a huge --mem-queue-size)
     #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub durable: bool,
+    /// nsqlab: broker partitions, each owning the topics that hash to it and run on its own
+    /// task (0: one per CPU core, at most 8)
+    #[arg(long, default_value_t = 0)]
+    pub partitions: u32,
 }
 
 impl NsqdArgs {
@@ -224,6 +228,16 @@ impl NsqdArgs {
         match &self.www_dir {
             Some(d) => d.into(),
             None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../www"),
+        }
+    }
+
+    /// How many partitions to run (`--partitions`, or one per core).
+    pub fn partition_count(&self) -> u32 {
+        match self.partitions {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get() as u32)
+                .min(8),
+            n => n.min(64),
         }
     }
 

@@ -144,7 +144,7 @@ pub async fn run(driver: DriverHandle, cfg: StatsdConfig, mut shutdown: watch::R
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        let Some(stats) = driver.call(|b, _| b.stats(&StatsFilter::default())).await else {
+        let Some((stats, _)) = driver.stats(StatsFilter::default()).await else {
             return;
         };
         let mut ls = lines(

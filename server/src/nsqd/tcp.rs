@@ -98,12 +98,15 @@ impl Connection {
     async fn run(mut self, driver: DriverHandle, mut shutdown: watch::Receiver<bool>) {
         let (out_tx, mut out_rx) = mpsc::unbounded_channel();
         let (reply_tx, reply_rx) = oneshot::channel();
+        // The partition this client lives in (it may move to its topic's).
+        let mut part = driver.pick();
+        drop(driver);
         let connect = ToDriver::Connect {
             remote: self.remote.clone(),
             out: out_tx,
             reply: reply_tx,
         };
-        if !driver.send(connect).await {
+        if !part.send(connect).await {
             return;
         }
         let Ok(client) = reply_rx.await else { return };
@@ -142,12 +145,18 @@ impl Connection {
                                     // Before anything read over TLS reaches the broker.
                                     Ok(Some(common_name)) => {
                                         let m = ToDriver::TlsPeer { client, common_name };
-                                        if !driver.send(m).await {
+                                        if !part.send(m).await {
                                             break 'conn;
                                         }
                                     }
                                     Ok(None) => {}
                                 }
+                            }
+                            Out::Moved(to) => {
+                                if !part.send(ToDriver::Drained { client }).await {
+                                    break 'conn;
+                                }
+                                part = to;
                             }
                         }
                         next = out_rx.try_recv().ok();
@@ -170,7 +179,7 @@ impl Connection {
                     // so this bounds it in bytes too, however much a read decompresses to.
                     for piece in plain.chunks(64 * 1024) {
                         let data = Bytes::copy_from_slice(piece);
-                        if !driver.send(ToDriver::Bytes { client, data }).await {
+                        if !part.send(ToDriver::Bytes { client, data }).await {
                             break 'conn;
                         }
                     }
@@ -179,7 +188,7 @@ impl Connection {
             }
         }
         if !broker_closed {
-            driver.send(ToDriver::Closed { client }).await;
+            part.send(ToDriver::Closed { client }).await;
         }
     }
 

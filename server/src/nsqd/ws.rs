@@ -30,12 +30,14 @@ pub async fn nsq_upgrade(
 async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: SocketAddr) {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = oneshot::channel();
+    let mut part = driver.pick();
+    drop(driver);
     let connect = ToDriver::Connect {
         remote: remote.to_string(),
         out: out_tx,
         reply: reply_tx,
     };
-    if !driver.send(connect).await {
+    if !part.send(connect).await {
         return;
     }
     let Ok(client) = reply_rx.await else { return };
@@ -44,13 +46,13 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
         tokio::select! {
             m = socket.recv() => match m {
                 Some(Ok(Message::Binary(b))) => {
-                    if !driver.send(ToDriver::Bytes { client, data: b }).await {
+                    if !part.send(ToDriver::Bytes { client, data: b }).await {
                         break;
                     }
                 }
                 Some(Ok(Message::Text(t))) => {
                     let data = Bytes::copy_from_slice(t.as_bytes());
-                    if !driver.send(ToDriver::Bytes { client, data }).await {
+                    if !part.send(ToDriver::Bytes { client, data }).await {
                         break;
                     }
                 }
@@ -62,6 +64,12 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
                     if socket.send(Message::Binary(d.into())).await.is_err() {
                         break;
                     }
+                }
+                Some(Out::Moved(to)) => {
+                    if !part.send(ToDriver::Drained { client }).await {
+                        break;
+                    }
+                    part = to;
                 }
                 Some(Out::Upgrade(_)) => {
                     // No TLS or compression over WebSocket: hang up, and tell the broker.
@@ -77,7 +85,7 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
         }
     }
     if !broker_closed {
-        driver.send(ToDriver::Closed { client }).await;
+        part.send(ToDriver::Closed { client }).await;
     }
 }
 
@@ -96,8 +104,9 @@ async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
                 Err(broadcast::error::RecvError::Closed) => break,
             },
             _ = tick.tick() => {
-                let Some(stats) = driver.call(|b, now| (now, b.stats(&Default::default()))).await else { break };
-                serde_json::json!({"type": "stats", "at": stats.0, "topics": stats.1.topics}).to_string()
+                let Some((stats, _)) = driver.stats(Default::default()).await else { break };
+                let at = crate::clock::now();
+                serde_json::json!({"type": "stats", "at": at, "topics": stats.topics}).to_string()
             }
             m = socket.recv() => match m {
                 Some(Ok(_)) => continue,
@@ -173,8 +182,9 @@ pub async fn queues(
     topic: String,
     channel: String,
 ) -> Option<Option<Queues>> {
+    let owner = topic.clone();
     driver
-        .call(move |b, now| {
+        .call(&owner, move |b, now| {
             Some(channel_queues(
                 &topic,
                 &channel,
@@ -187,8 +197,8 @@ pub async fn queues(
 
 /// Every channel's queues.
 pub async fn all_queues(driver: &DriverHandle) -> Option<Vec<Queues>> {
-    driver
-        .call(|b, now| {
+    let parts = driver
+        .call_all(|b, now| {
             let mut out = Vec::new();
             for t in b.topics() {
                 for (name, &id) in &t.channels {
@@ -199,5 +209,8 @@ pub async fn all_queues(driver: &DriverHandle) -> Option<Vec<Queues>> {
             }
             out
         })
-        .await
+        .await?;
+    let mut all: Vec<Queues> = parts.into_iter().flatten().collect();
+    all.sort_by(|a, b| (&a.topic, &a.channel).cmp(&(&b.topic, &b.channel)));
+    Some(all)
 }

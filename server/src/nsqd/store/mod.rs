@@ -45,6 +45,9 @@ pub struct StoreConfig {
     pub max_bytes_per_file: u64,
     pub sync_every: u64,
     pub sync_timeout: Duration,
+    /// This store's partition of how many: it keeps the topics that hash to it (see
+    /// `nsqlab_core::partition_of`), and leaves the others' directories alone.
+    pub partition: (u32, u32),
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -219,6 +222,10 @@ impl Store {
                 continue;
             }
             if !dir.is_dir() || !nsqlab_core::protocol::is_valid_name(&name) {
+                continue;
+            }
+            let (me, of) = self.cfg.partition;
+            if nsqlab_core::partition_of(&name, of) != me {
                 continue;
             }
             let topic: Name = Arc::from(name.as_str());
