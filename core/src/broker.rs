@@ -334,18 +334,13 @@ impl Broker {
 
     // ---------------------------------------------------------------- partitions
 
-    /// The next client leaving for another partition (see [`crate::partition`]). Drain
-    /// [`Broker::poll_transmit`] first: what it gives for this client goes out before anything
-    /// the new partition sends.
+    /// The next client leaving for another partition (see [`crate::partition`]). Hand it over
+    /// after draining [`Broker::poll_transmit`]: what that gives for this client goes out
+    /// before anything the new partition sends. Input for it that arrives meanwhile goes to
+    /// the new partition too (this one no longer knows it).
     #[must_use]
     pub fn poll_migration(&mut self) -> Option<Migration> {
         self.migrations.pop_front()
-    }
-
-    /// Whether a client is leaving (see [`Broker::poll_migration`]): a host that reads
-    /// several inputs per wake-up hands it over before the next one, which may be its input.
-    pub fn migrating(&self) -> bool {
-        !self.migrations.is_empty()
     }
 
     /// The next publish to run on another partition; answer with

@@ -256,6 +256,8 @@ pub fn spawn(
                 after_store: Vec::new(),
                 moved: HashMap::new(),
                 arriving: HashMap::new(),
+                leaving: HashMap::new(),
+                migrations: Vec::new(),
             };
             tokio::spawn(run(
                 p.broker,
@@ -296,6 +298,9 @@ struct Ctx {
     /// Clients that moved here, with what their connection sent directly while input may
     /// still come through the partition they left.
     arriving: HashMap<ClientId, Vec<ToDriver>>,
+    /// Clients leaving (handed over after this wake-up's transmits), with their input since.
+    leaving: HashMap<ClientId, Vec<ToDriver>>,
+    migrations: Vec<Migration>,
 }
 
 impl Ctx {
@@ -452,8 +457,10 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
         }
     }
     // After the transmits: what this partition sent a moving client goes out first.
-    while let Some(m) = broker.poll_migration() {
+    take_leavers(broker, ctx);
+    for m in std::mem::take(&mut ctx.migrations) {
         let (client, to) = (m.client, m.to);
+        let since = ctx.leaving.remove(&client).unwrap_or_default();
         let Some(out) = ctx.conns.remove(&client) else {
             continue;
         };
@@ -473,6 +480,10 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
             None => {
                 let _ = out.send(Out::Close);
             }
+        }
+        // Its input since follows it (or, shutting down, meets nobody).
+        for m in since {
+            handle(broker, ctx, m);
         }
     }
     while let Some(f) = broker.poll_forward() {
@@ -595,6 +606,11 @@ fn client_of(m: &ToDriver) -> Option<ClientId> {
 
 fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
     if let Some(client) = client_of(&m) {
+        // It is leaving: its input waits to follow it.
+        if let Some(waiting) = ctx.leaving.get_mut(&client) {
+            waiting.push(m);
+            return;
+        }
         // It moved from here: its input follows it.
         if let Some(&to) = ctx.moved.get(&client) {
             match m {
@@ -618,16 +634,20 @@ fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
         }
     }
     run_input(broker, ctx, m);
-    // A client that left must not miss the next input: route it from now on.
-    if broker.migrating() {
-        flush_outputs(broker, ctx);
-    }
+    take_leavers(broker, ctx);
 }
 
 fn handle_peer(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
     handle_peer_inner(broker, ctx, p);
-    if broker.migrating() {
-        flush_outputs(broker, ctx);
+    take_leavers(broker, ctx);
+}
+
+/// Clients the core let go: their next input (maybe in this same batch) waits with them until
+/// [`flush_outputs`] hands them over.
+fn take_leavers(broker: &mut Broker, ctx: &mut Ctx) {
+    while let Some(m) = broker.poll_migration() {
+        ctx.leaving.insert(m.client, Vec::new());
+        ctx.migrations.push(m);
     }
 }
 
@@ -714,110 +734,172 @@ mod tests {
         .to_bytes()
     }
 
-    /// The connection's view of a move: bytes it sent to the old partition before it learnt
-    /// of the move reach the new one before bytes it sent there directly, however the tasks
-    /// interleave.
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn input_that_reaches_the_old_partition_late_still_comes_first() {
-        let tb = (0..)
-            .map(|i| format!("t{i}"))
-            .find(|t| partition_of(t, 2) == 1)
-            .unwrap();
-        let now = crate::clock::now();
-        let parts = (0..2)
-            .map(|p| Partition {
-                broker: Broker::new(
-                    Options {
-                        partition: p,
-                        partitions: 2,
-                        ..Options::default()
-                    },
-                    1,
-                    now,
-                ),
-                store: None,
-            })
-            .collect();
-        let auth = super::super::auth::AuthConfig {
-            addresses: Vec::new(),
-            method_post: false,
-            connect_timeout: Duration::from_secs(1),
-            request_timeout: Duration::from_secs(1),
-        };
-        let (registry, _registry_rx) = mpsc::unbounded_channel();
-        let (h, _tasks) = spawn(parts, auth, registry);
-        let old = h.pick();
-        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-        let (reply_tx, reply_rx) = oneshot::channel();
-        assert!(
-            old.send(ToDriver::Connect {
-                remote: "127.0.0.1:1".into(),
+    /// A partition stalled until the gate is opened (other tasks carry on meanwhile).
+    fn gate() -> (std::sync::mpsc::Sender<()>, ToDriver) {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let job = Box::new(move |_: &mut Broker, _: Time| {
+            let _ = tokio::task::block_in_place(|| rx.recv());
+        });
+        (tx, ToDriver::Call(job))
+    }
+
+    struct Conn {
+        h: DriverHandle,
+        part: Part,
+        client: ClientId,
+        out: mpsc::UnboundedReceiver<Out>,
+        wire: Vec<u8>,
+    }
+
+    impl Conn {
+        async fn open(tb: &str) -> Conn {
+            let now = crate::clock::now();
+            let parts = (0..2)
+                .map(|p| Partition {
+                    broker: Broker::new(
+                        Options {
+                            partition: p,
+                            partitions: 2,
+                            ..Options::default()
+                        },
+                        1,
+                        now,
+                    ),
+                    store: None,
+                })
+                .collect();
+            let auth = super::super::auth::AuthConfig {
+                addresses: Vec::new(),
+                method_post: false,
+                connect_timeout: Duration::from_secs(1),
+                request_timeout: Duration::from_secs(1),
+            };
+            let (registry, _) = mpsc::unbounded_channel();
+            let (h, _tasks) = spawn(parts, auth, registry);
+            let part = h.pick();
+            let (out_tx, out) = mpsc::unbounded_channel();
+            let (reply_tx, reply_rx) = oneshot::channel();
+            let remote = "127.0.0.1:1".to_string();
+            let connect = ToDriver::Connect {
+                remote,
                 out: out_tx,
                 reply: reply_tx,
-            })
-            .await
-        );
-        let client = reply_rx.await.unwrap();
+            };
+            assert!(part.send(connect).await);
+            let client = reply_rx.await.unwrap();
+            assert_eq!(partition_of(tb, 2), 1, "the client starts in partition 0");
+            Conn {
+                h,
+                part,
+                client,
+                out,
+                wire: Vec::new(),
+            }
+        }
+
+        fn bytes(&self, d: Vec<u8>) -> ToDriver {
+            ToDriver::Bytes {
+                client: self.client,
+                data: Bytes::from(d),
+            }
+        }
+
+        async fn moved(&mut self) -> Part {
+            loop {
+                match self.out.recv().await.expect("output") {
+                    Out::Moved(p) => return p,
+                    Out::Data(d) => self.wire.extend(d),
+                    o => panic!("unexpected {o:?}"),
+                }
+            }
+        }
+
+        async fn oks(&mut self, n: usize) {
+            let mut oks = 0;
+            while oks < n {
+                let used = match decode_frame(&self.wire).unwrap() {
+                    Some((f, used)) => {
+                        assert_eq!(f, Frame::Response(b"OK".to_vec()));
+                        oks += 1;
+                        used
+                    }
+                    None => {
+                        let o = tokio::time::timeout(Duration::from_secs(5), self.out.recv());
+                        match o.await {
+                            Ok(Some(Out::Data(d))) => self.wire.extend(d),
+                            o => panic!("unexpected {o:?} after {oks} OKs"),
+                        }
+                        0
+                    }
+                };
+                self.wire.drain(..used);
+            }
+        }
+
+        async fn bodies(&self, topic: &str) -> Vec<String> {
+            let t = topic.to_string();
+            self.h
+                .call(topic, move |b, _| {
+                    b.topic(&t)
+                        .unwrap()
+                        .queue
+                        .iter()
+                        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+                        .collect::<Vec<_>>()
+                })
+                .await
+                .unwrap()
+        }
+    }
+
+    fn topic_of_partition_1() -> String {
+        (0..)
+            .map(|i| format!("t{i}"))
+            .find(|t| partition_of(t, 2) == 1)
+            .unwrap()
+    }
+
+    /// Bytes the connection sent to the old partition before it learnt of the move reach the
+    /// new one before bytes it sent there directly, however the tasks interleave.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_that_reaches_the_old_partition_late_still_comes_first() {
+        let tb = topic_of_partition_1();
+        let mut c = Conn::open(&tb).await;
         let mut first = MAGIC_V2.to_vec();
         first.extend(publish(&tb, "1"));
-        let bytes = |d: Vec<u8>| ToDriver::Bytes {
-            client,
-            data: Bytes::from(d),
-        };
-        // "1" moves the client to partition 1. The old partition then stalls (a job waiting
-        // on a gate) with "2" behind it: sent before the connection learnt of the move.
-        assert!(old.send(bytes(first)).await);
-        let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
-        let gate = Box::new(move |_: &mut Broker, _: Time| {
-            // Other tasks (the new partition's) carry on on other threads meanwhile.
-            let _ = tokio::task::block_in_place(|| gate_rx.recv());
-        });
-        assert!(old.send(ToDriver::Call(gate)).await);
-        assert!(old.send(bytes(publish(&tb, "2"))).await);
-        let mut wire = Vec::new();
-        let new = loop {
-            match out_rx.recv().await.expect("output") {
-                Out::Moved(p) => break p,
-                Out::Data(d) => wire.extend(d),
-                o => panic!("unexpected {o:?}"),
-            }
-        };
-        // As a connection does: confirm to the old partition, then send to the new one.
-        assert!(old.send(ToDriver::Drained { client }).await);
-        assert!(new.send(bytes(publish(&tb, "3"))).await);
+        // "1" moves the client to partition 1.
+        assert!(c.part.send(c.bytes(first)).await);
+        let new = c.moved().await;
+        // The old partition stalls with "2" (sent before the connection read the move) and
+        // the connection's confirmation behind the gate; "3" goes to the new one directly.
+        let (open, gate) = gate();
+        assert!(c.part.send(gate).await);
+        assert!(c.part.send(c.bytes(publish(&tb, "2"))).await);
+        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        assert!(new.send(c.bytes(publish(&tb, "3"))).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
-        gate_tx.send(()).unwrap();
-        // Three OKs, in order.
-        let mut oks = 0;
-        while oks < 3 {
-            let used = match decode_frame(&wire).unwrap() {
-                Some((f, n)) => {
-                    assert_eq!(f, Frame::Response(b"OK".to_vec()));
-                    oks += 1;
-                    n
-                }
-                None => {
-                    match tokio::time::timeout(Duration::from_secs(5), out_rx.recv()).await {
-                        Ok(Some(Out::Data(d))) => wire.extend(d),
-                        o => panic!("unexpected {o:?} after {oks} OKs"),
-                    }
-                    0
-                }
-            };
-            wire.drain(..used);
-        }
-        let t = tb.clone();
-        let bodies = h
-            .call(&tb, move |b, _| {
-                b.topic(&t)
-                    .unwrap()
-                    .queue
-                    .iter()
-                    .map(|m| String::from_utf8_lossy(&m.body).into_owned())
-                    .collect::<Vec<_>>()
-            })
-            .await
-            .unwrap();
-        assert_eq!(bodies, ["1", "2", "3"]);
+        open.send(()).unwrap();
+        c.oks(3).await;
+        assert_eq!(c.bodies(&tb).await, ["1", "2", "3"]);
+    }
+
+    /// Input behind the command that moves a client, read in the same wake-up, follows it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_in_the_same_wake_up_as_the_move_follows_the_client() {
+        let tb = topic_of_partition_1();
+        let mut c = Conn::open(&tb).await;
+        let mut first = MAGIC_V2.to_vec();
+        first.extend(publish(&tb, "1"));
+        // Both pieces wait behind the gate, so the old partition reads them in one wake-up.
+        let (open, gate) = gate();
+        assert!(c.part.send(gate).await);
+        assert!(c.part.send(c.bytes(first)).await);
+        assert!(c.part.send(c.bytes(publish(&tb, "2"))).await);
+        open.send(()).unwrap();
+        let new = c.moved().await;
+        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        assert!(new.send(c.bytes(publish(&tb, "3"))).await);
+        c.oks(3).await;
+        assert_eq!(c.bodies(&tb).await, ["1", "2", "3"]);
     }
 }
