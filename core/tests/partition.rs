@@ -1,6 +1,7 @@
-//! Two partitions (see `nsqlab_core::partition`), wired by a small host as a server wires
-//! them: clients move to the partition that owns their topic, publishes of clients that stay
-//! are forwarded, and every client sees its answers in the order it sent its commands.
+//! Partitions (see `nsqlab_core::partition`), wired by a small host as a server wires them:
+//! clients move to the partition that owns their topic, publishes of clients that stay are
+//! forwarded, and every client sees its answers in the order it sent its commands — in set
+//! scenarios, and over random interleavings (`PARTITION_SEEDS=N`, default 5 000).
 
 use nsqlab_core::protocol::{decode_frame, Command, Frame, MAGIC_V2};
 use nsqlab_core::stats::Stats;
@@ -332,4 +333,396 @@ fn a_moved_client_moves_again_only_once_settled() {
     // Disconnecting where it is now forgets it there.
     h.b[0].disconnect(h.now, c);
     assert!(h.b.iter().all(|b| b.client(c).is_none()));
+}
+
+// ------------------------------------------------------------------ random interleavings
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::VecDeque;
+
+/// One client of the random model: what it will send, what it must get back.
+struct Script {
+    id: ClientId,
+    at: usize,
+    /// Bytes not yet sent.
+    rest: VecDeque<u8>,
+    /// Responses it must see, in order (messages interleave freely).
+    want: Vec<Frame>,
+    /// The topic it subscribes to, if it does.
+    sub: Option<String>,
+    got: Vec<Frame>,
+    inbox: Vec<u8>,
+    /// Leaving its partition (the core let it go; the host has not handed it over yet):
+    /// input sent meanwhile, for the new partition.
+    late: Option<Vec<u8>>,
+}
+
+/// A host that runs everything in a random order: pieces of each client's input, store
+/// acknowledgements, answers to forwarded publishes and settles.
+struct RandomHost {
+    b: Vec<Broker>,
+    rng: Xoshiro256PlusPlus,
+    durable: bool,
+    clients: Vec<Script>,
+    /// Forwarded publishes waiting to run: (from, forward).
+    forwards: Vec<(usize, nsqlab_core::Forward)>,
+    /// Run, waiting for the owner's store: (owner, from, client, result).
+    stored_answers: Vec<(usize, usize, ClientId, Result<(), String>)>,
+    unsettled: Vec<(usize, ClientId)>,
+    published: HashMap<String, u64>,
+    /// Migrations taken from a partition, handed over at its next drain.
+    leaving: Vec<(usize, nsqlab_core::Migration)>,
+}
+
+impl RandomHost {
+    fn new(seed: u64) -> RandomHost {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let n = 2 + (rng.next_u32() % 2);
+        let durable = rng.next_u32() % 2 == 0;
+        let b = (0..n)
+            .map(|p| {
+                let opts = Options {
+                    partition: p,
+                    partitions: n,
+                    durable,
+                    ..Options::default()
+                };
+                Broker::new(opts, seed ^ p as u64, 1)
+            })
+            .collect();
+        RandomHost {
+            b,
+            rng,
+            durable,
+            clients: Vec::new(),
+            forwards: Vec::new(),
+            stored_answers: Vec::new(),
+            unsettled: Vec::new(),
+            published: HashMap::new(),
+            leaving: Vec::new(),
+        }
+    }
+
+    /// After any input to partition `p`: the clients it let go start leaving (their input
+    /// waits for the hand-over, as a server's does).
+    fn after(&mut self, p: usize) {
+        while let Some(m) = self.b[p].poll_migration() {
+            let i = self.idx(m.client);
+            self.clients[i].late = Some(Vec::new());
+            self.leaving.push((p, m));
+        }
+    }
+
+    fn input(&mut self, i: usize, piece: &[u8]) {
+        let c = &mut self.clients[i];
+        if let Some(late) = &mut c.late {
+            late.extend_from_slice(piece);
+            return;
+        }
+        let (at, id) = (c.at, c.id);
+        self.b[at].handle_bytes(1, id, piece);
+        self.after(at);
+    }
+
+    fn pick(&mut self, n: usize) -> usize {
+        (self.rng.next_u32() as usize) % n
+    }
+
+    fn add_client(&mut self, topics: &[&str]) {
+        let at = self.pick(self.b.len());
+        let id = self.b[at].connect(1, "10.0.0.1:5000");
+        let mut bytes = MAGIC_V2.to_vec();
+        let mut want = Vec::new();
+        let mut sub_topic = None;
+        let n = 1 + self.pick(12);
+        let sub_at = (self.pick(2) == 0).then(|| self.pick(n));
+        for i in 0..n {
+            if sub_at == Some(i) {
+                let t = topics[self.pick(topics.len())].to_string();
+                sub(&t).encode(&mut bytes);
+                Command::Rdy(1000).encode(&mut bytes);
+                want.push(ok());
+                sub_topic = Some(t);
+                continue;
+            }
+            let t = topics[self.pick(topics.len())];
+            let body = |k: usize| format!("{t}/{}/{i}/{k}", id.0);
+            let cmd = match self.pick(4) {
+                0 => Command::Nop,
+                1 => Command::Mpub {
+                    topic: t.into(),
+                    bodies: (0..3).map(|k| body(k).as_bytes().into()).collect(),
+                },
+                2 => Command::Dpub {
+                    topic: t.into(),
+                    defer_ms: 0,
+                    body: body(0).as_bytes().into(),
+                },
+                _ => publish(t, &body(0)),
+            };
+            let count = match &cmd {
+                Command::Nop => 0,
+                Command::Mpub { .. } => 3,
+                _ => 1,
+            };
+            if count > 0 {
+                want.push(ok());
+                *self.published.entry(t.to_string()).or_default() += count;
+            }
+            cmd.encode(&mut bytes);
+        }
+        self.clients.push(Script {
+            id,
+            at,
+            rest: bytes.into(),
+            want,
+            sub: sub_topic,
+            got: Vec::new(),
+            inbox: Vec::new(),
+            late: None,
+        });
+    }
+
+    fn idx(&self, id: ClientId) -> usize {
+        self.clients.iter().position(|c| c.id == id).unwrap()
+    }
+
+    /// One random step; false when there was nothing left to do.
+    fn step(&mut self) -> bool {
+        let mut options = Vec::new();
+        if self.clients.iter().any(|c| !c.rest.is_empty()) {
+            options.push(0);
+        }
+        if self.durable {
+            options.push(1);
+        }
+        if !self.forwards.is_empty() {
+            options.push(2);
+        }
+        if !self.unsettled.is_empty() {
+            options.push(3);
+        }
+        options.push(4);
+        let k = options[self.pick(options.len())];
+        match k {
+            0 => {
+                let ready: Vec<usize> = (0..self.clients.len())
+                    .filter(|&i| !self.clients[i].rest.is_empty())
+                    .collect();
+                let i = ready[self.pick(ready.len())];
+                let n = 1 + self.pick(60);
+                let c = &mut self.clients[i];
+                let piece: Vec<u8> = c.rest.drain(..n.min(c.rest.len())).collect();
+                self.input(i, &piece);
+            }
+            1 => {
+                let p = self.pick(self.b.len());
+                self.store_ack(p);
+            }
+            2 => {
+                let i = self.pick(self.forwards.len());
+                let (from, f) = self.forwards.swap_remove(i);
+                let to = f.to as usize;
+                let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
+                let r = r.map(|_| ()).map_err(|e| e.to_string());
+                if self.durable {
+                    self.stored_answers.push((to, from, f.client, r));
+                } else {
+                    self.b[from].handle_forwarded(1, f.client, r);
+                    self.after(from);
+                }
+            }
+            3 => {
+                let i = self.pick(self.unsettled.len());
+                let (p, c) = self.unsettled.swap_remove(i);
+                self.b[p].settled(1, c);
+                self.after(p);
+            }
+            _ => {
+                let p = self.pick(self.b.len());
+                self.drain(p);
+            }
+        }
+        k != 4 || self.busy()
+    }
+
+    fn busy(&self) -> bool {
+        self.clients.iter().any(|c| !c.rest.is_empty())
+            || !self.forwards.is_empty()
+            || !self.stored_answers.is_empty()
+            || !self.unsettled.is_empty()
+            || !self.leaving.is_empty()
+    }
+
+    /// Acknowledge partition `p`'s store writes; whether there were any (or answers waiting).
+    fn store_ack(&mut self, p: usize) -> bool {
+        let mut any = self.stored_answers.iter().any(|a| a.0 == p);
+        while self.b[p].poll_store().is_some() {
+            any = true;
+        }
+        let t = self.b[p].last_ticket();
+        self.b[p].handle_stored(1, t, Ok(()));
+        self.after(p);
+        // Forwarded publishes run here are stored now: answer them.
+        let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.stored_answers)
+            .into_iter()
+            .partition(|a| a.0 == p);
+        self.stored_answers = keep;
+        for (_, from, client, r) in done {
+            self.b[from].handle_forwarded(1, client, r);
+            self.after(from);
+        }
+        any
+    }
+
+    /// Partition `p`'s outputs: transmits, then the clients that leave, then forwards;
+    /// whether there were any.
+    fn drain(&mut self, p: usize) -> bool {
+        let mut any = false;
+        while let Some(t) = self.b[p].poll_transmit() {
+            any = true;
+            match t {
+                Transmit::Data { client, data } => {
+                    let i = self.idx(client);
+                    let c = &mut self.clients[i];
+                    assert_eq!(c.at, p, "output for {client:?} from a partition it left");
+                    c.inbox.extend_from_slice(&data);
+                    let mut used = 0;
+                    while let Ok(Some((f, n))) = decode_frame(&c.inbox[used..]) {
+                        c.got.push(f);
+                        used += n;
+                    }
+                    c.inbox.drain(..used);
+                }
+                Transmit::Close { client } => panic!("{client:?} closed"),
+                Transmit::Upgrade { .. } => panic!("no upgrades here"),
+            }
+        }
+        self.after(p);
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.leaving)
+            .into_iter()
+            .partition(|(from, _)| *from == p);
+        self.leaving = others;
+        for (_, m) in mine {
+            any = true;
+            let (id, to) = (m.client, m.to as usize);
+            let i = self.idx(id);
+            assert_eq!(self.clients[i].at, p);
+            self.clients[i].at = to;
+            self.b[to].adopt(1, m);
+            // What it sent while leaving reaches the new partition before the settle.
+            let late = self.clients[i].late.take().unwrap();
+            self.b[to].handle_bytes(1, id, &late);
+            self.after(to);
+            self.unsettled.push((to, id));
+        }
+        while let Some(f) = self.b[p].poll_forward() {
+            any = true;
+            self.forwards.push((p, f));
+        }
+        any
+    }
+
+    /// Everything left, until a whole round changes nothing.
+    fn finish(&mut self) {
+        for _ in 0..10_000 {
+            let mut any = false;
+            for p in 0..self.b.len() {
+                any |= self.drain(p);
+                if self.durable {
+                    any |= self.store_ack(p);
+                }
+            }
+            for (p, c) in std::mem::take(&mut self.unsettled) {
+                any = true;
+                self.b[p].settled(1, c);
+                self.after(p);
+            }
+            for (from, f) in std::mem::take(&mut self.forwards) {
+                any = true;
+                let to = f.to as usize;
+                let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
+                let r = r.map(|_| ()).map_err(|e| e.to_string());
+                if self.durable {
+                    self.stored_answers.push((to, from, f.client, r));
+                } else {
+                    self.b[from].handle_forwarded(1, f.client, r);
+                    self.after(from);
+                }
+            }
+            if let Some(i) = self.clients.iter().position(|c| !c.rest.is_empty()) {
+                any = true;
+                let rest: Vec<u8> = self.clients[i].rest.drain(..).collect();
+                self.input(i, &rest);
+            }
+            if !any && !self.busy() {
+                return;
+            }
+        }
+        panic!("did not settle");
+    }
+}
+
+fn seeds() -> u64 {
+    std::env::var("PARTITION_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5_000)
+}
+
+/// Random clients, random input pieces, and store acknowledgements, forwarded answers and
+/// settles in random order: every client sees its answers in order and only messages of its
+/// topic, each once; every published message is counted once, by its topic's partition; each
+/// client is in exactly one partition.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn random_interleavings_keep_answers_in_order_and_lose_nothing() {
+    let topics = ["ta", "tb", "tc", "td", "te"];
+    for seed in 0..seeds() {
+        let mut h = RandomHost::new(seed);
+        let n = 1 + h.pick(6);
+        for _ in 0..n {
+            h.add_client(&topics);
+        }
+        while h.step() {}
+        h.finish();
+        for c in &h.clients {
+            let responses: Vec<&Frame> = c
+                .got
+                .iter()
+                .filter(|f| !matches!(f, Frame::Message(_)))
+                .collect();
+            let want: Vec<&Frame> = c.want.iter().collect();
+            assert_eq!(responses, want, "seed {seed}, client {:?}", c.id);
+            let bodies = bodies(&c.got);
+            let mut unique = bodies.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), bodies.len(), "seed {seed}: a message twice");
+            if let Some(t) = &c.sub {
+                assert!(
+                    bodies.iter().all(|b| b.starts_with(&format!("{t}/"))),
+                    "seed {seed}: {bodies:?} for {t}"
+                );
+            } else {
+                assert!(bodies.is_empty());
+            }
+            let homes: Vec<usize> = (0..h.b.len())
+                .filter(|&p| h.b[p].client(c.id).is_some())
+                .collect();
+            assert_eq!(homes, [c.at], "seed {seed}: where is {:?}", c.id);
+        }
+        for (t, &n) in &h.published {
+            let owner = partition_of(t, h.b.len() as u32) as usize;
+            for (p, b) in h.b.iter().enumerate() {
+                let count = b.topic(t).map_or(0, |x| x.message_count);
+                if p == owner {
+                    assert_eq!(count, n, "seed {seed}: {t} published");
+                } else {
+                    assert!(b.topic(t).is_none(), "seed {seed}: {t} in partition {p}");
+                }
+            }
+        }
+    }
 }
