@@ -274,7 +274,9 @@ impl Stats {
             };
         };
         topics.sort_by(|a, b| a.topic_name.cmp(&b.topic_name));
+        // A client moving between partitions while they answered is reported once.
         producers.sort_by_key(|c| c.id);
+        producers.dedup_by_key(|c| c.id);
         Stats {
             topics: Some(topics),
             producers: (!producers.is_empty()).then_some(producers),

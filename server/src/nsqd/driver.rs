@@ -148,14 +148,24 @@ impl DriverHandle {
         call_on(self.owner(topic), f).await
     }
 
-    /// Run `f` on every partition's broker; the results in partition order.
+    /// Run `f` on every partition's broker (all at once); the results in partition order.
     pub async fn call_all<R: Send + 'static>(
         &self,
         f: impl Fn(&mut Broker, Time) -> R + Clone + Send + 'static,
     ) -> Option<Vec<R>> {
-        let mut out = Vec::with_capacity(self.parts.len());
+        let mut answers = Vec::with_capacity(self.parts.len());
         for tx in self.parts.iter() {
-            out.push(call_on(tx, f.clone()).await?);
+            let (otx, orx) = oneshot::channel();
+            let f = f.clone();
+            let job = Box::new(move |b: &mut Broker, now: Time| {
+                let _ = otx.send(f(b, now));
+            });
+            tx.send(ToDriver::Call(job)).await.ok()?;
+            answers.push(orx);
+        }
+        let mut out = Vec::with_capacity(answers.len());
+        for a in answers {
+            out.push(a.await.ok()?);
         }
         Some(out)
     }
@@ -258,17 +268,10 @@ pub fn spawn(
                 arriving: HashMap::new(),
                 leaving: HashMap::new(),
                 migrations: Vec::new(),
+                events: events.clone(),
+                registry: registry.clone(),
             };
-            tokio::spawn(run(
-                p.broker,
-                rx,
-                peer_rx,
-                ctx,
-                events.clone(),
-                auth.clone(),
-                p.store,
-                registry.clone(),
-            ))
+            tokio::spawn(run(p.broker, rx, peer_rx, ctx, auth.clone(), p.store))
         })
         .collect();
     let handle = DriverHandle {
@@ -301,6 +304,8 @@ struct Ctx {
     /// Clients leaving (handed over after this wake-up's transmits), with their input since.
     leaving: HashMap<ClientId, Vec<ToDriver>>,
     migrations: Vec<Migration>,
+    events: broadcast::Sender<Event>,
+    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 }
 
 impl Ctx {
@@ -313,23 +318,20 @@ impl Ctx {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run(
     mut broker: Broker,
     mut rx: mpsc::Receiver<ToDriver>,
     mut peer_rx: mpsc::UnboundedReceiver<Peer>,
     mut ctx: Ctx,
-    events: broadcast::Sender<Event>,
     auth: Arc<super::auth::AuthConfig>,
     mut store: Option<super::store::Store>,
-    registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> Broker {
     let mut auth_start = 0usize;
     let me = ctx.me();
     let alarm = Alarm::start(me.clone());
     let mut last_probe = std::time::Instant::now();
     loop {
-        broker.set_events(events.receiver_count() > 0);
+        broker.set_events(ctx.events.receiver_count() > 0);
         // The alarm thread wakes us (with a Tick) when the next timer is due.
         alarm.set(broker.poll_timeout());
         // While storage is failing, wake every second to see whether it works again.
@@ -424,12 +426,6 @@ async fn run(
                 }
             });
         }
-        while let Some(c) = broker.poll_registry() {
-            let _ = registry.send(c);
-        }
-        while let Some(e) = broker.poll_event() {
-            let _ = events.send(e);
-        }
     }
     alarm.stop();
     if let Some(mut s) = store {
@@ -456,6 +452,13 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
             ctx.conns.remove(&client);
         }
     }
+    // Events too, before a client that leaves has any elsewhere.
+    while let Some(c) = broker.poll_registry() {
+        let _ = ctx.registry.send(c);
+    }
+    while let Some(e) = broker.poll_event() {
+        let _ = ctx.events.send(e);
+    }
     // After the transmits: what this partition sent a moving client goes out first.
     take_leavers(broker, ctx);
     for m in std::mem::take(&mut ctx.migrations) {
@@ -464,24 +467,10 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
         let Some(out) = ctx.conns.remove(&client) else {
             continue;
         };
-        match ctx.links[to as usize].main.upgrade() {
-            Some(tx) => {
-                ctx.to_peer(
-                    to,
-                    Peer::Adopt {
-                        migration: m,
-                        out: out.clone(),
-                    },
-                );
-                ctx.moved.insert(client, to);
-                let _ = out.send(Out::Moved(Part { tx }));
-            }
-            // Shutting down.
-            None => {
-                let _ = out.send(Out::Close);
-            }
-        }
-        // Its input since follows it (or, shutting down, meets nobody).
+        // The new partition tells the connection (before anything it sends the client).
+        ctx.to_peer(to, Peer::Adopt { migration: m, out });
+        ctx.moved.insert(client, to);
+        // Its input since follows it.
         for m in since {
             handle(broker, ctx, m);
         }
@@ -605,6 +594,7 @@ fn client_of(m: &ToDriver) -> Option<ClientId> {
 }
 
 fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
+    take_leavers(broker, ctx);
     if let Some(client) = client_of(&m) {
         // It is leaving: its input waits to follow it.
         if let Some(waiting) = ctx.leaving.get_mut(&client) {
@@ -656,6 +646,13 @@ fn handle_peer_inner(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
     match p {
         Peer::Adopt { migration, out } => {
             let client = migration.client;
+            let Some(tx) = ctx.me().upgrade() else {
+                // Shutting down.
+                let _ = out.send(Out::Close);
+                return;
+            };
+            // On the connection's output: what the old partition sent, this, then ours.
+            let _ = out.send(Out::Moved(Part { tx }));
             ctx.conns.insert(client, out);
             ctx.arriving.insert(client, Vec::new());
             broker.adopt(now, migration);
@@ -668,6 +665,9 @@ fn handle_peer_inner(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
         }
         Peer::Drained { client } => {
             broker.settled(now, client);
+            // Settled, it may move on at once (a command was waiting for that): then what
+            // it sent here directly follows it.
+            take_leavers(broker, ctx);
             for m in ctx.arriving.remove(&client).unwrap_or_default() {
                 // May move it on again (it has settled): then this routes the rest on.
                 handle(broker, ctx, m);
@@ -853,9 +853,13 @@ mod tests {
     }
 
     fn topic_of_partition_1() -> String {
+        topic_of(1)
+    }
+
+    fn topic_of(p: u32) -> String {
         (0..)
             .map(|i| format!("t{i}"))
-            .find(|t| partition_of(t, 2) == 1)
+            .find(|t| partition_of(t, 2) == p)
             .unwrap()
     }
 
@@ -901,5 +905,57 @@ mod tests {
         assert!(new.send(c.bytes(publish(&tb, "3"))).await);
         c.oks(3).await;
         assert_eq!(c.bodies(&tb).await, ["1", "2", "3"]);
+    }
+
+    /// A client moved for a publish, with a SUB for the first partition's topic waiting for
+    /// the settle; input it sends the new partition meanwhile must follow it when the settle
+    /// moves it back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn input_waiting_for_a_settle_follows_a_client_that_moves_on() {
+        let (ta, tb) = (topic_of(0), topic_of(1));
+        let mut c = Conn::open(&tb).await;
+        let mut first = MAGIC_V2.to_vec();
+        first.extend(publish(&tb, "1"));
+        first.extend(
+            Command::Sub {
+                topic: ta.as_str().into(),
+                channel: "c".into(),
+            }
+            .to_bytes(),
+        );
+        assert!(c.part.send(c.bytes(first)).await);
+        let new = c.moved().await;
+        // Sent to the new partition before it knows the old one has nothing more.
+        assert!(new.send(c.bytes(Command::Rdy(10).to_bytes())).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        // Settled, the SUB moves it back.
+        let back = c.moved().await;
+        assert!(new.send(ToDriver::Drained { client: c.client }).await);
+        c.part = back;
+        c.oks(2).await;
+        // The RDY reached it: a message for its channel is delivered.
+        let t = ta.clone();
+        let published = c.h.call(&ta, move |b, now| {
+            b.publish(now, &t, vec![b"m".to_vec().into()], None).is_ok()
+        });
+        assert_eq!(published.await, Some(true));
+        loop {
+            if let Some((f, n)) = decode_frame(&c.wire).unwrap() {
+                c.wire.drain(..n);
+                match f {
+                    Frame::Message(m) => {
+                        assert_eq!(&m.body[..], b"m");
+                        break;
+                    }
+                    f => panic!("unexpected {f:?}"),
+                }
+            }
+            let o = tokio::time::timeout(Duration::from_secs(5), c.out.recv()).await;
+            match o {
+                Ok(Some(Out::Data(d))) => c.wire.extend(d),
+                o => panic!("no message: {o:?}"),
+            }
+        }
     }
 }
