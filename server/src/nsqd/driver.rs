@@ -7,12 +7,14 @@
 //!
 //! # Moving a client
 //! A partition's core hands over a client that subscribes to (or first publishes to) a topic
-//! another partition owns. The old partition sends the client's state to the new one
-//! ([`Peer::Adopt`]), then tells the connection ([`Out::Moved`]); the connection confirms to
-//! the old partition ([`ToDriver::Drained`]) and sends to the new one from then on. Input
+//! another partition owns. After this wake-up's output, the old partition sends the client's
+//! state to the new one ([`Peer::Adopt`]), which tells the connection ([`Out::Moved`], on the
+//! connection's output after everything the old partition sent it); the connection confirms
+//! to the old partition ([`ToDriver::Drained`]) and sends to the new one from then on. Input
 //! that reached the old partition meanwhile follows as [`Peer::Late`]; the new partition
 //! holds what the connection sends it directly until [`Peer::Drained`] says nothing else is on
-//! its way, so the client's input stays in order.
+//! its way, so the client's input stays in order. A forwarded publish ([`Peer::Publish`]) is
+//! answered ([`Peer::Published`]) after the owner's store has it.
 
 use bytes::Bytes;
 use nsqlab_core::stats::{ClientStats, Stats, StatsFilter};
