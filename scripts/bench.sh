@@ -49,6 +49,20 @@ for mode in "--durable=false --mem-queue-size=1000000" "--mem-queue-size=1000000
   stop
 done
 
+# Two topics at once (bench_a and bench_b hash to different partitions of 2): one partition
+# against two, durable defaults.
+for parts in 1 2; do
+  start --partitions=$parts
+  $B bench writer --tcp-address $TCP --runfor $RUNFOR --topic bench_a --connections 1 | tput >"$DATA.a" &
+  wa=$!
+  $B bench writer --tcp-address $TCP --runfor $RUNFOR --topic bench_b --connections 1 | tput >"$DATA.b" &
+  wb=$!
+  wait $wa $wb
+  row "PUB, two topics at once (2 bench writers, defaults), --partitions=$parts" "$(( $(cut -d' ' -f1 "$DATA.a") + $(cut -d' ' -f1 "$DATA.b") )) msg/s"
+  rm -f "$DATA.a" "$DATA.b"
+  stop
+done
+
 start
 row "DPUB lateness, 2000 due over 1 s, new channel" "$($B bench lateness --tcp-address $TCP --count 2000 --window 1s | sed 's/.*) - //')"
 row "DPUB lateness, same with 1 000 000 pending" "$($B bench lateness --tcp-address $TCP --count 2000 --window 1s --background 1000000 | sed 's/.*) - //')"
