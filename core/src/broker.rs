@@ -455,10 +455,7 @@ impl Broker {
                 topic,
                 defer_ms,
                 body,
-            } => {
-                let defer = (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64;
-                (topic, vec![body], Some(defer), "DPUB")
-            }
+            } => (topic, vec![body], Some(dpub_defer(defer_ms)), "DPUB"),
             _ => unreachable!("only publishes are forwarded"),
         };
         c.forward_wait = Some(name);
@@ -1999,9 +1996,7 @@ impl Broker {
                 defer_ms,
                 body,
             } => {
-                // As nsqd (and the decoder's range check): time.Duration(ms) * time.Millisecond,
-                // which wraps in int64.
-                let defer = (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64;
+                let defer = dpub_defer(defer_ms);
                 self.check_health("DPUB")?;
                 let t = self.publish_inner(
                     now,
@@ -2380,6 +2375,12 @@ fn needs_auth(input: &[u8]) -> bool {
 }
 
 /// nsqd's error code for a failed put, by command.
+/// DPUB's delay as nsqd computes it (and the decoder's range check):
+/// `time.Duration(ms) * time.Millisecond`, which wraps in int64.
+fn dpub_defer(defer_ms: u64) -> Nanos {
+    (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64
+}
+
 /// What became of a command for a topic another partition owns.
 enum Routed {
     /// The client (and the rest of its input) left for that partition.

@@ -523,15 +523,7 @@ impl RandomHost {
             2 => {
                 let i = self.pick(self.forwards.len());
                 let (from, f) = self.forwards.swap_remove(i);
-                let to = f.to as usize;
-                let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
-                let r = r.map(|_| ()).map_err(|e| e.to_string());
-                if self.durable {
-                    self.stored_answers.push((to, from, f.client, r));
-                } else {
-                    self.b[from].handle_forwarded(1, f.client, r);
-                    self.after(from);
-                }
+                self.run_forward(from, f);
             }
             3 => {
                 let i = self.pick(self.unsettled.len());
@@ -545,6 +537,20 @@ impl RandomHost {
             }
         }
         k != 4 || self.busy()
+    }
+
+    /// Run a forwarded publish on its topic's partition; answered at once, or (durable) once
+    /// that partition's store has it.
+    fn run_forward(&mut self, from: usize, f: nsqlab_core::Forward) {
+        let to = f.to as usize;
+        let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
+        let r = r.map(|_| ()).map_err(|e| e.to_string());
+        if self.durable {
+            self.stored_answers.push((to, from, f.client, r));
+        } else {
+            self.b[from].handle_forwarded(1, f.client, r);
+            self.after(from);
+        }
     }
 
     fn busy(&self) -> bool {
@@ -641,15 +647,7 @@ impl RandomHost {
             }
             for (from, f) in std::mem::take(&mut self.forwards) {
                 any = true;
-                let to = f.to as usize;
-                let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
-                let r = r.map(|_| ()).map_err(|e| e.to_string());
-                if self.durable {
-                    self.stored_answers.push((to, from, f.client, r));
-                } else {
-                    self.b[from].handle_forwarded(1, f.client, r);
-                    self.after(from);
-                }
+                self.run_forward(from, f);
             }
             if let Some(i) = self.clients.iter().position(|c| !c.rest.is_empty()) {
                 any = true;
