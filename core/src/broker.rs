@@ -2374,7 +2374,6 @@ fn needs_auth(input: &[u8]) -> bool {
     input.contains(&b'\n') && matches!(name, b"SUB" | b"PUB" | b"MPUB" | b"DPUB")
 }
 
-/// nsqd's error code for a failed put, by command.
 /// DPUB's delay as nsqd computes it (and the decoder's range check):
 /// `time.Duration(ms) * time.Millisecond`, which wraps in int64.
 fn dpub_defer(defer_ms: u64) -> Nanos {
@@ -2391,6 +2390,7 @@ enum Routed {
     Forwarded,
 }
 
+/// nsqd's error code for a failed put, by command.
 fn store_error_code(cmd: &str) -> &'static str {
     match cmd {
         "MPUB" => "E_MPUB_FAILED",
