@@ -156,12 +156,24 @@ impl Broker {
 
     /// A stats snapshot.
     pub fn stats(&self, f: &StatsFilter) -> Stats {
+        Stats::merge(vec![self.stats_part(f)])
+    }
+
+    /// This broker's part of a snapshot of several partitions (see [`Stats::merge`]): its
+    /// topics (`None` when the filter names a topic it does not have) and the clients that
+    /// have published (when `f` asks for clients), by ID.
+    pub fn stats_part(&self, f: &StatsFilter) -> (Option<Vec<TopicStats>>, Vec<ClientStats>) {
+        let producers = if f.include_clients {
+            self.clients()
+                .filter(|c| !c.pub_counts.is_empty())
+                .map(|c| self.client_stats(c, f.topic.as_deref()))
+                .collect()
+        } else {
+            Vec::new()
+        };
         if let Some(name) = &f.topic {
             if self.topic(name).is_none() {
-                return Stats {
-                    topics: None,
-                    producers: None,
-                };
+                return (None, producers);
             }
         }
         let mut topics = Vec::new();
@@ -234,34 +246,19 @@ impl Broker {
                 e2e_processing_latency: topic_e2e.result(quantiles),
             });
         }
-        let producers = self.producers(f);
-        Stats {
-            topics: Some(topics),
-            producers: (!producers.is_empty()).then_some(producers),
-        }
-    }
-
-    /// The clients that have published (when `f` asks for clients), by ID.
-    pub fn producers(&self, f: &StatsFilter) -> Vec<ClientStats> {
-        if !f.include_clients {
-            return Vec::new();
-        }
-        self.clients()
-            .filter(|c| !c.pub_counts.is_empty())
-            .map(|c| self.client_stats(c, f.topic.as_deref()))
-            .collect()
+        (Some(topics), producers)
     }
 }
 
 impl Stats {
     /// One snapshot of several partitions (see [`crate::partition`]), from each partition's
-    /// [`Broker::stats`] and [`Broker::producers`] with the same filter: what one broker
-    /// holding all of it would report.
-    pub fn merge(parts: Vec<(Stats, Vec<ClientStats>)>) -> Stats {
+    /// [`Broker::stats_part`] with the same filter: what one broker holding all of it would
+    /// report.
+    pub fn merge(parts: Vec<(Option<Vec<TopicStats>>, Vec<ClientStats>)>) -> Stats {
         let mut topics: Option<Vec<TopicStats>> = None;
         let mut producers = Vec::new();
-        for (s, p) in parts {
-            if let Some(t) = s.topics {
+        for (t, p) in parts {
+            if let Some(t) = t {
                 topics.get_or_insert_with(Vec::new).extend(t);
             }
             producers.extend(p);

@@ -165,12 +165,7 @@ impl Host {
             include_clients: true,
             ..StatsFilter::default()
         };
-        Stats::merge(
-            self.b
-                .iter()
-                .map(|b| (b.stats(&f), b.producers(&f)))
-                .collect(),
-        )
+        Stats::merge(self.b.iter().map(|b| b.stats_part(&f)).collect())
     }
 }
 

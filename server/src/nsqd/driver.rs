@@ -17,9 +17,9 @@
 //! answered ([`Peer::Published`]) after the owner's store has it.
 
 use bytes::Bytes;
-use nsqlab_core::stats::{ClientStats, Stats, StatsFilter};
+use nsqlab_core::stats::{Stats, StatsFilter};
 use nsqlab_core::{
-    partition_of, Body, Broker, ClientId, Event, Migration, Time, Transmit, Upgrade,
+    partition_of, Broker, ClientId, Event, Forward, Migration, Time, Transmit, Upgrade,
 };
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -94,14 +94,8 @@ pub enum Peer {
     Late(ToDriver),
     /// Nothing more for this client comes through the partition it left.
     Drained { client: ClientId },
-    /// Publish for a client of partition `from`; answer with `Published`.
-    Publish {
-        from: u32,
-        client: ClientId,
-        topic: String,
-        bodies: Vec<Body>,
-        defer: Option<u64>,
-    },
+    /// A publish for a client of partition `from`; answer with `Published`.
+    Publish { from: u32, forward: Forward },
     Published {
         client: ClientId,
         result: Result<(), String>,
@@ -157,13 +151,9 @@ impl DriverHandle {
     ) -> Option<Vec<R>> {
         let mut answers = Vec::with_capacity(self.parts.len());
         for tx in self.parts.iter() {
-            let (otx, orx) = oneshot::channel();
-            let f = f.clone();
-            let job = Box::new(move |b: &mut Broker, now: Time| {
-                let _ = otx.send(f(b, now));
-            });
-            tx.send(ToDriver::Call(job)).await.ok()?;
-            answers.push(orx);
+            let (job, answer) = call_job(f.clone());
+            tx.send(job).await.ok()?;
+            answers.push(answer);
         }
         let mut out = Vec::with_capacity(answers.len());
         for a in answers {
@@ -175,10 +165,7 @@ impl DriverHandle {
     /// One stats snapshot of every partition, and the health (`None`: OK).
     pub async fn stats(&self, filter: StatsFilter) -> Option<(Stats, Option<String>)> {
         let parts = self
-            .call_all(move |b, _| {
-                let s: (Stats, Vec<ClientStats>) = (b.stats(&filter), b.producers(&filter));
-                (s, b.health().map(str::to_owned))
-            })
+            .call_all(move |b, _| (b.stats_part(&filter), b.health().map(str::to_owned)))
             .await?;
         let health = parts.iter().find_map(|(_, h)| h.clone());
         Some((
@@ -215,16 +202,24 @@ impl DriverHandle {
     }
 }
 
+/// A `Call` running `f`, and where its result arrives.
+fn call_job<R: Send + 'static>(
+    f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
+) -> (ToDriver, oneshot::Receiver<R>) {
+    let (tx, rx) = oneshot::channel();
+    let job = Box::new(move |b: &mut Broker, now: Time| {
+        let _ = tx.send(f(b, now));
+    });
+    (ToDriver::Call(job), rx)
+}
+
 async fn call_on<R: Send + 'static>(
     tx: &mpsc::Sender<ToDriver>,
     f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
 ) -> Option<R> {
-    let (otx, orx) = oneshot::channel();
-    let job = Box::new(move |b: &mut Broker, now: Time| {
-        let _ = otx.send(f(b, now));
-    });
-    tx.send(ToDriver::Call(job)).await.ok()?;
-    orx.await.ok()
+    let (job, answer) = call_job(f);
+    tx.send(job).await.ok()?;
+    answer.await.ok()
 }
 
 /// One partition's broker and its store.
@@ -477,15 +472,10 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
             handle(broker, ctx, m);
         }
     }
-    while let Some(f) = broker.poll_forward() {
-        let m = Peer::Publish {
-            from: ctx.index,
-            client: f.client,
-            topic: f.topic,
-            bodies: f.bodies,
-            defer: f.defer,
-        };
-        ctx.to_peer(f.to, m);
+    while let Some(forward) = broker.poll_forward() {
+        let to = forward.to;
+        let from = ctx.index;
+        ctx.to_peer(to, Peer::Publish { from, forward });
     }
 }
 
@@ -597,7 +587,8 @@ fn client_of(m: &ToDriver) -> Option<ClientId> {
 
 fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
     take_leavers(broker, ctx);
-    if let Some(client) = client_of(&m) {
+    let moving = !(ctx.leaving.is_empty() && ctx.moved.is_empty() && ctx.arriving.is_empty());
+    if let Some(client) = client_of(&m).filter(|_| moving) {
         // It is leaving: its input waits to follow it.
         if let Some(waiting) = ctx.leaving.get_mut(&client) {
             waiting.push(m);
@@ -675,15 +666,10 @@ fn handle_peer_inner(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
                 handle(broker, ctx, m);
             }
         }
-        Peer::Publish {
-            from,
-            client,
-            topic,
-            bodies,
-            defer,
-        } => {
+        Peer::Publish { from, forward } => {
+            let client = forward.client;
             let r = broker
-                .publish(now, &topic, bodies, defer)
+                .publish(now, &forward.topic, forward.bodies, forward.defer)
                 .map(|_| ())
                 .map_err(|e| broker.health().map_or_else(|| e.to_string(), str::to_owned));
             let peer = ctx.links[from as usize].peer.clone();
