@@ -638,3 +638,48 @@ fn admin_answers_come_after_the_metadata_is_written() {
         );
     }
 }
+
+/// Segments reserve disk blocks ahead of their writes (cheaper writes), and a full segment
+/// gives back what it did not use; neither changes what a restart finds.
+#[test]
+#[cfg(target_os = "linux")]
+fn segments_reserve_space_ahead_and_full_ones_give_it_back() {
+    use std::os::unix::fs::MetadataExt;
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &["--max-bytes-per-file=65536"]);
+    let mut p = d.client();
+    let mut want = HashSet::new();
+    for batch in 0..4 {
+        let bodies: Vec<String> = (0..50)
+            .map(|i| format!("{batch}-{i}-{}", "x".repeat(1000)))
+            .collect();
+        want.extend(bodies.iter().cloned());
+        p.cmd(&Command::Mpub {
+            topic: "t".into(),
+            bodies: bodies.into_iter().map(|b| b.into_bytes().into()).collect(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+    let segs = segments(data.path(), "t");
+    assert!(segs.len() >= 3, "{segs:?}");
+    let allocated = |path: &PathBuf| {
+        let m = std::fs::metadata(path).unwrap();
+        (m.len(), m.blocks() * 512)
+    };
+    for seg in &segs[..segs.len() - 1] {
+        let (len, bytes) = allocated(seg);
+        assert!(
+            bytes <= len.next_multiple_of(4096),
+            "{seg:?}: {bytes} allocated for {len}"
+        );
+    }
+    let (len, bytes) = allocated(segs.last().unwrap());
+    assert!(
+        bytes >= len + 64 * 1024,
+        "the tail reserves ahead: {bytes} allocated for {len}"
+    );
+    d.kill9();
+    let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
+    let seen = consume_all(&d, "t");
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
+}
