@@ -141,8 +141,8 @@ pub struct Store {
 struct Tail {
     file: File,
     /// The sync thread has it listed for its next sync. A commit tells the sync thread about
-    /// its write only when this is false: every message wakes that thread, and a commit
-    /// comes every few hundred microseconds under load.
+    /// its write only when this is false: each send wakes that thread, and under load a
+    /// commit comes every few hundred microseconds.
     queued: AtomicBool,
 }
 
