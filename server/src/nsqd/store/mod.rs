@@ -439,6 +439,11 @@ impl Store {
                 len: b.len() as u64,
             });
         }
+        // Full segments give back blocks still reserved past their end (a crash came before
+        // the sync thread did it).
+        for s in segments.iter().take(segments.len() - 1) {
+            give_back_reserved(&seg_path(dir, s.num), s.len);
+        }
         let tail_path = seg_path(dir, segments.back().expect("a segment").num);
         let tail = OpenOptions::new()
             .append(true)
