@@ -934,14 +934,26 @@ fn reserve(_: &File, _: u64, _: u64) {}
 
 /// A full segment frees the blocks reserved past its end (truncating it to its own length).
 /// On the sync thread: with `-o discard` the freed blocks are discarded before the call
-/// returns, which can take long on a busy disk. A segment deleted meanwhile is skipped.
+/// returns, which can take long on a busy disk. A segment deleted meanwhile is skipped, and
+/// one without blocks past its end is not touched (a truncate would still rewrite its inode:
+/// a restart checks every full segment).
+#[cfg(unix)]
 fn give_back_reserved(path: &Path, len: u64) {
+    use std::os::unix::fs::MetadataExt;
+    let reserved =
+        |m: &fs::Metadata| m.len() == len && m.blocks() * 512 > len.next_multiple_of(4096);
+    if !fs::metadata(path).is_ok_and(|m| reserved(&m)) {
+        return;
+    }
     if let Ok(f) = OpenOptions::new().write(true).open(path) {
-        if f.metadata().is_ok_and(|m| m.len() == len) {
+        if f.metadata().is_ok_and(|m| reserved(&m)) {
             let _ = f.set_len(len);
         }
     }
 }
+
+#[cfg(not(unix))]
+fn give_back_reserved(_: &Path, _: u64) {}
 
 /// Tell the sync thread that `tail` was written to, unless it already knows.
 fn mark_dirty(sync: &mpsc::Sender<SyncMsg>, tail: &Arc<Tail>) {
