@@ -20,7 +20,7 @@
 //! crash needs only the write). It hears of a written segment once per sync, not once per
 //! commit: waking it for every commit cost about a sixth of the server's CPU at 1 M msg/s.
 //! It also syncs a full segment and the directory of the new one, and drops older full
-//! segments from the page cache (see `PageCache`). Publishing never waits for the disk on
+//! segments from the page cache, a little after each sync (see `PageCache`). Publishing never waits for the disk on
 //! the broker thread (metadata changes, rare, are written and synced there).
 //!
 //! # Deleting
