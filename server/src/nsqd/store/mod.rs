@@ -20,8 +20,9 @@
 //! crash needs only the write). It hears of a written segment once per sync, not once per
 //! commit: waking it for every commit cost about a sixth of the server's CPU at 1 M msg/s.
 //! It also syncs a full segment and the directory of the new one, and drops older full
-//! segments from the page cache, a little after each sync (see `PageCache`). Publishing never waits for the disk on
-//! the broker thread (metadata changes, rare, are written and synced there).
+//! segments from the page cache, a little after each sync (see `PageCache`). Publishing
+//! never waits for the disk on the broker thread (metadata changes, rare, are written and
+//! synced there).
 //!
 //! # Deleting
 //! Each segment counts the live copies of the messages it holds (`copies` on publish, minus
@@ -1332,7 +1333,7 @@ mod tests {
         cache.trim();
         assert_eq!(cache.bytes, 3 * len as u64 + len as u64 / 2);
         assert_eq!(resident(&files), [pages / 2, pages, pages, pages]);
-        // Three more: the two oldest are gone, the two newest stay cached, and that is all.
+        // Three more finish the two oldest; a fourth drops nothing (the two newest stay).
         for _ in 0..4 {
             cache.trim();
         }
