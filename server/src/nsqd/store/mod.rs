@@ -1093,7 +1093,6 @@ struct PageCache {
     /// Bytes of the listed segments not dropped yet.
     bytes: u64,
     keep: u64,
-    step: u64,
     lag: u64,
     /// Bytes at the start of the oldest listed segment already dropped.
     front_done: u64,
@@ -1105,7 +1104,6 @@ impl Default for PageCache {
             full: VecDeque::new(),
             bytes: 0,
             keep: CACHE_KEEP,
-            step: TRIM_STEP,
             lag: TRIM_LAG,
             front_done: 0,
         }
@@ -1118,18 +1116,16 @@ impl PageCache {
         self.full.push_back((path, len));
     }
 
-    /// After a sync: drop the pages of the oldest full segments beyond `keep` bytes, a
-    /// `step` at a time (or an eighth of the excess over `keep + lag`, if writes outpace
-    /// that), in whole multiples of [`TRIM_STEP`].
+    /// After a sync: drop the pages of the oldest full segments beyond `keep` bytes,
+    /// [`TRIM_STEP`] at a time (or an eighth of the excess over `keep + lag`, if writes
+    /// outpace that, in whole multiples of the step).
     ///
     /// A little after every sync, not a whole segment as it fills: dropping 100 MiB at once
     /// stalled the broker's own writes into the page cache for milliseconds, right after
     /// each roll. Publishing at 1.25 M msg/s, most round trips over 1 ms came in the 20 ms
     /// after a roll, and p99 was 1–8 ms.
     fn trim(&mut self) {
-        let mut budget = self
-            .step
-            .max(self.bytes.saturating_sub(self.keep + self.lag) / 8);
+        let mut budget = TRIM_STEP.max(self.bytes.saturating_sub(self.keep + self.lag) / 8);
         while self.bytes > self.keep && budget > 0 {
             let Some((path, len)) = self.full.front() else {
                 break;
@@ -1307,7 +1303,6 @@ mod tests {
         let pages = len / 4096;
         let mut cache = PageCache {
             keep: 2 * len as u64,
-            step: TRIM_STEP,
             lag: 1 << 40,
             ..PageCache::default()
         };
@@ -1347,7 +1342,6 @@ mod tests {
         // A segment deleted meanwhile is passed over.
         let far_behind = || PageCache {
             keep: 0,
-            step: 4096,
             lag: 0,
             ..PageCache::default()
         };
@@ -1356,7 +1350,7 @@ mod tests {
         cache.trim();
         assert_eq!((cache.bytes, cache.full.len()), (0, 0));
         // Far behind (past `keep + lag`): an eighth of the excess per trim (here 4 MiB, the
-        // whole segment), not a step (4 KiB, rounded up to 2 MiB).
+        // whole segment), not a step (2 MiB).
         let mut cache = far_behind();
         for _ in 0..8 {
             cache.full(files[3].0.clone(), len as u64);
