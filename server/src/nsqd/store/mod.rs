@@ -941,13 +941,10 @@ fn reserve(_: &File, _: u64, _: u64) {}
 #[cfg(unix)]
 fn give_back_reserved(path: &Path, len: u64) {
     use std::os::unix::fs::MetadataExt;
-    let reserved =
-        |m: &fs::Metadata| m.len() == len && m.blocks() * 512 > len.next_multiple_of(4096);
-    if !fs::metadata(path).is_ok_and(|m| reserved(&m)) {
-        return;
-    }
     if let Ok(f) = OpenOptions::new().write(true).open(path) {
-        if f.metadata().is_ok_and(|m| reserved(&m)) {
+        let reserved =
+            |m: fs::Metadata| m.len() == len && m.blocks() * 512 > len.next_multiple_of(4096);
+        if f.metadata().is_ok_and(reserved) {
             let _ = f.set_len(len);
         }
     }
