@@ -32,6 +32,7 @@ pub mod record;
 
 use nsqlab_core::deque::ChunkedDeque;
 use nsqlab_core::{Broker, MessageId, Name, Replay, StoreOp, Time};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fs::{self, File, OpenOptions};
@@ -125,7 +126,9 @@ pub type StoreError = String;
 pub struct Store {
     cfg: StoreConfig,
     root: PathBuf,
-    topics: HashMap<Name, TopicStore>,
+    /// (Looked up for every stored op: Fx, not SipHash, which took about 1 % of the server's
+    /// time publishing 1.25 M msg/s; the keys are topics that exist.)
+    topics: FxHashMap<Name, TopicStore>,
     /// Topics whose files could not be created (writes to them fail until a probe succeeds).
     /// Topics whose files could not be created, with the metadata they have meanwhile
     /// (written once they exist).
@@ -226,7 +229,7 @@ impl Store {
         let mut store = Store {
             cfg,
             root,
-            topics: HashMap::new(),
+            topics: FxHashMap::default(),
             missing: HashMap::new(),
             failed: None,
             unsynced: 0,
@@ -962,7 +965,7 @@ fn mark_dirty(sync: &mpsc::Sender<SyncMsg>, tail: &Arc<Tail>) {
 
 /// A topic's files, or the error a topic without storage gets.
 fn topic_store<'a>(
-    topics: &'a mut HashMap<Name, TopicStore>,
+    topics: &'a mut FxHashMap<Name, TopicStore>,
     topic: &Name,
 ) -> Result<&'a mut TopicStore, StoreError> {
     topics
