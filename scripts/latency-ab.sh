@@ -7,8 +7,9 @@
 #   bash scripts/latency-ab.sh 10 target/release/nsqlab
 #   bash scripts/latency-ab.sh 15 target/release/nsqlab "/tmp/other/nsqlab --sync-every=1000"
 #
-# Each argument after the round count is a server binary with its extra nsqd flags; every
-# round runs each once, in order. RATE (1250000), RUNFOR (10s) and CLIENT (the binary running
+# Each argument after the round count is a server binary (built beforehand, e.g. with
+# `cargo build --release -p nsqlab`; a relative path is from the repository's root) with its
+# extra nsqd flags; every round runs each once, in order. RATE (1250000), RUNFOR (10s) and CLIENT (the binary running
 # `bench latency`; the first configuration's by default) can be set. Never part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."

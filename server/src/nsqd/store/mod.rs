@@ -129,9 +129,8 @@ pub struct Store {
     /// (Looked up for every stored op: Fx, not SipHash, which took about 1 % of the server's
     /// time publishing 1.25 M msg/s; the keys are topics that exist.)
     topics: FxHashMap<Name, TopicStore>,
-    /// Topics whose files could not be created (writes to them fail until a probe succeeds).
-    /// Topics whose files could not be created, with the metadata they have meanwhile
-    /// (written once they exist).
+    /// Topics whose files could not be created (writes to them fail until a probe succeeds),
+    /// with the metadata they have meanwhile (written once they exist).
     missing: HashMap<Name, TopicMeta>,
     /// A write that failed since the last commit.
     failed: Option<StoreError>,
