@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The benchmark suite (never part of the tests): starts a release nsqlab nsqd on loopback and
 # runs nsqlab's NSQ-compatible bench clients against it, then prints one table.
-#   bash scripts/bench.sh            # ~2 minutes
+#   bash scripts/bench.sh            # ~3 minutes
 #   RUNFOR=10s bash scripts/bench.sh
+#   LATENCY_RUNS=0 bash scripts/bench.sh   # without the latency row's repeated runs (5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNFOR=${RUNFOR:-10s}
@@ -48,6 +49,11 @@ for mode in "--durable=false --mem-queue-size=1000000" "--mem-queue-size=1000000
   fi
   stop
 done
+# One latency run says little on a noisy machine: how often the target held over several.
+if [ "${LATENCY_RUNS:-5}" -gt 0 ]; then
+  ab=$(RATE=$half RUNFOR=$RUNFOR bash scripts/latency-ab.sh "${LATENCY_RUNS:-5}" "$B" 2>/dev/null | tail -1)
+  row "PUB round trip at 50% of that peak, ${LATENCY_RUNS:-5} fresh servers" "${ab#*: }"
+fi
 
 # Two topics at once (bench_a and bench_b hash to different partitions of 2): one partition
 # against two, durable defaults.
