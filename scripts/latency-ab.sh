@@ -9,8 +9,9 @@
 #
 # Each argument after the round count is a server binary (built beforehand, e.g. with
 # `cargo build --release -p nsqlab`; a relative path is from the repository's root) with its
-# extra nsqd flags; every round runs each once, in order. RATE (1250000), RUNFOR (10s) and CLIENT (the binary running
-# `bench latency`; the first configuration's by default) can be set. Never part of the tests.
+# extra nsqd flags; every round runs each once, in order. RATE (1250000), RUNFOR (10s) and
+# CLIENT (the binary running `bench latency`; the first configuration's by default) can be
+# set. Never part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:?usage: latency-ab.sh ROUNDS "BINARY [FLAGS...]" ...}
@@ -56,11 +57,11 @@ for r in $(seq "$rounds"); do
 done
 echo
 python3 - "$out" "$@" <<'PY'
-import sys
+import statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 for cfg in sys.argv[2:]:
     p = sorted(float(x) for c, x in rows if c == cfg)
     met = sum(x <= 1.0 for x in p)
-    print(f"{cfg}: target met in {met} of {len(p)} runs; p99 (ms) median {p[len(p) // 2]:.3f}, "
+    print(f"{cfg}: target met in {met} of {len(p)} runs; p99 (ms) median {statistics.median(p):.3f}, "
           f"sorted {' '.join(f'{x:.2f}' for x in p)}")
 PY
