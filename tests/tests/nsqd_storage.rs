@@ -713,3 +713,58 @@ fn segments_reserve_space_ahead_and_full_ones_give_it_back() {
     let seen = consume_all(&d, "t");
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
 }
+
+/// What nothing needs any more leaves the disk: segments whose messages were all finished (the
+/// tail stays), and the files of a deleted topic. Both go on the sync thread, so the test waits
+/// for them; a restart then finds only what is owed.
+#[test]
+fn finished_segments_and_deleted_topics_leave_the_disk() {
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &["--max-bytes-per-file=65536"]);
+    let mut p = d.client();
+    for batch in 0..4 {
+        let bodies: Vec<Vec<u8>> = (0..50)
+            .map(|i| format!("{batch}-{i}-{}", "x".repeat(1000)).into_bytes())
+            .collect();
+        p.cmd(&Command::Mpub {
+            topic: "t".into(),
+            bodies: bodies.into_iter().map(Into::into).collect(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+    for path in [
+        "/topic/create?topic=gone",
+        "/channel/create?topic=gone&channel=c",
+    ] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
+    publish_n(&d, "gone", 10);
+    assert!(segments(data.path(), "t").len() >= 3);
+    assert_eq!(consume_all(&d, "t").len(), 200);
+    assert_eq!(d.http("POST", "/topic/delete?topic=gone", b"").status, 200);
+    // Anything left of "gone", under its name or set aside for deletion.
+    let left_of_gone = || {
+        std::fs::read_dir(data.path().join("nsqlab"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains("gone"))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while segments(data.path(), "t").len() > 1 || left_of_gone() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "still on disk: {:?} and {} of the deleted topic",
+            segments(data.path(), "t"),
+            left_of_gone()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    publish_n(&d, "t", 5);
+    assert!(d.terminate().success());
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    let want: HashSet<String> = (0..5).map(|i| format!("m{i:03}")).collect();
+    assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
+    assert_eq!(left_of_gone(), 0);
+}

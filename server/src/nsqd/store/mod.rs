@@ -26,7 +26,8 @@
 //!
 //! # Deleting
 //! Each segment counts the live copies of the messages it holds (`copies` on publish, minus
-//! FINs and drops). The oldest segments are deleted once their count is zero.
+//! FINs and drops). The oldest segments are deleted once their count is zero, in order, by the
+//! sync thread (so is a deleted topic's directory): freeing a file's blocks is slow.
 
 pub mod record;
 
@@ -172,6 +173,8 @@ enum SyncMsg {
     DirtyDir(PathBuf),
     /// A segment that is full (nothing more is written to it): its path and length.
     Full(PathBuf, u64),
+    /// A file or directory nothing needs any more (a finished segment, a deleted topic).
+    Remove(PathBuf),
     Now,
     Stop,
 }
@@ -499,7 +502,8 @@ impl Store {
                         .join(format!(".deleted-{topic}-{}", crate::clock::now()));
                     fs::rename(&ts.dir, &gone).map_err(|e| io_err("rename", &ts.dir, e))?;
                     sync_dir(&self.root);
-                    let _ = fs::remove_dir_all(&gone);
+                    // Its files go on the sync thread: freeing gigabytes can take seconds.
+                    let _ = self.sync.send(SyncMsg::Remove(gone));
                 }
                 Ok(())
             }
@@ -744,7 +748,7 @@ impl Store {
             }
             if ts.pending.is_empty() {
                 // Drops and FINs of an idle topic can still free segments.
-                compact(topic, ts);
+                compact(topic, ts, &self.sync);
                 continue;
             }
             match write_pending(ts) {
@@ -759,7 +763,7 @@ impl Store {
                     }
                 }
             }
-            compact(topic, ts);
+            compact(topic, ts, &self.sync);
         }
         self.unsynced += wrote;
         if self.unsynced >= self.cfg.sync_every.max(1) {
@@ -999,7 +1003,13 @@ fn roll(ts: &mut TopicStore) -> Result<(u64, Arc<Tail>, PathBuf, u64), StoreErro
 }
 
 /// Delete the oldest segments once nothing in them is owed.
-fn compact(topic: &Name, ts: &mut TopicStore) {
+///
+/// The files are deleted on the sync thread, in order: unlinking a full segment frees its
+/// blocks (with `-o discard` it also discards them), about 25 ms per 100 MiB segment here,
+/// which on the broker thread stalled every client of the partition. A crash before the
+/// sync thread gets to it leaves the oldest segments in place, as if this had not run yet:
+/// their messages are finished by records in them or in the later segments.
+fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
     while ts.segments.len() > 1 && ts.segments[0].refs <= 0 {
         if ts.segments[0].refs < 0 {
             // A miscount: keep the file (disk is cheaper than a lost message).
@@ -1014,10 +1024,7 @@ fn compact(topic: &Name, ts: &mut TopicStore) {
         while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
             ts.index.pop_front();
         }
-        let path = seg_path(&ts.dir, s.num);
-        if let Err(e) = fs::remove_file(&path) {
-            tracing::warn!("TOPIC({topic}): failed to remove {}: {e}", path.display());
-        }
+        let _ = sync.send(SyncMsg::Remove(seg_path(&ts.dir, s.num)));
     }
 }
 
@@ -1170,6 +1177,22 @@ fn drop_cached(f: &File, at: u64, len: u64) {
 #[cfg(not(target_os = "linux"))]
 fn drop_cached(_: &File, _: u64, _: u64) {}
 
+/// Delete a file or a directory with everything in it. (A segment can be gone already: its
+/// topic was deleted meanwhile.)
+fn remove(path: &Path) {
+    let r = if path.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    if let Err(e) = r.or_else(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Ok(()),
+        _ => Err(e),
+    }) {
+        tracing::warn!("storage: failed to remove {}: {e}", path.display());
+    }
+}
+
 fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::thread::JoinHandle<()> {
     std::thread::Builder::new()
         .name("nsqlab-sync".into())
@@ -1197,6 +1220,10 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                     Ok(SyncMsg::Full(path, len)) => {
                         give_back_reserved(&path, len);
                         cache.full(path, len);
+                        false
+                    }
+                    Ok(SyncMsg::Remove(path)) => {
+                        remove(&path);
                         false
                     }
                     Ok(SyncMsg::Now) => true,
