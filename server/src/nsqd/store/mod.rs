@@ -100,6 +100,10 @@ struct Segment {
 #[derive(Debug)]
 struct TopicStore {
     dir: PathBuf,
+    /// The directory itself, open: the sync thread deletes finished segments in it by name
+    /// (`unlinkat`), so a topic deleted and made again under the same name meanwhile never
+    /// loses the new directory's files.
+    dir_fd: Arc<File>,
     meta: TopicMeta,
     segments: VecDeque<Segment>,
     /// The last segment, open for appending.
@@ -173,14 +177,20 @@ enum SyncMsg {
     DirtyDir(PathBuf),
     /// A segment that is full (nothing more is written to it): its path and length.
     Full(PathBuf, u64),
-    /// A file or directory nothing needs any more (a finished segment, a deleted topic).
-    Remove(PathBuf),
+    /// A finished segment: its directory (open) and file name.
+    RemoveSegment(Arc<File>, String),
+    /// A deleted topic's directory (renamed to a name of its own).
+    RemoveDir(PathBuf),
     Now,
     Stop,
 }
 
 fn seg_path(dir: &Path, num: u64) -> PathBuf {
-    dir.join(format!("{num:020}.log"))
+    dir.join(seg_name(num))
+}
+
+fn seg_name(num: u64) -> String {
+    format!("{num:020}.log")
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> StoreError {
@@ -466,6 +476,7 @@ impl Store {
         }
         let ts = TopicStore {
             dir: dir.to_path_buf(),
+            dir_fd: Arc::new(File::open(dir).map_err(|e| io_err("open", dir, e))?),
             meta,
             segments,
             tail: Tail::new(tail),
@@ -503,7 +514,7 @@ impl Store {
                     fs::rename(&ts.dir, &gone).map_err(|e| io_err("rename", &ts.dir, e))?;
                     sync_dir(&self.root);
                     // Its files go on the sync thread: freeing gigabytes can take seconds.
-                    let _ = self.sync.send(SyncMsg::Remove(gone));
+                    let _ = self.sync.send(SyncMsg::RemoveDir(gone));
                 }
                 Ok(())
             }
@@ -697,6 +708,7 @@ impl Store {
             sync_dir(&self.root);
             let ts = TopicStore {
                 dir: dir.clone(),
+                dir_fd: Arc::new(File::open(&dir).map_err(|e| io_err("open", &dir, e))?),
                 meta: pending_meta.clone(),
                 segments: VecDeque::from([Segment {
                     reader: None,
@@ -1024,7 +1036,7 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
         while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
             ts.index.pop_front();
         }
-        let _ = sync.send(SyncMsg::Remove(seg_path(&ts.dir, s.num)));
+        let _ = sync.send(SyncMsg::RemoveSegment(ts.dir_fd.clone(), seg_name(s.num)));
     }
 }
 
@@ -1177,19 +1189,20 @@ fn drop_cached(f: &File, at: u64, len: u64) {
 #[cfg(not(target_os = "linux"))]
 fn drop_cached(_: &File, _: u64, _: u64) {}
 
-/// Delete a file or a directory with everything in it. (A segment can be gone already: its
-/// topic was deleted meanwhile.)
-fn remove(path: &Path) {
-    let r = if path.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
+/// Delete file `name` in directory `dir`. (It can be gone already: its topic was deleted
+/// meanwhile, with its directory.)
+fn remove_in(dir: &File, name: &str) {
+    use std::os::fd::AsRawFd;
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return;
     };
-    if let Err(e) = r.or_else(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Ok(()),
-        _ => Err(e),
-    }) {
-        tracing::warn!("storage: failed to remove {}: {e}", path.display());
+    // SAFETY: unlinkat only reads its arguments; the descriptor is open (`dir` is borrowed)
+    // and `c` is a NUL-terminated string that outlives the call.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!("storage: failed to remove segment {name}: {e}");
+        }
     }
 }
 
@@ -1222,8 +1235,14 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                         cache.full(path, len);
                         false
                     }
-                    Ok(SyncMsg::Remove(path)) => {
-                        remove(&path);
+                    Ok(SyncMsg::RemoveSegment(dir, name)) => {
+                        remove_in(&dir, &name);
+                        false
+                    }
+                    Ok(SyncMsg::RemoveDir(path)) => {
+                        if let Err(e) = fs::remove_dir_all(&path) {
+                            tracing::warn!("storage: failed to remove {}: {e}", path.display());
+                        }
                         false
                     }
                     Ok(SyncMsg::Now) => true,
@@ -1286,6 +1305,32 @@ mod tests {
             libc::munmap(p, len);
         }
         vec.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    /// A finished segment is deleted in the directory it was in, even when that directory
+    /// was renamed (its topic deleted) and a new one made under the old name meanwhile.
+    #[test]
+    fn a_finished_segment_is_deleted_where_it_was_not_by_path() {
+        let root = std::env::temp_dir().join(format!("nsqlab-unlink-{}", std::process::id()));
+        let (dir, gone) = (root.join("t"), root.join(".deleted-t"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(seg_name(0)), b"old").unwrap();
+        fs::write(dir.join(seg_name(1)), b"old").unwrap();
+        let dir_fd = Arc::new(File::open(&dir).unwrap());
+        fs::rename(&dir, &gone).unwrap();
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(seg_name(0)), b"new").unwrap();
+        let (tx, rx) = mpsc::channel();
+        let thread = spawn_sync_thread(rx, Duration::from_secs(60));
+        for num in [0, 1] {
+            tx.send(SyncMsg::RemoveSegment(dir_fd.clone(), seg_name(num)))
+                .unwrap();
+        }
+        tx.send(SyncMsg::Stop).unwrap();
+        thread.join().unwrap();
+        assert_eq!(fs::read(dir.join(seg_name(0))).unwrap(), b"new");
+        assert_eq!(fs::read_dir(&gone).unwrap().count(), 0);
+        let _ = fs::remove_dir_all(&root);
     }
 
     #[test]
