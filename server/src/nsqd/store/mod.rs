@@ -177,8 +177,9 @@ enum SyncMsg {
     DirtyDir(PathBuf),
     /// A segment that is full (nothing more is written to it): its path and length.
     Full(PathBuf, u64),
-    /// A finished segment: its directory (open) and file name.
-    RemoveSegment(Arc<File>, String),
+    /// A finished segment: its directory (open) and path (its file name is deleted in that
+    /// directory; the path is for the log).
+    RemoveSegment(Arc<File>, PathBuf),
     /// A deleted topic's directory (renamed to a name of its own).
     RemoveDir(PathBuf),
     Now,
@@ -186,11 +187,7 @@ enum SyncMsg {
 }
 
 fn seg_path(dir: &Path, num: u64) -> PathBuf {
-    dir.join(seg_name(num))
-}
-
-fn seg_name(num: u64) -> String {
-    format!("{num:020}.log")
+    dir.join(format!("{num:020}.log"))
 }
 
 fn io_err(what: &str, path: &Path, e: std::io::Error) -> StoreError {
@@ -1036,7 +1033,10 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
         while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
             ts.index.pop_front();
         }
-        let _ = sync.send(SyncMsg::RemoveSegment(ts.dir_fd.clone(), seg_name(s.num)));
+        let _ = sync.send(SyncMsg::RemoveSegment(
+            ts.dir_fd.clone(),
+            seg_path(&ts.dir, s.num),
+        ));
     }
 }
 
@@ -1189,11 +1189,15 @@ fn drop_cached(f: &File, at: u64, len: u64) {
 #[cfg(not(target_os = "linux"))]
 fn drop_cached(_: &File, _: u64, _: u64) {}
 
-/// Delete file `name` in directory `dir`. (It can be gone already: its topic was deleted
-/// meanwhile, with its directory.)
-fn remove_in(dir: &File, name: &str) {
+/// Delete the file named as `path`'s last part in directory `dir`, wherever that directory
+/// is now. (It can be gone already: its topic was deleted meanwhile, with its directory.)
+fn remove_in(dir: &File, path: &Path) {
     use std::os::fd::AsRawFd;
-    let Ok(c) = std::ffi::CString::new(name) else {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(Ok(c)) = path
+        .file_name()
+        .map(|n| std::ffi::CString::new(n.as_bytes()))
+    else {
         return;
     };
     // SAFETY: unlinkat only reads its arguments; the descriptor is open (`dir` is borrowed)
@@ -1201,7 +1205,7 @@ fn remove_in(dir: &File, name: &str) {
     if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!("storage: failed to remove segment {name}: {e}");
+            tracing::warn!("storage: failed to remove {}: {e}", path.display());
         }
     }
 }
@@ -1235,8 +1239,8 @@ fn spawn_sync_thread(rx: mpsc::Receiver<SyncMsg>, every: Duration) -> std::threa
                         cache.full(path, len);
                         false
                     }
-                    Ok(SyncMsg::RemoveSegment(dir, name)) => {
-                        remove_in(&dir, &name);
+                    Ok(SyncMsg::RemoveSegment(dir, path)) => {
+                        remove_in(&dir, &path);
                         false
                     }
                     Ok(SyncMsg::RemoveDir(path)) => {
@@ -1314,21 +1318,21 @@ mod tests {
         let root = std::env::temp_dir().join(format!("nsqlab-unlink-{}", std::process::id()));
         let (dir, gone) = (root.join("t"), root.join(".deleted-t"));
         fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(seg_name(0)), b"old").unwrap();
-        fs::write(dir.join(seg_name(1)), b"old").unwrap();
+        fs::write(seg_path(&dir, 0), b"old").unwrap();
+        fs::write(seg_path(&dir, 1), b"old").unwrap();
         let dir_fd = Arc::new(File::open(&dir).unwrap());
         fs::rename(&dir, &gone).unwrap();
         fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join(seg_name(0)), b"new").unwrap();
+        fs::write(seg_path(&dir, 0), b"new").unwrap();
         let (tx, rx) = mpsc::channel();
         let thread = spawn_sync_thread(rx, Duration::from_secs(60));
         for num in [0, 1] {
-            tx.send(SyncMsg::RemoveSegment(dir_fd.clone(), seg_name(num)))
+            tx.send(SyncMsg::RemoveSegment(dir_fd.clone(), seg_path(&dir, num)))
                 .unwrap();
         }
         tx.send(SyncMsg::Stop).unwrap();
         thread.join().unwrap();
-        assert_eq!(fs::read(dir.join(seg_name(0))).unwrap(), b"new");
+        assert_eq!(fs::read(seg_path(&dir, 0)).unwrap(), b"new");
         assert_eq!(fs::read_dir(&gone).unwrap().count(), 0);
         let _ = fs::remove_dir_all(&root);
     }
