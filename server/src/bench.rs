@@ -7,6 +7,10 @@
 //! - `deferred-mem`: RSS growth of a local nsqd per pending deferred message.
 //! - `latency`: publish round trips at a fixed rate (e.g. half of `writer`'s peak), measured
 //!   from each batch's scheduled send time (no coordinated omission): p50/p99/max.
+//! - `null-server`: a stand-in server that answers every publish with `OK` and keeps nothing
+//!   (see [`null_server`]), for what the machine allows `latency` without a broker.
+
+mod null_server;
 
 use clap::{Args, Subcommand};
 use nsqlab_core::protocol::Command;
@@ -28,6 +32,8 @@ pub enum Bench {
     DeferredMem(DeferredMemArgs),
     /// Publish round-trip latency at a fixed rate.
     Latency(LatencyArgs),
+    /// A stand-in server: every publish gets OK, nothing is kept.
+    NullServer(null_server::NullServerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +135,7 @@ pub fn run(b: Bench) -> anyhow::Result<()> {
         Bench::Lateness(a) => lateness(a),
         Bench::DeferredMem(a) => deferred_mem(a),
         Bench::Latency(a) => latency(a),
+        Bench::NullServer(a) => null_server::run(a),
     }
 }
 
