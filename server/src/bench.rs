@@ -8,7 +8,7 @@
 //! - `latency`: publish round trips at a fixed rate (e.g. half of `writer`'s peak), measured
 //!   from each batch's scheduled send time (no coordinated omission): p50/p99/max.
 //! - `null-server`: a stand-in server that answers every publish with `OK` and keeps nothing
-//!   (see [`null_server`]), for what the machine allows `latency` without a broker.
+//!   (`bench/null_server.rs`), for what the machine allows `latency` without a broker.
 
 mod null_server;
 
