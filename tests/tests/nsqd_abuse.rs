@@ -35,6 +35,15 @@ fn slowloris_http_is_cut_off_and_others_are_served() {
 #[test]
 fn a_consumer_that_never_reads_does_not_slow_others() {
     let d = Nsqd::start(&[]);
+    // The channel exists before anything is published: the stuck consumer's SUB is never
+    // answered (it does not read), so it could come after the first MPUB, and a channel made
+    // after a publish does not get that message (as in nsqd).
+    for path in [
+        "/topic/create?topic=t",
+        "/channel/create?topic=t&channel=stuck",
+    ] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
     // A consumer on channel "stuck" takes up to 2500 messages and never reads its socket.
     let mut stuck = d.client();
     stuck.cmd(&Command::Sub {
