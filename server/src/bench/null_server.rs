@@ -10,6 +10,7 @@
 //! every request gets `200 OK` (so `/ping` works).
 
 use clap::Args;
+use nsqlab_core::protocol::{encode_frame, FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 
@@ -98,12 +99,6 @@ fn next(b: &[u8]) -> Step {
     }
 }
 
-fn frame(out: &mut Vec<u8>, kind: u32, data: &[u8]) {
-    out.extend_from_slice(&(4 + data.len() as u32).to_be_bytes());
-    out.extend_from_slice(&kind.to_be_bytes());
-    out.extend_from_slice(data);
-}
-
 fn serve(mut s: TcpStream) -> io::Result<()> {
     s.set_nodelay(true)?;
     let mut magic = [0u8; 4];
@@ -127,12 +122,12 @@ fn serve(mut s: TcpStream) -> io::Result<()> {
             match next(&buf[at..filled]) {
                 Step::Incomplete => break,
                 Step::Ok(len) => {
-                    frame(&mut out, 0, b"OK");
+                    encode_frame(&mut out, FRAME_TYPE_RESPONSE, b"OK");
                     at += len;
                 }
                 Step::Quiet(len) => at += len,
                 Step::Invalid => {
-                    frame(&mut out, 1, b"E_INVALID invalid command");
+                    encode_frame(&mut out, FRAME_TYPE_ERROR, b"E_INVALID invalid command");
                     return s.write_all(&out);
                 }
             }
