@@ -9,9 +9,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use nsqlab_core::message::{Message, MessageId};
 use nsqlab_core::pqueue::PQueue;
 use nsqlab_core::protocol::Command;
-use nsqlab_core::{Broker, Options, Transmit};
+use nsqlab_core::{Body, Broker, Options, Transmit};
 use std::hint::black_box;
-use std::sync::Arc;
 
 const BATCH: usize = 1000;
 
@@ -32,7 +31,7 @@ fn publish_deliver_fin(c: &mut Criterion) {
         let prod = b.connect(1, "p");
         b.handle_bytes(1, prod, b"  V2");
         while b.poll_transmit().is_some() {}
-        let body: Arc<[u8]> = vec![b'x'; 200].into();
+        let body: Body = vec![b'x'; 200].into();
         let mut pubs = Vec::new();
         if mpub {
             for _ in 0..BATCH / 200 {
@@ -89,7 +88,7 @@ fn publish_deliver_fin(c: &mut Criterion) {
 }
 
 fn deferred_heap(c: &mut Criterion) {
-    let body: Arc<[u8]> = vec![b'x'; 100].into();
+    let body: Body = vec![b'x'; 100].into();
     let mut q: PQueue<Message> = PQueue::plain();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {

@@ -1436,6 +1436,9 @@ impl Broker {
                 if evict && c.stored {
                     // The store has the body; it comes back when the message is due.
                     msg.body = crate::message::evicted_body();
+                } else {
+                    // It may wait long: not with the rest of its MPUB's buffer.
+                    msg.body = msg.body.unshared();
                 }
                 c.deferred.push(due, msg);
                 self.emit_ch(now, ch, |topic, channel| EventKind::Deferred {

@@ -15,15 +15,130 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
-/// A message body. Shared, not copied, between the channels of a topic.
-pub type Body = Arc<[u8]>;
+/// A message body: bytes in a shared, immutable buffer. Cloning it shares the bytes (a
+/// topic's channels hold one body between them), and the bodies of one MPUB are ranges of
+/// one buffer: one allocation and one copy per batch, not one per message.
+///
+/// A body that lingers (a deferred message) takes its own copy with
+/// [`Body::unshared`], so that it does not keep the rest of its batch in memory.
+#[derive(Clone)]
+pub struct Body {
+    buf: Arc<[u8]>,
+    /// The body is `buf[start..buf.len() - trim]`: a whole buffer of any size has both at 0.
+    start: u32,
+    trim: u32,
+}
+
+impl Body {
+    /// Ranges of `buf`, one body each (every range must lie within `buf`). A buffer too
+    /// large for a shared range's 32-bit offsets gives each body its own copy.
+    pub fn ranges(
+        buf: Vec<u8>,
+        ranges: impl ExactSizeIterator<Item = std::ops::Range<usize>>,
+    ) -> Vec<Body> {
+        if u32::try_from(buf.len()).is_err() {
+            return ranges.map(|r| Body::from(&buf[r])).collect();
+        }
+        let buf: Arc<[u8]> = buf.into();
+        let total = buf.len();
+        ranges
+            .map(|r| {
+                assert!(
+                    r.start <= r.end && r.end <= total,
+                    "body range within its buffer"
+                );
+                Body {
+                    buf: buf.clone(),
+                    start: r.start as u32,
+                    trim: (total - r.end) as u32,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether this body is a range of a larger buffer (an MPUB's), which it keeps alive.
+    pub fn shares_buffer(&self) -> bool {
+        self.start != 0 || self.trim != 0
+    }
+
+    /// This body in a buffer of its own (itself when it already is).
+    pub fn unshared(self) -> Body {
+        if self.shares_buffer() {
+            Body::from(&self[..])
+        } else {
+            self
+        }
+    }
+}
+
+impl std::ops::Deref for Body {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start as usize..self.buf.len() - self.trim as usize]
+    }
+}
+
+impl AsRef<[u8]> for Body {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl From<Arc<[u8]>> for Body {
+    fn from(buf: Arc<[u8]>) -> Body {
+        Body {
+            buf,
+            start: 0,
+            trim: 0,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Body {
+        Body::from(Arc::<[u8]>::from(v))
+    }
+}
+
+impl From<&[u8]> for Body {
+    fn from(b: &[u8]) -> Body {
+        Body::from(Arc::<[u8]>::from(b))
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Body {
+    fn from(b: &[u8; N]) -> Body {
+        Body::from(&b[..])
+    }
+}
+
+impl From<&str> for Body {
+    fn from(s: &str) -> Body {
+        Body::from(s.as_bytes())
+    }
+}
+
+impl PartialEq for Body {
+    fn eq(&self, o: &Body) -> bool {
+        self[..] == o[..]
+    }
+}
+
+impl Eq for Body {}
+
+impl fmt::Debug for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self[..], f)
+    }
+}
 
 /// The body of a message whose real body waits in storage (see
 /// [`crate::Options::evict_bodies`]): empty, which no published message is (nsqd refuses
 /// empty bodies), and shared, so evicting allocates nothing.
 pub fn evicted_body() -> Body {
     static EMPTY: std::sync::OnceLock<Body> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(|| Arc::from(&[][..])).clone()
+    EMPTY.get_or_init(|| Body::from(&[][..])).clone()
 }
 
 /// Length of a message ID on the wire: 16 lowercase hex characters.
@@ -112,7 +227,7 @@ pub struct Message {
     /// Delivery attempts so far; incremented on every send to a client.
     pub attempts: u16,
     /// Insertion sequence in the deferred heap (ties between equal due times go first in,
-    /// first out). It sits in what would be padding, so a heap entry stays 48 bytes.
+    /// first out). It sits in what would be padding.
     pub(crate) heap_seq: u32,
     pub body: Body,
 }
@@ -182,7 +297,7 @@ impl Message {
             timestamp,
             attempts,
             heap_seq: 0,
-            body: Arc::from(&b[26..]),
+            body: Body::from(&b[26..]),
         })
     }
 }
@@ -254,6 +369,26 @@ mod tests {
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn bodies_are_ranges_of_one_buffer_until_unshared() {
+        let bodies = Body::ranges(b"..abc.de".to_vec(), [2..5, 6..8, 8..8].into_iter());
+        assert_eq!(bodies, vec![Body::from(b"abc"), b"de".into(), b"".into()]);
+        // One allocation between them.
+        assert!(Arc::ptr_eq(&bodies[0].buf, &bodies[1].buf));
+        assert_eq!(Arc::strong_count(&bodies[0].buf), 3);
+        assert!(bodies.iter().all(Body::shares_buffer));
+        let own = bodies[1].clone().unshared();
+        assert_eq!(&own[..], b"de");
+        assert!(!own.shares_buffer());
+        assert!(!Arc::ptr_eq(&own.buf, &bodies[1].buf));
+        assert_eq!(&*own.buf, b"de");
+        // A body that already owns its buffer keeps it.
+        let whole = Body::from(b"xyz");
+        let again = whole.clone().unshared();
+        assert!(Arc::ptr_eq(&whole.buf, &again.buf));
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn hex_round_trip_and_lowercase_only() {
         let id = MessageId(0x0a1b_2c3d_4e5f_6789);
         assert_eq!(&id.to_hex(), b"0a1b2c3d4e5f6789");
@@ -321,7 +456,7 @@ mod tests {
             timestamp: 0x0102_0304_0506_0708,
             attempts: 3,
             heap_seq: 0,
-            body: Arc::from(&b"hi"[..]),
+            body: Body::from(b"hi"),
         };
         let mut out = Vec::new();
         m.encode(&mut out);

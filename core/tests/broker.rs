@@ -48,6 +48,46 @@ fn err_text(frames: &[Frame]) -> Vec<String> {
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn an_mpub_message_that_is_deferred_lets_go_of_its_batch_buffer() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    sim.send(
+        p,
+        &Command::Mpub {
+            topic: "t".into(),
+            bodies: vec![b"first".into(), b"second".into()],
+        },
+    );
+    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+    let m = sim.messages(c).remove(0);
+    assert_eq!(&m.body[..], b"first");
+    sim.send(
+        c,
+        &Command::Req {
+            id: m.id.to_hex(),
+            timeout_ms: 1000,
+        },
+    );
+    let ch = sim.broker.channel("t", "c").unwrap();
+    let deferred = &ch.deferred.entries()[0].item;
+    assert_eq!((deferred.id, &deferred.body[..]), (m.id, &b"first"[..]));
+    assert!(!deferred.body.shares_buffer());
+    // It comes back whole when due.
+    let t0 = sim.now();
+    let second = sim.messages(c).remove(0);
+    assert_eq!(&second.body[..], b"second");
+    fin(&mut sim, c, &second);
+    sim.advance(t0 + 1000 * nsqlab_core::time::MILLISECOND);
+    let again = sim.messages(c).remove(0);
+    assert_eq!(
+        (again.id, &again.body[..], again.attempts),
+        (m.id, &b"first"[..], 2)
+    );
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn fan_out_gives_each_channel_a_copy() {
     let mut sim = Sim::new(Options::default(), 1);
     let a = sub(&mut sim, "t", "a", 10);

@@ -13,7 +13,6 @@ use super::command::{Command, RawId, TopicName};
 use super::error::{go_quote_bytes, ProtocolError};
 use super::is_valid_name_bytes;
 use crate::options::Limits;
-use std::sync::Arc;
 
 /// nsqd reads lines through a 16 KiB `bufio.Reader`; a longer line ends the connection.
 pub const MAX_LINE_LENGTH: usize = 16 * 1024;
@@ -403,7 +402,7 @@ fn publish(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> 
     Ok(Decoded::Command(
         Command::Pub {
             topic,
-            body: Arc::from(body),
+            body: crate::message::Body::from(body),
         },
         end,
     ))
@@ -437,7 +436,7 @@ fn dpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         Command::Dpub {
             topic,
             defer_ms,
-            body: Arc::from(body),
+            body: crate::message::Body::from(body),
         },
         end,
     ))
@@ -540,13 +539,15 @@ pub fn read_mpub(buf: &[u8], limits: Limits) -> Result<MpubRead, ProtocolError> 
         }
         pos = end;
     }
-    let mut bodies = Vec::with_capacity(count as usize);
-    let mut at = 4;
-    for _ in 0..count {
-        let size = read_len(buf, at).unwrap_or_default() as usize;
-        bodies.push(Arc::from(&buf[at + 4..at + 4 + size]));
-        at += 4 + size;
-    }
+    // One buffer for the whole batch (its size fields included, so offsets carry over).
+    let mut at = 0;
+    let ranges = (0..count).map(|_| {
+        let size = read_len(&buf[4..pos], at).unwrap_or_default() as usize;
+        let body = at + 4..at + 4 + size;
+        at = body.end;
+        body
+    });
+    let bodies = crate::message::Body::ranges(buf[4..pos].to_vec(), ranges);
     Ok(MpubRead::Done(bodies, pos))
 }
 
@@ -584,7 +585,7 @@ mod tests {
     fn partial_frames_are_incomplete() {
         let full = Command::Pub {
             topic: "t".into(),
-            body: Arc::from(&b"hello"[..]),
+            body: crate::message::Body::from(b"hello"),
         }
         .to_bytes();
         for cut in 0..full.len() {
@@ -726,8 +727,8 @@ mod tests {
         fn name() -> impl Strategy<Value = String> {
             "[a-zA-Z0-9._-]{1,20}(#ephemeral)?"
         }
-        fn body() -> impl Strategy<Value = Arc<[u8]>> {
-            proptest::collection::vec(any::<u8>(), 1..64).prop_map(Arc::from)
+        fn body() -> impl Strategy<Value = crate::message::Body> {
+            proptest::collection::vec(any::<u8>(), 1..64).prop_map(crate::message::Body::from)
         }
         fn id() -> impl Strategy<Value = RawId> {
             proptest::array::uniform16(

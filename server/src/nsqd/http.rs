@@ -292,7 +292,7 @@ async fn pub_handler(State(s): State<AppState>, RawQuery(raw): RawQuery, body: B
             _ => return Err(ApiErr(400, "INVALID_DEFER")),
         }
     }
-    publish(&s, topic, vec![Arc::from(&body[..])], defer).await
+    publish(&s, topic, vec![Body::from(&body[..])], defer).await
 }
 
 async fn mpub_handler(
@@ -319,17 +319,21 @@ async fn mpub_handler(
             Err(_) => return Err(ApiErr(413, "BAD_MESSAGE")),
         }
     } else {
-        let mut out = Vec::new();
+        // The lines' bodies share one buffer.
+        let mut lines = Vec::new();
+        let mut at = 0;
         for line in body.split(|&c| c == b'\n') {
+            let range = at..at + line.len();
+            at = range.end + 1;
             if line.is_empty() {
                 continue;
             }
             if line.len() as u64 > limits.max_msg_size {
                 return Err(ApiErr(413, "MSG_TOO_BIG"));
             }
-            out.push(Arc::from(line));
+            lines.push(range);
         }
-        out
+        Body::ranges(body.to_vec(), lines.into_iter())
     };
     publish(&s, topic, bodies, None).await
 }

@@ -32,7 +32,7 @@
 pub mod record;
 
 use nsqlab_core::deque::ChunkedDeque;
-use nsqlab_core::{Broker, MessageId, Name, Replay, StoreOp, Time};
+use nsqlab_core::{Body, Broker, MessageId, Name, Replay, StoreOp, Time};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -783,7 +783,7 @@ impl Store {
     }
 
     /// The body of stored message `id` of `topic` (evicted from memory while deferred).
-    pub fn load(&mut self, topic: &str, id: MessageId) -> Result<Arc<[u8]>, StoreError> {
+    pub fn load(&mut self, topic: &str, id: MessageId) -> Result<Body, StoreError> {
         let ts = self
             .topics
             .get_mut(topic)

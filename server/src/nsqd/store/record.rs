@@ -17,7 +17,6 @@
 //! Integers are little-endian; times are Unix nanoseconds.
 
 use nsqlab_core::{Message, MessageId, Time};
-use std::sync::Arc;
 
 pub const HEADER: usize = 8;
 /// No record is larger than this (a message is at most `--max-msg-size`, far below).
@@ -126,8 +125,7 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
             let id = MessageId(u64_at(p, 10)?);
             let timestamp = u64_at(p, 18)?;
             let attempts = u16::from_le_bytes(p.get(26..28)?.try_into().ok()?);
-            let body: Arc<[u8]> = Arc::from(p.get(28..)?);
-            let mut msg = Message::new(id, timestamp, body);
+            let mut msg = Message::new(id, timestamp, p.get(28..)?.into());
             msg.attempts = attempts;
             Record::Pub {
                 held,
@@ -223,7 +221,7 @@ mod tests {
     use super::*;
 
     fn sample() -> (Vec<u8>, Vec<Record>) {
-        let mut m = Message::new(MessageId(42), 7, Arc::from(&b"hello"[..]));
+        let mut m = Message::new(MessageId(42), 7, b"hello".into());
         m.attempts = 3;
         let recs = vec![
             Record::Mark {
