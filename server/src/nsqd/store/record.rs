@@ -172,6 +172,65 @@ pub fn read_at(file: &std::fs::File, offset: u64) -> std::io::Result<Record> {
     decode_payload(&payload).ok_or_else(|| bad("undecodable record"))
 }
 
+/// A stretch of a segment read ahead for loading evicted bodies: consumers load a backlog in
+/// order, and one read of [`ReadAhead::SIZE`] then serves the thousand records after it
+/// (one `pread` per record cost more than the rest of a delivery).
+#[derive(Debug, Default)]
+pub struct ReadAhead {
+    seg: u64,
+    at: u64,
+    buf: Vec<u8>,
+}
+
+impl ReadAhead {
+    pub const SIZE: usize = 256 << 10;
+
+    /// The intact record at `offset` of segment `seg` (whose file is `file`), read ahead from
+    /// there when the stretch in memory does not hold it. `None` when it is not whole in
+    /// what was read: larger than a stretch, or torn or corrupt (the caller reads it alone,
+    /// for the error).
+    pub fn record(&mut self, file: &std::fs::File, seg: u64, offset: u64) -> Option<Record> {
+        if let Some(r) = self.cached(seg, offset) {
+            return Some(r);
+        }
+        self.fill(file, offset).ok()?;
+        self.seg = seg;
+        self.cached(seg, offset)
+    }
+
+    fn cached(&self, seg: u64, offset: u64) -> Option<Record> {
+        if seg != self.seg {
+            return None;
+        }
+        let rel = usize::try_from(offset.checked_sub(self.at)?).ok()?;
+        record_at(&self.buf, rel).map(|(r, _)| r)
+    }
+
+    /// Read up to `SIZE` bytes from `offset` (fewer at the end of the file).
+    fn fill(&mut self, file: &std::fs::File, offset: u64) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.buf.clear();
+        self.buf.resize(Self::SIZE, 0);
+        self.at = offset;
+        let mut n = 0;
+        let result = loop {
+            match file.read_at(&mut self.buf[n..], offset + n as u64) {
+                Ok(0) => break Ok(()),
+                Ok(k) => {
+                    n += k;
+                    if n == self.buf.len() {
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf.truncate(if result.is_ok() { n } else { 0 });
+        result
+    }
+}
+
 /// The record starting at `at`, and its length, if one is there whole and intact.
 fn record_at(b: &[u8], at: usize) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
@@ -219,6 +278,65 @@ pub fn scan(b: &[u8]) -> Scan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pub_record(out: &mut Vec<u8>, id: u64, body: &[u8]) -> u64 {
+        let at = out.len() as u64;
+        put_pub(
+            out,
+            false,
+            None,
+            &Message::new(MessageId(id), 0, body.into()),
+        );
+        at
+    }
+
+    fn body_of(r: Option<Record>) -> Option<(u64, Vec<u8>)> {
+        match r? {
+            Record::Pub { msg, .. } => Some((msg.id.0, msg.body.to_vec())),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn read_ahead_serves_the_records_after_one_read_and_reads_again_past_them() {
+        use std::io::Write;
+        let path = std::env::temp_dir().join(format!("nsqlab-ahead-{}", std::process::id()));
+        let mut b = Vec::new();
+        let small: Vec<u64> = (1..=3)
+            .map(|i| pub_record(&mut b, i, &[i as u8; 100]))
+            .collect();
+        let big = pub_record(&mut b, 4, &vec![4; ReadAhead::SIZE]);
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&b).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let mut ahead = ReadAhead::default();
+        assert_eq!(
+            body_of(ahead.record(&file, 7, small[0])),
+            Some((1, vec![1; 100]))
+        );
+        // The next ones come from memory: the file is gone from under them.
+        f.set_len(0).unwrap();
+        assert_eq!(
+            body_of(ahead.record(&file, 7, small[2])),
+            Some((3, vec![3; 100]))
+        );
+        assert_eq!(
+            body_of(ahead.record(&file, 7, small[1])),
+            Some((2, vec![2; 100]))
+        );
+        // Another segment at the same offset is not this one.
+        assert_eq!(ahead.record(&file, 8, small[1]), None);
+        // Appended after the read: read again from there.
+        f.write_all(&b).unwrap();
+        let more = b.len() as u64 + small[1];
+        assert_eq!(
+            body_of(ahead.record(&file, 7, more)),
+            Some((2, vec![2; 100]))
+        );
+        // Larger than a stretch: not whole in memory (the caller reads it alone).
+        assert_eq!(ahead.record(&file, 7, big), None);
+        let _ = std::fs::remove_file(&path);
+    }
 
     fn sample() -> (Vec<u8>, Vec<Record>) {
         let mut m = Message::new(MessageId(42), 7, b"hello".into());
