@@ -1059,6 +1059,7 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
             return;
         }
         let s = ts.segments.pop_front().expect("a segment");
+        ts.ahead.forget(s.num);
         while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
             ts.index.pop_front();
         }

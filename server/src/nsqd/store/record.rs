@@ -174,28 +174,47 @@ pub fn read_at(file: &std::fs::File, offset: u64) -> std::io::Result<Record> {
 
 /// A stretch of a segment read ahead for loading evicted bodies: consumers load a backlog in
 /// order, and one read of [`ReadAhead::SIZE`] then serves the thousand records after it
-/// (one `pread` per record cost more than the rest of a delivery).
+/// (one `pread` per record cost more than the rest of a delivery). Only a load that follows
+/// the one before it (a little further on in the same segment) reads ahead: deferred
+/// messages coming due here and there read just their own record.
 #[derive(Debug, Default)]
 pub struct ReadAhead {
     seg: u64,
     at: u64,
     buf: Vec<u8>,
+    /// The segment and offset of the last load.
+    last: Option<(u64, u64)>,
 }
 
 impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
+    /// How far after the last load the next one still follows it.
+    const FOLLOWS: u64 = 64 << 10;
 
-    /// The intact record at `offset` of segment `seg` (whose file is `file`), read ahead from
-    /// there when the stretch in memory does not hold it. `None` when it is not whole in
-    /// what was read: larger than a stretch, or torn or corrupt (the caller reads it alone,
-    /// for the error).
+    /// The intact record at `offset` of segment `seg` (whose file is `file`): from the
+    /// stretch in memory, or read ahead from there when this load follows the last. `None`
+    /// when it is not whole in memory: a lone load, a record larger than a stretch, or a
+    /// torn or corrupt one (the caller reads it alone, for the error).
     pub fn record(&mut self, file: &std::fs::File, seg: u64, offset: u64) -> Option<Record> {
+        let last = self.last.replace((seg, offset));
         if let Some(r) = self.cached(seg, offset) {
             return Some(r);
         }
-        self.fill(file, offset).ok()?;
+        let follows =
+            last.is_some_and(|(s, o)| s == seg && offset > o && offset - o <= Self::FOLLOWS);
+        if !follows {
+            return None;
+        }
         self.seg = seg;
+        self.fill(file, offset).ok()?;
         self.cached(seg, offset)
+    }
+
+    /// Segment `seg` is deleted: what was read of it goes (and its memory).
+    pub fn forget(&mut self, seg: u64) {
+        if self.seg == seg && !self.buf.is_empty() {
+            self.buf = Vec::new();
+        }
     }
 
     fn cached(&self, seg: u64, offset: u64) -> Option<Record> {
@@ -310,31 +329,28 @@ mod tests {
         f.write_all(&b).unwrap();
         let file = std::fs::File::open(&path).unwrap();
         let mut ahead = ReadAhead::default();
-        assert_eq!(
-            body_of(ahead.record(&file, 7, small[0])),
-            Some((1, vec![1; 100]))
-        );
+        let got = |ahead: &mut ReadAhead, seg, off| body_of(ahead.record(&file, seg, off));
+        // A first load reads nothing ahead (the caller reads its record alone).
+        assert_eq!(ahead.record(&file, 7, small[0]), None);
+        // One that follows it does.
+        assert_eq!(got(&mut ahead, 7, small[1]), Some((2, vec![2; 100])));
         // The next ones come from memory: the file is gone from under them.
         f.set_len(0).unwrap();
-        assert_eq!(
-            body_of(ahead.record(&file, 7, small[2])),
-            Some((3, vec![3; 100]))
-        );
-        assert_eq!(
-            body_of(ahead.record(&file, 7, small[1])),
-            Some((2, vec![2; 100]))
-        );
+        assert_eq!(got(&mut ahead, 7, small[2]), Some((3, vec![3; 100])));
+        assert_eq!(got(&mut ahead, 7, small[1]), Some((2, vec![2; 100])));
         // Another segment at the same offset is not this one.
         assert_eq!(ahead.record(&file, 8, small[1]), None);
-        // Appended after the read: read again from there.
+        // Appended after the read, and far from the last load: read alone, then followed.
         f.write_all(&b).unwrap();
-        let more = b.len() as u64 + small[1];
-        assert_eq!(
-            body_of(ahead.record(&file, 7, more)),
-            Some((2, vec![2; 100]))
-        );
-        // Larger than a stretch: not whole in memory (the caller reads it alone).
-        assert_eq!(ahead.record(&file, 7, big), None);
+        let more = b.len() as u64;
+        assert_eq!(ahead.record(&file, 7, more + small[0]), None);
+        assert_eq!(got(&mut ahead, 7, more + small[1]), Some((2, vec![2; 100])));
+        // Larger than a stretch: not whole in memory.
+        assert_eq!(ahead.record(&file, 7, more + big), None);
+        // Its segment deleted, the stretch goes.
+        assert!(!ahead.buf.is_empty());
+        ahead.forget(7);
+        assert!(ahead.buf.is_empty());
         let _ = std::fs::remove_file(&path);
     }
 
