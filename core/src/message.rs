@@ -30,10 +30,11 @@ pub struct Body {
 }
 
 impl Body {
-    /// Ranges of `buf`, one body each (every range must lie within `buf`). A buffer too
-    /// large for a shared range's 32-bit offsets gives each body its own copy.
+    /// Ranges of `buf`, one body each (every range must lie within `buf`), copied once into
+    /// one shared buffer. A buffer too large for a shared range's 32-bit offsets gives each
+    /// body its own copy.
     pub fn ranges(
-        buf: Vec<u8>,
+        buf: &[u8],
         ranges: impl ExactSizeIterator<Item = std::ops::Range<usize>>,
     ) -> Vec<Body> {
         if u32::try_from(buf.len()).is_err() {
@@ -370,7 +371,7 @@ mod tests {
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     fn bodies_are_ranges_of_one_buffer_until_unshared() {
-        let bodies = Body::ranges(b"..abc.de".to_vec(), [2..5, 6..8, 8..8].into_iter());
+        let bodies = Body::ranges(b"..abc.de", [2..5, 6..8, 8..8].into_iter());
         assert_eq!(bodies, vec![Body::from(b"abc"), b"de".into(), b"".into()]);
         // One allocation between them.
         assert!(Arc::ptr_eq(&bodies[0].buf, &bodies[1].buf));

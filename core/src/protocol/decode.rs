@@ -547,7 +547,7 @@ pub fn read_mpub(buf: &[u8], limits: Limits) -> Result<MpubRead, ProtocolError> 
         at = body.end;
         body
     });
-    let bodies = crate::message::Body::ranges(buf[4..pos].to_vec(), ranges);
+    let bodies = crate::message::Body::ranges(&buf[4..pos], ranges);
     Ok(MpubRead::Done(bodies, pos))
 }
 

@@ -333,7 +333,7 @@ async fn mpub_handler(
             }
             lines.push(range);
         }
-        Body::ranges(body.to_vec(), lines.into_iter())
+        Body::ranges(&body, lines.into_iter())
     };
     publish(&s, topic, bodies, None).await
 }
