@@ -144,23 +144,7 @@ fn serve(mut s: TcpStream) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn pubs(cmd: &str, bodies: &[&[u8]]) -> Vec<u8> {
-        let mut v = format!("{cmd}\n").into_bytes();
-        let mut body = Vec::new();
-        if cmd.starts_with("MPUB") {
-            body.extend_from_slice(&(bodies.len() as u32).to_be_bytes());
-            for b in bodies {
-                body.extend_from_slice(&(b.len() as u32).to_be_bytes());
-                body.extend_from_slice(b);
-            }
-        } else {
-            body.extend_from_slice(bodies[0]);
-        }
-        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        v.extend_from_slice(&body);
-        v
-    }
+    use nsqlab_core::protocol::Command;
 
     #[test]
     fn publishes_get_ok_in_pieces_and_anything_else_closes() {
@@ -169,10 +153,24 @@ mod tests {
         std::thread::spawn(move || serve(l.accept().unwrap().0));
         let mut c = TcpStream::connect(addr).unwrap();
         let mut input = b"  V2".to_vec();
-        input.extend(pubs("MPUB t", &[b"a", b"bc", b"def"]));
-        input.extend(b"NOP\n");
-        input.extend(pubs("PUB t", &[b"hello"]));
-        input.extend(pubs("DPUB t 100", &[b"later"]));
+        for cmd in [
+            Command::Mpub {
+                topic: "t".into(),
+                bodies: vec![b"a".into(), b"bc".into(), b"def".into()],
+            },
+            Command::Nop,
+            Command::Pub {
+                topic: "t".into(),
+                body: b"hello".into(),
+            },
+            Command::Dpub {
+                topic: "t".into(),
+                defer_ms: 100,
+                body: b"later".into(),
+            },
+        ] {
+            cmd.encode(&mut input);
+        }
         // Byte by byte: every command arrives in pieces.
         for b in &input {
             c.write_all(&[*b]).unwrap();
