@@ -613,7 +613,7 @@ impl Broker {
                         "identity_url": state.identity_url,
                         "permission_count": state.permission_count(),
                     });
-                    let body = serde_json::to_vec(&reply).expect("auth reply serialises");
+                    let body = crate::protocol::to_go_json(&reply).expect("auth reply serialises");
                     self.send_frame(client, FRAME_TYPE_RESPONSE, &body);
                 }
                 if let Some(c) = self.clients.get_mut(&client) {
@@ -654,7 +654,8 @@ impl Broker {
         );
         self.clients.insert(id, c);
         self.emit(now, EventKind::ClientConnected { client: id });
-        self.arm_client_timers(id, now, true);
+        // No heartbeat and no read deadline until the magic: nsqd waits for it without a
+        // deadline, and its message pump (with the heartbeat ticker) starts after it.
         id
     }
 
@@ -706,7 +707,9 @@ impl Broker {
                 return 0;
             }
             c.magic_ok = true;
+            c.read_base = now;
             pos = 4;
+            self.arm_client_timers(id, now, true);
         }
         loop {
             let Some(c) = self.clients.get(&id) else {
@@ -1588,7 +1591,8 @@ impl Broker {
                 }
                 continue;
             }
-            msg.attempts = msg.attempts.saturating_add(1);
+            // nsqd's `msg.Attempts++` on a uint16: the 65 536th delivery says 0.
+            msg.attempts = msg.attempts.wrapping_add(1);
             let deadline = now.saturating_add(cl.settings.msg_timeout);
             encode_message_frame(cl.out_buf(), &msg);
             if !cl.out_queued {
@@ -2110,7 +2114,7 @@ impl Broker {
             return Ok(());
         }
         let (resp, up) = IdentifyResponse::negotiate(&data, &s, &self.opts)?;
-        let json = serde_json::to_vec(&resp).expect("identify reply serialises");
+        let json = crate::protocol::to_go_json(&resp).expect("identify reply serialises");
         self.send_frame(id, FRAME_TYPE_RESPONSE, &json);
         let c = self.clients.get_mut(&id).expect("client exists");
         let Upgrades {

@@ -99,7 +99,7 @@ pub struct Stats {
 
 fn state_code(s: ClientState) -> i32 {
     match s {
-        ClientState::Init => 1,
+        ClientState::Init => 0,
         ClientState::Subscribed => 3,
         ClientState::Closing => 4,
     }
@@ -196,10 +196,13 @@ impl Broker {
                     w.collect(now, window, acc);
                 }
             };
-            // A topic's latency merges all its channels'.
+            // A topic's latency merges all its channels'; with no channel keeping latencies
+            // there is nothing to merge (nsqd's nil stream: count 0, percentiles null).
             let mut topic_e2e = crate::e2e::Samples::default();
+            let mut streams = 0;
             for id in t.channels.values() {
                 if let Some(c) = self.channel_by_id(*id) {
+                    streams += usize::from(c.e2e.is_some());
                     e2e(c, &mut topic_e2e);
                 }
             }
@@ -243,7 +246,11 @@ impl Broker {
                 message_count: t.message_count,
                 message_bytes: t.message_bytes,
                 paused: t.paused,
-                e2e_processing_latency: topic_e2e.result(quantiles),
+                e2e_processing_latency: if streams == 0 {
+                    crate::e2e::E2eLatency::default()
+                } else {
+                    topic_e2e.result(quantiles)
+                },
             });
         }
         (Some(topics), producers)

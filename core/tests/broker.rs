@@ -861,3 +861,81 @@ fn a_publisher_reaches_the_right_topic_after_deletes_and_reused_slots() {
         vec!["E_BAD_TOPIC PUB topic name \"a!b\" is not valid"]
     );
 }
+
+/// nsqd reads the magic without a deadline; its heartbeat ticker and read deadline start
+/// after it.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn no_heartbeat_or_read_timeout_before_the_magic() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sim.connect_raw();
+    sim.sleep(1000 * SECOND);
+    assert!(sim.frames(c).is_empty(), "no heartbeat before the magic");
+    assert!(!sim.is_closed(c), "no read timeout before the magic");
+    sim.send_raw(c, b"  V2");
+    sim.sleep(30 * SECOND);
+    assert_eq!(
+        sim.frames(c),
+        vec![Frame::Response(b"_heartbeat_".to_vec())],
+        "the first heartbeat one interval after the magic"
+    );
+    sim.sleep(30 * SECOND - 1);
+    assert!(!sim.is_closed(c));
+    sim.sleep(1);
+    assert!(sim.is_closed(c), "two intervals after the magic, silent");
+}
+
+/// IDENTIFY's JSON as Go decodes it into nsqd's `identifyDataV2`: keys nsqd has no field for
+/// (`short_id`, `long_id` since 1.0) are ignored whatever their type, and bytes that are not
+/// UTF-8 become U+FFFD.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn identify_json_as_go_decodes_it() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sim.connect();
+    sim.send(
+        c,
+        &Command::Identify(br#"{"short_id":1,"long_id":[true],"client_id":"x"}"#.to_vec()),
+    );
+    assert_eq!(sim.frames(c), vec![Frame::Response(b"OK".to_vec())]);
+    assert!(!sim.is_closed(c));
+    let d = sim.connect();
+    sim.send(
+        d,
+        &Command::Identify(b"{\"client_id\":\"a\xffb\",\"hostname\":\"h\"}".to_vec()),
+    );
+    assert_eq!(sim.frames(d), vec![Frame::Response(b"OK".to_vec())]);
+    publish(&mut sim, d, "t", "x");
+    let st = sim.broker.stats(&StatsFilter {
+        include_clients: true,
+        ..StatsFilter::default()
+    });
+    let producers = st.producers.expect("producers");
+    let ids: Vec<&str> = producers.iter().map(|p| p.client_id.as_str()).collect();
+    assert_eq!(ids, ["a\u{fffd}b"]);
+    assert_eq!(producers[0].state, 0, "nsqd's stateInit");
+}
+
+/// nsqd counts attempts in a uint16 with `Attempts++`: the 65 536th delivery says 0.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+fn attempts_wrap_as_a_uint16() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 1);
+    let p = sim.connect();
+    publish(&mut sim, p, "t", "x");
+    for n in 1..=65_535u32 {
+        let m = sim.messages(c);
+        assert_eq!(m.len(), 1, "delivery {n}");
+        assert_eq!(u32::from(m[0].attempts), n);
+        sim.send(
+            c,
+            &Command::Req {
+                id: m[0].id.to_hex(),
+                timeout_ms: 0,
+            },
+        );
+    }
+    let m = sim.messages(c);
+    assert_eq!(m[0].attempts, 0);
+}

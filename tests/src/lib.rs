@@ -398,13 +398,20 @@ impl HttpResponse {
 
 /// A one-shot HTTP/1.1 request with `Connection: close`.
 pub fn http_request(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> HttpResponse {
-    let mut s = TcpStream::connect(addr).expect("connect http");
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
+    let mut raw = head.into_bytes();
+    raw.extend_from_slice(body);
+    http_raw(addr, &raw)
+}
+
+/// Send `request` (head and body, as given) and read the response until the server closes.
+pub fn http_raw(addr: SocketAddr, request: &[u8]) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).expect("connect http");
+    // The server may answer (and close) before reading a body it refuses.
+    let _ = s.write_all(request);
     s.set_read_timeout(Some(Duration::from_secs(10))).ok();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).expect("read http response");

@@ -1,5 +1,6 @@
 //! The real binary's HTTP API: nsqd's status codes, bodies and headers.
 
+use nsqlab_core::protocol::Command;
 use nsqlab_tests::Nsqd;
 
 #[test]
@@ -431,4 +432,151 @@ fn redirects_and_dual_stack_listening_as_go() {
     assert_eq!(r.status, 307);
     assert_eq!(r.header("Location"), Some("/pub?topic=t"));
     assert_eq!(d.http("GET", "/nope/", b"").status, 404);
+}
+
+/// Request bodies are limited by nsqd's flags alone (`--max-body-size` 5 MiB by default,
+/// `--max-msg-size`), not by the HTTP library's own 2 MiB; a chunked body without a
+/// `Content-Length` is cut off at the limit as nsqd's `io.LimitReader` does.
+#[test]
+fn bodies_are_limited_by_nsqd_flags_only() {
+    let d = Nsqd::start(&["--max-msg-size=4194304"]);
+    let mut body = Vec::new();
+    for _ in 0..3072 {
+        body.extend_from_slice(&[b'x'; 1023]);
+        body.push(b'\n');
+    }
+    let r = d.http("POST", "/mpub?topic=big", &body);
+    assert_eq!((r.status, r.text().as_str()), (200, "OK"));
+    let r = d.http("POST", "/pub?topic=big", &vec![b'y'; 3 << 20]);
+    assert_eq!((r.status, r.text().as_str()), (200, "OK"));
+    let v = d.http("GET", "/stats?format=json&topic=big", b"").json();
+    assert_eq!(v["topics"][0]["depth"], 3073);
+
+    let d = Nsqd::start(&["-max-msg-size=10", "-max-body-size=40"]);
+    let chunked = |path: &str, chunks: &[&[u8]]| {
+        let mut raw = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
+        .into_bytes();
+        for c in chunks {
+            raw.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            raw.extend_from_slice(c);
+            raw.extend_from_slice(b"\r\n");
+        }
+        raw.extend_from_slice(b"0\r\n\r\n");
+        nsqlab_tests::http_raw(d.http, &raw)
+    };
+    let r = chunked("/pub?topic=t", &[b"01234", b"56789"]);
+    assert_eq!((r.status, r.text().as_str()), (200, "OK"));
+    let r = chunked("/pub?topic=t", &[b"01234", b"567890"]);
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (413, r#"{"message":"MSG_TOO_BIG"}"#)
+    );
+    let r = chunked("/mpub?topic=t", &[&[b'a'; 20], &[b'\n'; 21]]);
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (413, r#"{"message":"BODY_TOO_BIG"}"#)
+    );
+}
+
+/// Only nsqd's five actions are routed under `/topic/` and `/channel/`; any other is 404
+/// (and changes nothing), whatever the method.
+#[test]
+fn unknown_admin_actions_are_not_found() {
+    let d = Nsqd::start(&[]);
+    for p in [
+        "/topic/create?topic=t",
+        "/channel/create?topic=t&channel=c",
+        "/topic/pause?topic=t",
+        "/channel/pause?topic=t&channel=c",
+    ] {
+        assert_eq!(d.http("POST", p, b"").status, 200, "{p}");
+    }
+    for (m, p) in [
+        ("POST", "/topic/foo?topic=t"),
+        ("GET", "/topic/foo?topic=t"),
+        ("POST", "/channel/foo?topic=t&channel=c"),
+        ("PUT", "/channel/foo"),
+    ] {
+        let r = d.http(m, p, b"");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (404, r#"{"message":"NOT_FOUND"}"#),
+            "{m} {p}"
+        );
+    }
+    let v = d.http("GET", "/stats?format=json", b"").json();
+    assert_eq!(v["topics"][0]["paused"], true);
+    assert_eq!(v["topics"][0]["channels"][0]["paused"], true);
+    // A known action with the wrong method is still 405.
+    assert_eq!(d.http("GET", "/topic/pause?topic=t", b"").status, 405);
+}
+
+/// Details of nsqd's query parsing (Go's `url.ParseQuery`), `/stats` and `/config`.
+#[test]
+fn query_stats_and_config_details_as_nsqd() {
+    let d = Nsqd::start(&["--e2e-processing-latency-percentile=0.99"]);
+    for (m, p) in [
+        ("POST", "/pub?topic=a;b"),
+        ("GET", "/stats?format=json;x"),
+        ("POST", "/pub?topic=t%+1"),
+    ] {
+        let r = d.http(m, p, b"x");
+        assert_eq!(
+            (r.status, r.text().as_str()),
+            (400, r#"{"message":"INVALID_REQUEST"}"#),
+            "{p}"
+        );
+    }
+    // Not UTF-8 once decoded: Go keeps the bytes, and no name check accepts them.
+    let r = d.http("POST", "/pub?topic=%FF", b"x");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"message":"INVALID_TOPIC"}"#)
+    );
+
+    // A producer whose client_id Go's JSON encoder escapes.
+    let mut c = d.client();
+    c.cmd(&Command::Identify(br#"{"client_id":"a<b>&c"}"#.to_vec()));
+    assert_eq!(c.next_text(), "R:OK");
+    c.cmd(&Command::Pub {
+        topic: "t1".into(),
+        body: b"x".as_slice().into(),
+    });
+    assert_eq!(c.next_text(), "R:OK");
+    assert_eq!(d.http("POST", "/topic/create?topic=t2", b"").status, 200);
+
+    // Empty filters filter nothing.
+    let r = d.http("GET", "/stats?format=json&topic=&channel=", b"");
+    let text = r.text();
+    assert!(
+        text.contains(r#""client_id":"a\u003cb\u003e\u0026c""#),
+        "{text}"
+    );
+    let v = r.json();
+    let names: Vec<&str> = v["topics"]
+        .as_array()
+        .expect("topics")
+        .iter()
+        .map(|t| t["topic_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["t1", "t2"]);
+    assert_eq!(v["producers"][0]["state"], 0, "nsqd's stateInit");
+    // No channel keeps latencies: nsqd's nil stream.
+    assert_eq!(
+        v["topics"][0]["e2e_processing_latency"],
+        serde_json::json!({"count": 0, "percentiles": null})
+    );
+
+    // Text stats: the uptime as Go prints a Duration (sub-second digits).
+    let t = d.http("GET", "/stats", b"").text();
+    let up = t
+        .lines()
+        .find(|l| l.starts_with("uptime "))
+        .expect("uptime");
+    assert!(up.contains('.') && up.ends_with('s'), "{up}");
+
+    let r = d.http("GET", "/config/auth_http_request_method", b"");
+    assert_eq!((r.status, r.text().as_str()), (200, "get"));
 }

@@ -85,3 +85,22 @@ fn tls_required_closes_plain_http() {
     );
     assert!(https_get(https, &der, "/ping").ends_with("OK"));
 }
+
+/// nsqd turns a client certificate policy without `--tls-required` into `--tls-required=true`:
+/// plain HTTP is closed too.
+#[test]
+fn a_client_auth_policy_closes_plain_http_too() {
+    let dir = TempDir::new();
+    let (c, k, _) = cert(&dir);
+    let d = Nsqd::start(&[&c, &k, "-tls-client-auth-policy=require"]);
+    let https = https_line(&d);
+    let r = d.http("GET", "/ping", b"");
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.text(),
+        format!(
+            r#"{{"message": "TLS_REQUIRED", "https_port": {}}}"#,
+            https.port()
+        )
+    );
+}

@@ -367,7 +367,9 @@ impl Lookupd {
             "tcp_port": self.opts.tcp_port,
             "version": crate::VERSION,
         });
-        Ok(Some(serde_json::to_vec(&reply).expect("reply serialises")))
+        Ok(Some(
+            crate::protocol::to_go_json(&reply).expect("reply serialises"),
+        ))
     }
 
     fn register(

@@ -11,7 +11,7 @@
 //! value of the wrong type is an error). Integer keys: `heartbeat_interval`, `output_buffer_size`,
 //! `output_buffer_timeout`, `msg_timeout`, `deflate_level`, `sample_rate`; booleans:
 //! `feature_negotiation`, `tls_v1`, `snappy`, `deflate`; strings: `client_id`, `hostname`,
-//! `user_agent`, `short_id`, `long_id`.
+//! `user_agent`. Bytes that are not UTF-8 become U+FFFD, as Go's decoder makes them.
 
 use super::error::ProtocolError;
 use crate::options::Options;
@@ -71,7 +71,8 @@ fn as_string(v: &Value) -> Result<Option<String>, ProtocolError> {
 impl IdentifyData {
     /// Parse the JSON body as Go's `json.Unmarshal` into nsqd's `identifyDataV2` would.
     pub fn parse(body: &[u8]) -> Result<IdentifyData, ProtocolError> {
-        let v: Value = serde_json::from_slice(body).map_err(|_| decode_failed())?;
+        let text = String::from_utf8_lossy(body);
+        let v: Value = serde_json::from_str(&text).map_err(|_| decode_failed())?;
         let mut d = IdentifyData::default();
         let obj = match v {
             Value::Null => return Ok(d),
@@ -86,9 +87,6 @@ impl IdentifyData {
                     "client_id" => set(&mut d.client_id, as_string(v)?),
                     "hostname" => set(&mut d.hostname, as_string(v)?),
                     "user_agent" => set(&mut d.user_agent, as_string(v)?),
-                    "short_id" | "long_id" => {
-                        as_string(v)?;
-                    }
                     "heartbeat_interval" => {
                         set(&mut d.heartbeat_interval, as_int(v, i64r.0, i64r.1)?)
                     }

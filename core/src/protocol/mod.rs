@@ -119,6 +119,30 @@ const NAME_BYTE: [bool; 256] = {
     t
 };
 
+/// JSON as Go's `json.Marshal` writes it: `<`, `>`, `&`, U+2028 and U+2029 come out as
+/// `\u003c`, `\u003e`, `\u0026`, `\u2028` and `\u2029`. Outside strings JSON has none of
+/// them, so escaping every one is safe.
+pub fn to_go_json<T: serde::Serialize + ?Sized>(v: &T) -> Result<Vec<u8>, serde_json::Error> {
+    let raw = serde_json::to_vec(v)?;
+    // U+2028 and U+2029 are E2 80 A8 / E2 80 A9 in UTF-8.
+    if !raw.iter().any(|&b| matches!(b, b'<' | b'>' | b'&' | 0xE2)) {
+        return Ok(raw);
+    }
+    let text = String::from_utf8(raw).expect("serde_json writes UTF-8");
+    let mut out = String::with_capacity(text.len() + 16);
+    for ch in text.chars() {
+        match ch {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    Ok(out.into_bytes())
+}
+
 /// Whether a (valid) name marks an ephemeral topic or channel.
 pub fn is_ephemeral(name: &str) -> bool {
     name.ends_with(EPHEMERAL_SUFFIX)
@@ -127,6 +151,17 @@ pub fn is_ephemeral(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn json_escapes_what_go_escapes() {
+        let v = serde_json::json!({"a": "x<y>&z\u{2028}\u{2029}é", "b": 1});
+        assert_eq!(
+            String::from_utf8(to_go_json(&v).unwrap()).unwrap(),
+            r#"{"a":"x\u003cy\u003e\u0026z\u2028\u2029é","b":1}"#
+        );
+        assert_eq!(to_go_json(&"plain").unwrap(), b"\"plain\"");
+    }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]

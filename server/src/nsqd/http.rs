@@ -10,10 +10,10 @@ use super::{Bound, NsqdArgs};
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, Path, RawQuery, Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use nsqlab_core::options::Limits;
 use nsqlab_core::protocol::decode::{read_mpub, MpubRead, MpubShort};
@@ -45,6 +45,8 @@ pub struct ServerInfo {
     pub tcp_port: u16,
     /// Unix seconds.
     pub start_time: i64,
+    /// Unix nanoseconds (for the uptime).
+    pub start_ns: u64,
     pub max_heartbeat_interval: u64,
     pub max_output_buffer_size: i64,
     pub max_output_buffer_timeout: u64,
@@ -69,6 +71,7 @@ impl ServerInfo {
             http_port: bound.http.port(),
             tcp_port: bound.tcp.port(),
             start_time: (now / 1_000_000_000) as i64,
+            start_ns: now,
             max_heartbeat_interval: args.max_heartbeat_interval.as_nanos() as u64,
             max_output_buffer_size: args.max_output_buffer_size,
             max_output_buffer_timeout: args.max_output_buffer_timeout.as_nanos() as u64,
@@ -124,7 +127,8 @@ pub(crate) fn json<T: Serialize>(v: &T) -> Response {
     v1(
         StatusCode::OK,
         Some(JSON_TYPE),
-        serde_json::to_vec(v).unwrap_or_default(),
+        // Go's encoder: `<`, `>`, `&` (in client-given names, say) escaped.
+        nsqlab_core::protocol::to_go_json(v).unwrap_or_default(),
     )
 }
 
@@ -146,11 +150,16 @@ pub(crate) type ApiResult = Result<Response, ApiErr>;
 
 const EXITING: ApiErr = ApiErr(503, "EXITING");
 
-/// Go's `url.ParseQuery`: name → values.
+/// Go's `url.ParseQuery`: name → values. A `;` anywhere in a pair, or a `%` without two hex
+/// digits, fails the whole query (nsqd answers `INVALID_REQUEST`). Go keeps a value's bytes
+/// as they are; invalid UTF-8 here becomes U+FFFD, which no name check accepts either.
 pub(crate) fn query(raw: &Option<String>) -> Result<HashMap<String, Vec<String>>, ApiErr> {
     let mut m: HashMap<String, Vec<String>> = HashMap::new();
     let Some(raw) = raw else { return Ok(m) };
     for part in raw.split('&').filter(|p| !p.is_empty()) {
+        if part.contains(';') {
+            return Err(ApiErr(400, "INVALID_REQUEST"));
+        }
         let (k, v) = part.split_once('=').unwrap_or((part, ""));
         let dec =
             |s: &str| percent_decode(&s.replace('+', " ")).ok_or(ApiErr(400, "INVALID_REQUEST"));
@@ -165,15 +174,18 @@ fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < b.len() {
         if b[i] == b'%' {
-            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(h, 16).ok()?);
+            let h = b.get(i + 1..i + 3)?;
+            if !h.iter().all(u8::is_ascii_hexdigit) {
+                return None;
+            }
+            out.push(u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()?);
             i += 3;
         } else {
             out.push(b[i]);
             i += 1;
         }
     }
-    String::from_utf8(out).ok()
+    Some(String::from_utf8_lossy(&out).into_owned())
 }
 
 pub(crate) fn first<'a>(q: &'a HashMap<String, Vec<String>>, k: &str) -> Option<&'a str> {
@@ -275,10 +287,51 @@ async fn publish(s: &AppState, topic: String, bodies: Vec<Body>, defer: Option<u
     }
 }
 
-async fn pub_handler(State(s): State<AppState>, RawQuery(raw): RawQuery, body: Bytes) -> ApiResult {
-    if body.len() as u64 > s.info.limits.max_msg_size {
-        return Err(ApiErr(413, "MSG_TOO_BIG"));
+/// A request body as nsqd reads one: a `Content-Length` over `max` is refused before reading,
+/// then at most `max + 1` bytes are read (`io.LimitReader`), so a longer chunked body is
+/// refused too. `None`: longer than `max`.
+async fn read_body(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    max: u64,
+) -> Result<Option<Bytes>, ApiErr> {
+    use http_body_util::BodyExt;
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max) {
+        return Ok(None);
     }
+    let mut body = body;
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut len = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|_| ApiErr(500, "INTERNAL_ERROR"))?;
+        if let Ok(data) = frame.into_data() {
+            len += data.len() as u64;
+            if len > max {
+                return Ok(None);
+            }
+            chunks.push(data);
+        }
+    }
+    Ok(Some(match chunks.len() {
+        0 => Bytes::new(),
+        1 => chunks.pop().expect("one chunk"),
+        _ => chunks.concat().into(),
+    }))
+}
+
+async fn pub_handler(
+    State(s): State<AppState>,
+    RawQuery(raw): RawQuery,
+    headers: HeaderMap,
+    body: axum::body::Body,
+) -> ApiResult {
+    let Some(body) = read_body(&headers, body, s.info.limits.max_msg_size).await? else {
+        return Err(ApiErr(413, "MSG_TOO_BIG"));
+    };
     if body.is_empty() {
         return Err(ApiErr(400, "MSG_EMPTY"));
     }
@@ -298,12 +351,13 @@ async fn pub_handler(State(s): State<AppState>, RawQuery(raw): RawQuery, body: B
 async fn mpub_handler(
     State(s): State<AppState>,
     RawQuery(raw): RawQuery,
-    body: Bytes,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> ApiResult {
     let limits = s.info.limits;
-    if body.len() as u64 > limits.max_body_size {
+    let Some(body) = read_body(&headers, body, limits.max_body_size).await? else {
         return Err(ApiErr(413, "BODY_TOO_BIG"));
-    }
+    };
     let q = query(&raw)?;
     let topic = topic_from_query(&s, &q).await?;
     // Text mode is the default; any `binary` value but false/0 means binary (as nsqd).
@@ -406,8 +460,13 @@ async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult 
         .and_then(bool_param)
         .unwrap_or(true);
     let filter = StatsFilter {
-        topic: first(&q, "topic").map(String::from),
-        channel: first(&q, "channel").map(String::from),
+        // An empty value filters nothing (nsqd's `GetStats`).
+        topic: first(&q, "topic")
+            .filter(|t| !t.is_empty())
+            .map(String::from),
+        channel: first(&q, "channel")
+            .filter(|c| !c.is_empty())
+            .map(String::from),
         include_clients: first(&q, "include_clients")
             .and_then(bool_param)
             .unwrap_or(true),
@@ -454,7 +513,7 @@ fn stats_text(
         env!("CARGO_PKG_VERSION")
     );
     let _ = writeln!(w, "start_time {}", rfc3339(info.start_time));
-    let _ = writeln!(w, "uptime {}", uptime(info.start_time));
+    let _ = writeln!(w, "uptime {}", uptime(info.start_ns));
     let _ = writeln!(w, "\nHealth: {health}");
     if let Some(m) = mem {
         let _ = writeln!(w, "\nMemory:");
@@ -520,7 +579,10 @@ fn channel_line(w: &mut String, c: &ChannelStats) {
 fn client_line(c: &ClientStats) -> String {
     let port = c.remote_address.rsplit(':').next().unwrap_or("");
     let id = format!("{}:{} {}", c.hostname, port, c.user_agent);
-    let connected = uptime(c.connect_ts);
+    // nsqd: `time.Since(time.Unix(ConnectTime, 0)).Truncate(time.Second)`.
+    let now = (crate::clock::now() / 1_000_000_000) as i64;
+    let connected =
+        nsqlab_core::time::go_duration((now - c.connect_ts).max(0) as u64 * 1_000_000_000);
     if !c.pub_counts.is_empty() {
         let total: u64 = c.pub_counts.iter().map(|p| p.count).sum();
         let topics: Vec<String> = c
@@ -546,16 +608,22 @@ fn rfc3339(unix: i64) -> String {
     format!("{}T{}Z", ts[..10].replace('/', "-"), &ts[11..19])
 }
 
-fn uptime(since: i64) -> String {
-    let now = (crate::clock::now() / 1_000_000_000) as i64;
-    crate::cli::format_duration(std::time::Duration::from_secs((now - since).max(0) as u64))
+/// Go's `time.Since(start)` printed with `%s`, e.g. `1m5.123456789s`.
+fn uptime(since_ns: u64) -> String {
+    nsqlab_core::time::go_duration(crate::clock::now().saturating_sub(since_ns))
 }
+
+/// The `/topic/*` and `/channel/*` actions nsqd routes; any other is 404 `NOT_FOUND`.
+const ADMIN_ACTIONS: &[&str] = &["create", "delete", "empty", "pause", "unpause"];
 
 async fn topic_admin(
     State(s): State<AppState>,
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
+    if !ADMIN_ACTIONS.contains(&action.as_str()) {
+        return Err(ApiErr(404, "NOT_FOUND"));
+    }
     let q = query(&raw)?;
     if action == "create" {
         topic_from_query(&s, &q).await?;
@@ -575,7 +643,8 @@ async fn topic_admin(
             "delete" => b.delete_topic(now, &topic),
             "empty" => b.empty_topic(now, &topic),
             "pause" => b.pause_topic(now, &topic, true),
-            _ => b.pause_topic(now, &topic, false),
+            "unpause" => b.pause_topic(now, &topic, false),
+            _ => unreachable!("checked against ADMIN_ACTIONS"),
         })
         .await
         .ok_or(EXITING)?
@@ -588,6 +657,9 @@ async fn channel_admin(
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
+    if !ADMIN_ACTIONS.contains(&action.as_str()) {
+        return Err(ApiErr(404, "NOT_FOUND"));
+    }
     let q = query(&raw)?;
     let topic = first(&q, "topic")
         .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
@@ -613,7 +685,8 @@ async fn channel_admin(
                 "delete" => b.delete_channel(now, &topic, &channel),
                 "empty" => b.empty_channel(now, &topic, &channel),
                 "pause" => b.pause_channel(now, &topic, &channel, true),
-                _ => b.pause_channel(now, &topic, &channel, false),
+                "unpause" => b.pause_channel(now, &topic, &channel, false),
+                _ => unreachable!("checked against ADMIN_ACTIONS"),
             }
         })
         .await
@@ -650,10 +723,16 @@ async fn config_get(State(s): State<AppState>, Path(opt): Path<String>) -> ApiRe
     config_response(&s, &opt)
 }
 
-async fn config_put(State(s): State<AppState>, Path(opt): Path<String>, body: Bytes) -> ApiResult {
-    if body.is_empty() || body.len() as u64 > s.info.limits.max_msg_size {
+async fn config_put(
+    State(s): State<AppState>,
+    Path(opt): Path<String>,
+    body: axum::body::Body,
+) -> ApiResult {
+    // nsqd reads the value without looking at Content-Length.
+    let body = read_body(&HeaderMap::new(), body, s.info.limits.max_msg_size).await?;
+    let Some(body) = body.filter(|b| !b.is_empty()) else {
         return Err(ApiErr(413, "INVALID_VALUE"));
-    }
+    };
     match opt.as_str() {
         "nsqlookupd_tcp_addresses" => {
             let v: Option<Vec<String>> =
@@ -874,16 +953,12 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     const GET_PUT: &[&str] = &["GET", "PUT"];
     match path {
         "/" | "/style.css" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events"
-        | "/api/queues" => Some(GET),
+        | "/api/queues" | "/metrics" => Some(GET),
         "/pub" | "/mpub" => Some(POST),
         _ => {
             let (dir, leaf) = path.rsplit_once('/')?;
             match dir {
-                "/topic" | "/channel"
-                    if matches!(leaf, "create" | "delete" | "empty" | "pause" | "unpause") =>
-                {
-                    Some(POST)
-                }
+                "/topic" | "/channel" if ADMIN_ACTIONS.contains(&leaf) => Some(POST),
                 "/config" if !leaf.is_empty() => Some(GET_PUT),
                 "/pkg" if !leaf.is_empty() => Some(GET),
                 _ => None,
@@ -1001,8 +1076,9 @@ pub fn router(
         .route("/mpub", post(mpub_handler))
         .route("/stats", get(stats))
         .route("/metrics", get(metrics))
-        .route("/topic/{action}", post(topic_admin))
-        .route("/channel/{action}", post(channel_admin))
+        // Every method: the guard answers 405 for a known action, the handler 404 otherwise.
+        .route("/topic/{action}", any(topic_admin))
+        .route("/channel/{action}", any(channel_admin))
         .route("/config/{opt}", get(config_get).put(config_put))
         .route("/ws/nsq", get(ws_nsq))
         .route("/ws/events", get(ws_events))

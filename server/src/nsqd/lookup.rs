@@ -239,7 +239,7 @@ async fn connect(
     };
     let _ = c.set_nodelay(true);
     // A Go map, so the keys come sorted.
-    let body = serde_json::to_vec(&serde_json::json!({
+    let body = nsqlab_core::protocol::to_go_json(&serde_json::json!({
         "broadcast_address": node.broadcast_address,
         "hostname": node.hostname,
         "http_port": node.http_port,

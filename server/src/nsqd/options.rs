@@ -290,7 +290,7 @@ impl NsqdArgs {
         use crate::nsqd::http::ConfigValue::{Json, Str};
         use serde_json::json;
         let ns = |d: Duration| json!(d.as_nanos() as u64);
-        let tls_required = match self.tls_required.as_str() {
+        let tls_required = match self.tls_required_mode() {
             "true" => 2,
             "tcp-https" => 1,
             _ => 0,
@@ -326,6 +326,10 @@ impl NsqdArgs {
             (
                 "auth_http_addresses".into(),
                 Json(json!(self.auth_http_address)),
+            ),
+            (
+                "auth_http_request_method".into(),
+                Str(self.auth_http_request_method.clone()),
             ),
             (
                 "http_client_connect_timeout".into(),
@@ -432,6 +436,16 @@ impl NsqdArgs {
         ]
     }
 
+    /// `--tls-required` as nsqd applies it: a client auth policy turns `false` into `true`
+    /// (TCP and plain HTTP both then require TLS).
+    pub fn tls_required_mode(&self) -> &str {
+        match self.tls_required.as_str() {
+            m @ ("true" | "tcp-https") => m,
+            _ if !self.tls_client_auth_policy.is_empty() => "true",
+            _ => "false",
+        }
+    }
+
     /// The core's options.
     pub fn core_options(&self) -> nsqlab_core::Options {
         let ns = |d: Duration| d.as_nanos() as u64;
@@ -455,9 +469,7 @@ impl NsqdArgs {
             snappy: self.snappy,
             // Set by the server once a certificate is loaded.
             tls_enabled: false,
-            // nsqd: a client auth policy implies --tls-required.
-            tls_required: matches!(self.tls_required.as_str(), "true" | "tcp-https")
-                || !self.tls_client_auth_policy.is_empty(),
+            tls_required: matches!(self.tls_required_mode(), "true" | "tcp-https"),
             auth_enabled: !self.auth_http_address.is_empty(),
             queue_scan_selection_count: self.queue_scan_selection_count.max(1) as usize,
             events: false,
