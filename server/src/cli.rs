@@ -31,6 +31,16 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
     out
 }
 
+/// Go's `strconv.ParseBool`, which its `flag` package uses for booleans: `1 t T TRUE true
+/// True`, `0 f F FALSE false False`.
+pub fn go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
+    }
+}
+
 /// Parse a Go `time.Duration` string: `300ms`, `1.5h`, `2h45m`, `-1.5s`, `0`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("time: invalid duration {s:?}");

@@ -87,9 +87,13 @@ fn main() {
                     .enable_all()
                     .build()
                     .expect("tokio runtime");
+                let prefix = parsed.log_prefix.clone();
                 if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
-                    tracing::error!("{e:#}");
-                    eprintln!("nsqd: {e:#}");
+                    // nsqd's `logFatal("failed to instantiate nsqd - %s", err)`.
+                    eprintln!(
+                        "{prefix}{} FATAL: failed to instantiate nsqd - {e:#}",
+                        nsqlab::logging::timestamp(nsqlab::clock::now())
+                    );
                     std::process::exit(1);
                 }
             }
@@ -108,8 +112,12 @@ fn main() {
                     .enable_all()
                     .build()
                     .expect("tokio runtime");
+                let prefix = parsed.log_prefix.clone();
                 if let Err(e) = rt.block_on(nsqlab::nsqlookupd::run(parsed)) {
-                    tracing::error!("failed to instantiate nsqlookupd - {e:#}");
+                    eprintln!(
+                        "{prefix}{} FATAL: failed to instantiate nsqlookupd - {e:#}",
+                        nsqlab::logging::timestamp(nsqlab::clock::now())
+                    );
                     std::process::exit(1);
                 }
             }

@@ -336,3 +336,41 @@ fn output_buffer_settings_never_delay_a_message() {
         "E:E_BAD_BODY IDENTIFY output buffer timeout (5) is invalid"
     );
 }
+
+/// A bad option stops nsqd as Go's does: one `FATAL: failed to instantiate nsqd - …` line
+/// (after the log prefix and time) and exit status 1; a flag value Go's parser refuses is a
+/// usage error, exit status 2.
+#[test]
+fn startup_errors_as_nsqd() {
+    let run = |args: &[&str]| {
+        std::process::Command::new(nsqlab_tests::binary())
+            .arg("nsqd")
+            .args(args)
+            .output()
+            .expect("run nsqlab nsqd")
+    };
+    for (args, text) in [
+        (&["--node-id=2000"][..], "--node-id must be [0,1024)"),
+        (
+            &["--auth-http-request-method=POST"][..],
+            "--auth-http-request-method must be post or get",
+        ),
+        (
+            &["--tls-required=1"][..],
+            "cannot require TLS client connections without TLS key and cert",
+        ),
+    ] {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        let line = err.lines().last().unwrap_or_default();
+        assert!(line.starts_with("[nsqd] "), "{line}");
+        assert!(
+            line.ends_with(&format!(" FATAL: failed to instantiate nsqd - {text}")),
+            "{line}"
+        );
+    }
+    for bad in ["--snappy=yes", "--tls-min-version=tls9", "--worker-id=5"] {
+        assert_eq!(run(&[bad]).status.code(), Some(2), "{bad}");
+    }
+}

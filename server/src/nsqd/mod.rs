@@ -15,7 +15,6 @@ pub mod ws;
 
 pub use options::NsqdArgs;
 
-use anyhow::Context;
 use nsqlab_core::Broker;
 use std::net::SocketAddr;
 use tokio::sync::watch;
@@ -129,12 +128,12 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
 
     let tcp = crate::net::listen(&args.tcp_address)
         .await
-        .with_context(|| format!("listen ({}) failed", args.tcp_address))?;
+        .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.tcp_address))?;
     let tcp_addr = tcp.local_addr()?;
     tracing::info!("TCP: listening on {tcp_addr}");
     let http = crate::net::listen(&args.http_address)
         .await
-        .with_context(|| format!("listen ({}) failed", args.http_address))?;
+        .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.http_address))?;
     let http_addr = http.local_addr()?;
     tracing::info!("HTTP: listening on {http_addr}");
     // HTTPS when a certificate is configured (nsqd's rule).
@@ -142,7 +141,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         (Some(cfg), false) => {
             let l = crate::net::listen(&args.https_address)
                 .await
-                .with_context(|| format!("listen ({}) failed", args.https_address))?;
+                .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.https_address))?;
             let addr = l.local_addr()?;
             tracing::info!("HTTPS: listening on {addr}");
             Some((l, addr, tokio_rustls::TlsAcceptor::from(cfg.clone())))

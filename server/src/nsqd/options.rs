@@ -17,6 +17,8 @@ pub(crate) fn hostname() -> String {
 #[command(
     name = "nsqd",
     disable_version_flag = true,
+    // Go's flag package takes the next word as a value even when it starts with `-`.
+    allow_negative_numbers = true,
     args_override_self = true,
     about = "nsqlab nsqd: an NSQ daemon"
 )]
@@ -34,15 +36,15 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "[nsqd] ")]
     pub log_prefix: String,
     /// [deprecated] has no effect, use --log-level
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub verbose: Option<bool>,
 
     /// unique part for message IDs, (int) in range [0,1024) (default is hash of hostname)
     #[arg(long)]
     pub node_id: Option<i64>,
-    /// [deprecated] use --node-id
-    #[arg(long)]
-    pub worker_id: Option<i64>,
+    /// [deprecated] use --node-id (a boolean with no effect, as in nsqd)
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub worker_id: Option<bool>,
 
     /// <addr>:<port> to listen on for TCP clients
     #[arg(long, default_value = "0.0.0.0:4150")]
@@ -140,7 +142,7 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "1m0s", value_parser = duration_arg)]
     pub statsd_interval: Duration,
     /// toggle sending memory and GC stats to statsd
-    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub statsd_mem_stats: bool,
     /// prefix used for keys sent to statsd (%s for host replacement)
     #[arg(long, default_value = "nsq.%s")]
@@ -149,7 +151,7 @@ pub struct NsqdArgs {
     #[arg(long, default_value_t = 508)]
     pub statsd_udp_packet_size: i64,
     /// exclude ephemeral topics/channels from statsd
-    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub statsd_exclude_ephemeral: bool,
 
     /// calculate end to end latency quantiles for this duration of time
@@ -172,20 +174,20 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "")]
     pub tls_root_ca_file: String,
     /// require TLS for client connections (true, false, tcp-https)
-    #[arg(long, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = tls_required_arg, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub tls_required: String,
     /// minimal TLS version ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
-    #[arg(long, default_value = "tls1.0")]
+    #[arg(long, value_parser = tls_min_version_arg, default_value = "tls1.0")]
     pub tls_min_version: String,
 
     /// enable deflate feature negotiation (client compression)
-    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub deflate: bool,
     /// max deflate compression level a client can negotiate (> values == > nsqd CPU usage)
     #[arg(long, default_value_t = 6)]
     pub max_deflate_level: i64,
     /// enable snappy feature negotiation (client compression)
-    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub snappy: bool,
 
     /// <addr>:<port> or a full url to query auth server (may be given multiple times)
@@ -202,11 +204,11 @@ pub struct NsqdArgs {
     #[arg(long)]
     pub www_dir: Option<String>,
     /// nsqlab: do not serve the visualiser page at GET /
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub no_visualiser: bool,
     /// nsqlab: keep every message on disk before acknowledging it (--durable=false: memory
     /// only, messages lost on exit, as nsqd with a huge --mem-queue-size)
-    #[arg(long, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, default_value = "true", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub durable: bool,
     /// nsqlab: broker partitions, each owning the topics that hash to it and run on its own
     /// task (0: one per CPU core, at most 8)
@@ -217,7 +219,7 @@ pub struct NsqdArgs {
 impl NsqdArgs {
     /// The node id: the flag, else nsqd's default, `crc32(md5(hostname)) % 1024`.
     pub fn node_id(&self) -> u16 {
-        if let Some(id) = self.node_id.or(self.worker_id) {
+        if let Some(id) = self.node_id {
             return (id.rem_euclid(1024)) as u16;
         }
         default_node_id(&hostname())
@@ -254,6 +256,9 @@ impl NsqdArgs {
         }
         if !(1..=9).contains(&self.max_deflate_level) {
             return Err("--max-deflate-level must be [1,9]".into());
+        }
+        if self.auth_http_request_method != "post" && self.auth_http_request_method != "get" {
+            return Err("--auth-http-request-method must be post or get".into());
         }
         for p in self
             .e2e_processing_latency_percentile
@@ -480,6 +485,25 @@ impl NsqdArgs {
     }
 }
 
+/// `--tls-required` as nsqd's `tlsRequiredOption.Set` reads it: lowercased, `tcp-https` or a
+/// Go boolean (kept as `true` / `false`).
+fn tls_required_arg(s: &str) -> Result<String, String> {
+    let s = s.to_ascii_lowercase();
+    if s == "tcp-https" {
+        return Ok(s);
+    }
+    crate::cli::go_bool(&s).map(|b| b.to_string())
+}
+
+/// `--tls-min-version` as nsqd's `tlsMinVersionOption.Set` reads it: lowercased, one it knows.
+fn tls_min_version_arg(s: &str) -> Result<String, String> {
+    let s = s.to_ascii_lowercase();
+    match s.as_str() {
+        "" | "ssl3.0" | "tls1.0" | "tls1.1" | "tls1.2" | "tls1.3" => Ok(s),
+        _ => Err(format!("unknown tlsVersionOption {s:?}")),
+    }
+}
+
 /// nsqd's default node id for a hostname: `crc32.ChecksumIEEE(md5(hostname)) % 1024`.
 pub fn default_node_id(hostname: &str) -> u16 {
     use md5::Digest;
@@ -516,8 +540,18 @@ const DURATION_FLAGS: &[&str] = &[
     "e2e-processing-latency-window-time",
 ];
 
+/// Flags that are not options nsqd reads from a config file (its `Options` has no field for
+/// them).
+const NOT_IN_CONFIG: &[&str] = &["config", "version", "verbose", "worker-id", "help"];
+
+/// Repeatable flags whose config value may also be one comma-separated string (go-options'
+/// `coerceStringSlice`).
+const LIST_FLAGS: &[&str] = &["lookupd-tcp-address", "auth-http-address"];
+
 /// Apply `--config <file>` (nsqd's TOML): its options become flags placed before the command
 /// line's own, so a flag given on the command line wins (for repeatable flags, entirely).
+/// As go-options resolves them: keys are nsqd's config names (unknown ones are ignored), an
+/// integer duration is in milliseconds, and a list may be one comma-separated string.
 pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
     let mut path = None;
     for (i, a) in args.iter().enumerate() {
@@ -538,21 +572,40 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
         args.iter()
             .any(|a| a == &long || a.starts_with(&format!("{long}=")))
     };
+    // The program (argv[0]) decides which options exist.
+    let command = match args.first().map(String::as_str) {
+        Some("nsqlookupd") => <crate::nsqlookupd::LookupdArgs as clap::CommandFactory>::command(),
+        _ => <NsqdArgs as clap::CommandFactory>::command(),
+    };
+    let known: Vec<String> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
     let mut pre = Vec::new();
     for (key, value) in &table {
-        let flag = CFG_RENAMES
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, f)| f.to_string())
-            .unwrap_or_else(|| key.replace('_', "-"));
+        let flag = match CFG_RENAMES.iter().find(|(k, _)| k == key) {
+            Some((_, f)) => f.to_string(),
+            None => {
+                let f = key.replace('_', "-");
+                // A renamed option is read only under its config name (`id`, not `node_id`).
+                if CFG_RENAMES.iter().any(|(_, renamed)| *renamed == f) {
+                    continue;
+                }
+                f
+            }
+        };
+        if NOT_IN_CONFIG.contains(&flag.as_str()) || !known.contains(&flag) {
+            continue;
+        }
         if given(&flag) {
             continue;
         }
         let one = |v: &toml::Value| -> Result<String, String> {
             Ok(match v {
                 toml::Value::String(s) => s.clone(),
+                // go-options' coerceDuration: "treat like ms".
                 toml::Value::Integer(i) if DURATION_FLAGS.contains(&flag.as_str()) => {
-                    format!("{i}ns")
+                    format!("{i}ms")
                 }
                 toml::Value::Integer(i) => i.to_string(),
                 toml::Value::Float(f) => f.to_string(),
@@ -568,6 +621,11 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
             toml::Value::Array(items) => {
                 for v in items {
                     pre.push(format!("--{flag}={}", one(v)?));
+                }
+            }
+            toml::Value::String(s) if LIST_FLAGS.contains(&flag.as_str()) => {
+                for part in s.split(',') {
+                    pre.push(format!("--{flag}={part}"));
                 }
             }
             v => pre.push(format!("--{flag}={}", one(v)?)),
@@ -637,5 +695,71 @@ mod tests {
         assert_eq!(a.node_id, Some(7));
         assert_eq!(a.max_rdy_count, 20, "the command line wins");
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// go-options' rules: unknown keys (and names nsqd reads only as flags) are ignored, an
+    /// integer duration is milliseconds, a list may be one comma-separated string.
+    #[test]
+    fn config_file_as_go_options_reads_it() {
+        let dir = std::env::temp_dir().join(format!("nsqlab-cfg2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("nsqd.cfg");
+        std::fs::write(
+            &f,
+            "msg_timeout = 60000
+nsqlookupd_tcp_addresses = \"a:1,b:2\"\nno_such_option = 1\nnode_id = 9\nworker_id = 3\nverbose = true\n",
+        )
+        .unwrap();
+        let argv: Vec<String> = ["nsqd", "--config", f.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let a = NsqdArgs::parse_from(with_config_file(argv).unwrap());
+        assert_eq!(a.msg_timeout, Duration::from_secs(60));
+        assert_eq!(a.lookupd_tcp_address, vec!["a:1", "b:2"]);
+        assert_eq!(a.node_id, None, "nsqd's config name is `id`");
+        assert_eq!((a.worker_id, a.verbose), (None, None));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Go's flag package: booleans as `strconv.ParseBool` reads them, `--worker-id` a
+    /// deprecated boolean, values that start with `-`, and nsqd's own parsing of
+    /// `--tls-required` and `--tls-min-version`.
+    #[test]
+    fn flag_values_as_go_reads_them() {
+        let parse = |args: &[&str]| {
+            NsqdArgs::try_parse_from(std::iter::once("nsqd").chain(args.iter().copied()))
+        };
+        let a = parse(&[
+            "--snappy=0",
+            "--deflate=F",
+            "--worker-id",
+            "--max-rdy-count",
+            "-1",
+        ])
+        .unwrap();
+        assert!(!a.snappy && !a.deflate);
+        assert_eq!(a.worker_id, Some(true));
+        assert_eq!(a.max_rdy_count, -1);
+        assert_eq!(a.node_id, None);
+        assert!(parse(&["--snappy=yes"]).is_err());
+        assert!(parse(&["--worker-id=5"]).is_err(), "a boolean in nsqd");
+        let a = parse(&["--tls-required=TRUE", "--tls-min-version=TLS1.3"]).unwrap();
+        assert_eq!(
+            (a.tls_required.as_str(), a.tls_min_version.as_str()),
+            ("true", "tls1.3")
+        );
+        assert_eq!(parse(&["--tls-required=0"]).unwrap().tls_required, "false");
+        assert_eq!(
+            parse(&["--tls-required=TCP-HTTPS"]).unwrap().tls_required,
+            "tcp-https"
+        );
+        assert!(parse(&["--tls-required=bogus"]).is_err());
+        assert!(parse(&["--tls-min-version=tls9"]).is_err());
+        let bad = parse(&["--auth-http-request-method=POST"]).unwrap();
+        assert_eq!(
+            bad.validate().unwrap_err(),
+            "--auth-http-request-method must be post or get"
+        );
     }
 }

@@ -73,9 +73,9 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
                 WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build()?;
             builder.with_client_cert_verifier(v)
         }
-        other => {
-            anyhow::bail!("failed to build TLS config - invalid --tls-client-auth-policy {other:?}")
-        }
+        // nsqd's `buildTLSConfig`: any other policy asks for no certificate (and still makes
+        // TLS required).
+        _ => builder.with_no_client_auth(),
     };
     let cfg = builder
         .with_single_cert(certs, key)

@@ -36,7 +36,7 @@ pub struct LookupdArgs {
     #[arg(long, default_value = "[nsqlookupd] ")]
     pub log_prefix: String,
     /// [deprecated] has no effect, use --log-level
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub verbose: Option<bool>,
     /// <addr>:<port> to listen on for TCP clients
     #[arg(long, default_value = "0.0.0.0:4160")]
