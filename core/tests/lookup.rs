@@ -222,3 +222,33 @@ fn http_side_creates_and_deletes_registrations() {
     assert_eq!(keys, ["channel:u:c", "client::", "topic:u:"]);
     assert_eq!(d["topic:u:"][0].tombstoned_at, -6_795_364_578_871_345_152);
 }
+
+/// IDENTIFY's JSON decoded into nsqlookupd's `PeerInfo` as Go does: `remote_address` is a
+/// string field (a number fails) whose value the connection's address then replaces, and
+/// bytes that are not UTF-8 become U+FFFD.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn identify_decodes_into_peer_info_as_go() {
+    let mut l = lookupd();
+    let p = l.connect("10.0.0.1:1");
+    let mut b = b"  V1".to_vec();
+    b.extend(identify_bytes(
+        r#"{"remote_address":1,"broadcast_address":"n","http_port":4151,"tcp_port":4150,"version":"1.3.0"}"#,
+    ));
+    let (r, close) = send(&mut l, 0, p, &b);
+    assert_eq!(r, vec!["E_BAD_BODY IDENTIFY failed to decode JSON body"]);
+    assert!(close);
+
+    let p = l.connect("10.0.0.1:2");
+    let mut b = b"  V1IDENTIFY\n".to_vec();
+    let json = b"{\"remote_address\":\"spoofed\",\"broadcast_address\":\"n\",\"hostname\":\"h\xff\",\"http_port\":4151,\"tcp_port\":4150,\"version\":\"1.3.0\"}";
+    b.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    b.extend_from_slice(json);
+    let (r, close) = send(&mut l, 0, p, &b);
+    assert!(!close, "{r:?}");
+    assert!(r[0].contains("lookup-host"), "{r:?}");
+    let nodes = l.nodes(0);
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].peer.remote_address, "10.0.0.1:2");
+    assert_eq!(nodes[0].peer.hostname, "h\u{fffd}");
+}

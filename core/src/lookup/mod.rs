@@ -302,7 +302,9 @@ impl Lookupd {
 
     fn identify(&mut self, now: Time, peer: PeerId, body: &[u8]) -> Result<Option<Vec<u8>>, Fatal> {
         let remote = self.conns[&peer].remote.clone();
-        let v: serde_json::Value = serde_json::from_slice(body)
+        // Go's decoder turns bytes that are not UTF-8 into U+FFFD.
+        let text = String::from_utf8_lossy(body);
+        let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|_| fatal("E_BAD_BODY", "IDENTIFY failed to decode JSON body"))?;
         let obj = match &v {
             serde_json::Value::Object(o) => o.clone(),
@@ -331,6 +333,9 @@ impl Lookupd {
                 Some(_) => Err(bad()),
             }
         };
+        // Decoded into PeerInfo's field (so its type is checked), then replaced by the
+        // connection's address, as nsqlookupd does.
+        string("remote_address")?;
         let info = PeerInfo {
             remote_address: remote.clone(),
             hostname: string("hostname")?,
