@@ -20,6 +20,13 @@ pub async fn listen(addr: &str) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
+/// [`listen`], failing with the daemons' text: `listen (<addr>) failed - <error>`.
+pub async fn listen_or_fail(addr: &str) -> anyhow::Result<TcpListener> {
+    listen(addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("listen ({addr}) failed - {e}"))
+}
+
 /// The next connection, or `None` once `shutdown` flips. A failed accept (out of file
 /// descriptors, say) is logged as Go's "temporary Accept() failure", with `server` naming
 /// the listener, and accepting goes on.

@@ -126,22 +126,16 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
     let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx);
 
-    let tcp = crate::net::listen(&args.tcp_address)
-        .await
-        .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.tcp_address))?;
+    let tcp = crate::net::listen_or_fail(&args.tcp_address).await?;
     let tcp_addr = tcp.local_addr()?;
     tracing::info!("TCP: listening on {tcp_addr}");
-    let http = crate::net::listen(&args.http_address)
-        .await
-        .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.http_address))?;
+    let http = crate::net::listen_or_fail(&args.http_address).await?;
     let http_addr = http.local_addr()?;
     tracing::info!("HTTP: listening on {http_addr}");
     // HTTPS when a certificate is configured (nsqd's rule).
     let https = match (&tls, args.https_address.is_empty()) {
         (Some(cfg), false) => {
-            let l = crate::net::listen(&args.https_address)
-                .await
-                .map_err(|e| anyhow::anyhow!("listen ({}) failed - {e}", args.https_address))?;
+            let l = crate::net::listen_or_fail(&args.https_address).await?;
             let addr = l.local_addr()?;
             tracing::info!("HTTPS: listening on {addr}");
             Some((l, addr, tokio_rustls::TlsAcceptor::from(cfg.clone())))

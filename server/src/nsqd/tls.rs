@@ -28,9 +28,7 @@ use std::sync::Arc;
 /// Build the server config, or `None` when no certificate is configured.
 pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<ServerConfig>>> {
     if args.tls_cert.is_empty() && args.tls_key.is_empty() {
-        if matches!(args.tls_required.as_str(), "true" | "tcp-https")
-            || !args.tls_client_auth_policy.is_empty()
-        {
+        if args.tls_required_mode() != "false" {
             anyhow::bail!("cannot require TLS client connections without TLS key and cert");
         }
         return Ok(None);

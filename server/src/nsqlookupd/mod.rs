@@ -4,7 +4,6 @@
 pub mod http;
 
 use crate::cli::duration_arg;
-use anyhow::Context;
 use clap::{ArgAction, Parser};
 use nsqlab_core::lookup::{LookupLog, Lookupd, LookupdOptions};
 use std::net::SocketAddr;
@@ -109,12 +108,8 @@ pub async fn start(
         nsqlab_core::VERSION,
         env!("CARGO_PKG_VERSION")
     );
-    let tcp = crate::net::listen(&args.tcp_address)
-        .await
-        .with_context(|| format!("listen ({}) failed", args.tcp_address))?;
-    let http = crate::net::listen(&args.http_address)
-        .await
-        .with_context(|| format!("listen ({}) failed", args.http_address))?;
+    let tcp = crate::net::listen_or_fail(&args.tcp_address).await?;
+    let http = crate::net::listen_or_fail(&args.http_address).await?;
     let bound = Bound {
         tcp: tcp.local_addr()?,
         http: http.local_addr()?,
