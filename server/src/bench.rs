@@ -217,11 +217,13 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     all.sort_unstable();
     let ms = |ns: i64| ns as f64 / 1e6;
     println!(
-        "latency: {} msg/s in batches of {batch} on {n} connection(s), {} round trips - p50 {:.3}ms - p99 {:.3}ms - max {:.3}ms",
+        "latency: {} msg/s in batches of {batch} on {n} connection(s), {} round trips - p50 {:.3}ms - p90 {:.3}ms - p99 {:.3}ms - p99.9 {:.3}ms - max {:.3}ms",
         a.rate,
         all.len(),
         ms(percentile(&all, 50.0)),
+        ms(percentile(&all, 90.0)),
         ms(percentile(&all, 99.0)),
+        ms(percentile(&all, 99.9)),
         ms(*all.last().unwrap_or(&0))
     );
     Ok(())
