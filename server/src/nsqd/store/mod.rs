@@ -16,11 +16,11 @@
 //! [`Store::commit`]s: one `write` per topic per batch (group commit; a batch longer than
 //! 1 MiB is written in pieces of that size as it is applied, so the buffer is reused). Only
 //! then does the core send the publishers' `OK`. A sync thread `fdatasync`s every
-//! `--sync-every` messages, 256 KiB written (`SYNC_BYTES`) or `--sync-timeout`, whichever
-//! comes first (power loss; a process crash needs only the write); requests that queue up
-//! during a sync are answered by one. It hears of a written segment once per sync, not once
-//! per commit: waking it for every commit cost about a sixth of the server's CPU at
-//! 1 M msg/s. It also syncs a full segment and the directory of the new one, a new topic's
+//! `--sync-every` messages, `--sync-every` × `SYNC_UNIT` bytes or `--sync-timeout`,
+//! whichever comes first (power loss; a process crash needs only the write); requests that
+//! queue up during a sync are answered by one. It hears of a written segment once per sync,
+//! not once per commit: waking it for every commit cost about a sixth of the server's CPU
+//! at 1 M msg/s. It also syncs a full segment and the directory of the new one, a new topic's
 //! directory and metadata, and drops older full segments from the page cache, a little
 //! after each sync (see `PageCache`). Publishing never waits for the disk on the broker
 //! thread (later metadata changes, rare, are written and synced there).
@@ -131,12 +131,13 @@ struct TopicStore {
 /// Buffer capacity a topic keeps between commits.
 const PENDING_KEEP: usize = 1 << 20;
 
-/// The sync thread is also asked to sync once this much has been written, before
-/// `--sync-every` messages if they are small. Smaller, steadier syncs kept publishers'
-/// round trips shorter: at 550 k msg/s of 200 bytes (a sync every 2500 messages wrote
-/// about 1 MB each time) the p99 round trip fell from 0.57 to 0.44 ms over 8 alternating
-/// runs. It only ever makes syncs more frequent than nsqd's flags ask.
-const SYNC_BYTES: u64 = 256 << 10;
+/// A sync is asked for after `--sync-every` messages or `--sync-every` times this many bytes
+/// of log, whichever comes first: 2500 messages or 250 000 bytes by default (a larger
+/// `--sync-every` still means fewer syncs). Smaller, steadier syncs kept
+/// publishers' round trips shorter: at 550 k msg/s of 200 bytes (a sync every 2500 messages
+/// wrote about 1 MB each time) the p99 round trip fell from 0.57 to 0.44 ms over 8
+/// alternating runs.
+const SYNC_UNIT: u64 = 100;
 
 /// What a failed write leaves behind.
 pub type StoreError = String;
@@ -823,7 +824,8 @@ impl Store {
             compact(topic, ts, &self.sync);
         }
         self.unsynced += wrote;
-        if self.unsynced.msgs >= self.cfg.sync_every.max(1) || self.unsynced.bytes >= SYNC_BYTES {
+        let every = self.cfg.sync_every.max(1);
+        if self.unsynced.msgs >= every || self.unsynced.bytes >= every.saturating_mul(SYNC_UNIT) {
             self.unsynced = Wrote::default();
             let _ = self.sync.send(SyncMsg::Now);
         }
@@ -1172,8 +1174,8 @@ fn quarantine(
 const CACHE_KEEP: u64 = 512 << 20;
 
 /// Bytes of full segments dropped from the page cache after each sync (see
-/// [`PageCache::trim`]). Under load syncs come about every [`SYNC_BYTES`] written: 2 MiB
-/// dropped per 256 KiB written, as long as the cache is over its budget.
+/// [`PageCache::trim`]). Under load syncs come about every 250 KB written (`--sync-every`
+/// times [`SYNC_UNIT`]): 2 MiB dropped per 250 KB written, while the cache is over budget.
 ///
 /// Dropped ranges start at multiples of this: the page cache holds a file in folios of up to
 /// 2 MiB, naturally aligned, and a folio that a range covers only in part stays cached.
@@ -1594,7 +1596,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sync_is_asked_for_every_sync_every_messages_or_sync_bytes() {
+    fn a_sync_is_asked_for_every_sync_every_messages_counting_long_ones_as_several() {
         let (mut store, rx, dir) = store_with_sync_channel("syncbytes");
         let topic: Name = Arc::from("t");
         store.apply(StoreOp::TopicCreated {
@@ -1612,16 +1614,19 @@ mod tests {
             store.commit().unwrap();
         }
         assert_eq!(sync_requests(&rx), 2);
-        // Large ones: a sync per SYNC_BYTES written, long before 2500 of them.
+        // Large ones: a sync per 2500 x SYNC_UNIT bytes written, long before 2500 of them.
         let size = 16 << 10;
-        let per_sync = SYNC_BYTES.div_ceil(size as u64 + 64);
+        let per_sync = (2500 * SYNC_UNIT).div_ceil(size as u64 + 64);
         for _ in 0..4 * per_sync {
             publish(&mut store, &topic, id, size);
             id += 1;
             store.commit().unwrap();
         }
         let n = sync_requests(&rx);
-        assert!((3..=4).contains(&n), "{n} sync requests for 4 x SYNC_BYTES");
+        assert!(
+            (3..=4).contains(&n),
+            "{n} sync requests for 4 x 2500 x SYNC_UNIT bytes"
+        );
         drop(store);
         let _ = fs::remove_dir_all(&dir);
     }
