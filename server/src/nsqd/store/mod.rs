@@ -1561,6 +1561,16 @@ mod tests {
         });
     }
 
+    /// Create topic `t` (one commit).
+    fn new_topic(store: &mut Store) -> Name {
+        let topic: Name = Arc::from("t");
+        store.apply(StoreOp::TopicCreated {
+            topic: topic.clone(),
+        });
+        store.commit().unwrap();
+        topic
+    }
+
     fn sync_requests(rx: &mpsc::Receiver<SyncMsg>) -> usize {
         rx.try_iter().filter(|m| matches!(m, SyncMsg::Now)).count()
     }
@@ -1568,11 +1578,7 @@ mod tests {
     #[test]
     fn a_new_topic_is_synced_by_the_sync_thread_not_on_the_broker() {
         let (mut store, rx, dir) = store_with_sync_channel("newtopic");
-        let topic: Name = Arc::from("t");
-        store.apply(StoreOp::TopicCreated {
-            topic: topic.clone(),
-        });
-        store.commit().unwrap();
+        new_topic(&mut store);
         let root = dir.join("nsqlab");
         let meta = root.join("t").join("meta.json");
         // Its metadata is there whole at once (a process crash keeps it)...
@@ -1596,13 +1602,9 @@ mod tests {
     }
 
     #[test]
-    fn a_sync_is_asked_for_every_sync_every_messages_counting_long_ones_as_several() {
+    fn a_sync_is_asked_for_every_sync_every_messages_or_sync_unit_times_that_in_bytes() {
         let (mut store, rx, dir) = store_with_sync_channel("syncbytes");
-        let topic: Name = Arc::from("t");
-        store.apply(StoreOp::TopicCreated {
-            topic: topic.clone(),
-        });
-        store.commit().unwrap();
+        let topic = new_topic(&mut store);
         let _ = rx.try_iter().count();
         // Small messages: a sync per --sync-every (2500) of them, in commits of 100.
         let mut id = 1;
