@@ -180,8 +180,8 @@ pub async fn lookup(lookupd: &str, topic: &str, timeout: Duration) -> Result<Vec
     Ok(out)
 }
 
-/// Go's `net.JoinHostPort`.
-pub fn join_host_port(host: &str, port: i64) -> String {
+/// Go's `net.JoinHostPort`: an IPv6 host goes in brackets.
+pub fn join_host_port(host: &str, port: impl std::fmt::Display) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {
@@ -425,5 +425,14 @@ impl Producer {
             }
             self.buf.extend_from_slice(&tmp[..n]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_and_port_joined_as_go() {
+        assert_eq!(super::join_host_port("::1", 4161), "[::1]:4161");
+        assert_eq!(super::join_host_port("h.example", 4161), "h.example:4161");
     }
 }

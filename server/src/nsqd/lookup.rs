@@ -295,7 +295,7 @@ async fn connect(
     } else {
         http_addrs.lock().expect("lookupd addrs").insert(
             addr.to_string(),
-            join_host_port(&info.broadcast_address, info.http_port),
+            crate::client::join_host_port(&info.broadcast_address, info.http_port),
         );
     }
     // Everything this node has: a topic with channels is registered through them.
@@ -364,22 +364,4 @@ async fn precreate_channels(
             }
         })
         .await;
-}
-
-/// Go's `net.JoinHostPort`: an IPv6 host goes in brackets.
-fn join_host_port(host: &str, port: impl std::fmt::Display) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn host_and_port_joined_as_go() {
-        assert_eq!(super::join_host_port("::1", 4161), "[::1]:4161");
-        assert_eq!(super::join_host_port("h.example", 4161), "h.example:4161");
-    }
 }
