@@ -57,6 +57,16 @@ fn tool_argv(name: &str, rest: Vec<String>) -> Vec<String> {
     std::iter::once(name.to_string()).chain(rest).collect()
 }
 
+/// A daemon that could not start: Go's `logFatal("failed to instantiate nsqd - %s", err)`
+/// (one line with the log prefix and time), then exit 1.
+fn failed_to_instantiate(prefix: &str, program: &str, e: anyhow::Error) -> ! {
+    eprintln!(
+        "{prefix}{} FATAL: failed to instantiate {program} - {e:#}",
+        nsqlab::logging::timestamp(nsqlab::clock::now())
+    );
+    std::process::exit(1);
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
     let argv0 = std::path::Path::new(&args[0])
@@ -89,12 +99,7 @@ fn main() {
                     .expect("tokio runtime");
                 let prefix = parsed.log_prefix.clone();
                 if let Err(e) = rt.block_on(nsqlab::nsqd::run(parsed)) {
-                    // nsqd's `logFatal("failed to instantiate nsqd - %s", err)`.
-                    eprintln!(
-                        "{prefix}{} FATAL: failed to instantiate nsqd - {e:#}",
-                        nsqlab::logging::timestamp(nsqlab::clock::now())
-                    );
-                    std::process::exit(1);
+                    failed_to_instantiate(&prefix, "nsqd", e);
                 }
             }
         }
@@ -114,11 +119,7 @@ fn main() {
                     .expect("tokio runtime");
                 let prefix = parsed.log_prefix.clone();
                 if let Err(e) = rt.block_on(nsqlab::nsqlookupd::run(parsed)) {
-                    eprintln!(
-                        "{prefix}{} FATAL: failed to instantiate nsqlookupd - {e:#}",
-                        nsqlab::logging::timestamp(nsqlab::clock::now())
-                    );
-                    std::process::exit(1);
+                    failed_to_instantiate(&prefix, "nsqlookupd", e);
                 }
             }
         }
