@@ -33,10 +33,11 @@ fn send(l: &mut Lookupd, now: u64, p: PeerId, bytes: &[u8]) -> (Vec<String>, boo
     (responses(&out), close)
 }
 
-fn identify_bytes(json: &str) -> Vec<u8> {
+fn identify_bytes(json: impl AsRef<[u8]>) -> Vec<u8> {
+    let json = json.as_ref();
     let mut b = b"IDENTIFY\n".to_vec();
     b.extend_from_slice(&(json.len() as u32).to_be_bytes());
-    b.extend_from_slice(json.as_bytes());
+    b.extend_from_slice(json);
     b
 }
 
@@ -240,10 +241,8 @@ fn identify_decodes_into_peer_info_as_go() {
     assert!(close);
 
     let p = l.connect("10.0.0.1:2");
-    let mut b = b"  V1IDENTIFY\n".to_vec();
-    let json = b"{\"remote_address\":\"spoofed\",\"broadcast_address\":\"n\",\"hostname\":\"h\xff\",\"http_port\":4151,\"tcp_port\":4150,\"version\":\"1.3.0\"}";
-    b.extend_from_slice(&(json.len() as u32).to_be_bytes());
-    b.extend_from_slice(json);
+    let mut b = b"  V1".to_vec();
+    b.extend(identify_bytes(b"{\"remote_address\":\"spoofed\",\"broadcast_address\":\"n\",\"hostname\":\"h\xff\",\"http_port\":4151,\"tcp_port\":4150,\"version\":\"1.3.0\"}"));
     let (r, close) = send(&mut l, 0, p, &b);
     assert!(!close, "{r:?}");
     assert!(r[0].contains("lookup-host"), "{r:?}");

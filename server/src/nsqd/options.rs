@@ -668,58 +668,50 @@ mod tests {
         assert_eq!(default_node_id("localhost") as u32, !crc % 1024);
     }
 
-    #[test]
-    fn config_file_then_flags_win() {
-        let dir = std::env::temp_dir().join(format!("nsqlab-cfg-{}", std::process::id()));
+    /// nsqd's arguments from `--config <a file holding cfg>` followed by `flags`.
+    fn parse_with_config(name: &str, cfg: &str, flags: &[&str]) -> NsqdArgs {
+        let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("nsqd.cfg");
-        std::fs::write(
-            &f,
-            "mem_queue_size = 5\nmsg_timeout = \"10s\"\nnsqlookupd_tcp_addresses = [\"a:1\", \"b:2\"]\nsnappy = false\nid = 7\nmax_rdy_count = 10\n",
-        )
-        .unwrap();
-        let argv: Vec<String> = [
-            "nsqd",
-            "--config",
-            f.to_str().unwrap(),
-            "--max-rdy-count=20",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        std::fs::write(&f, cfg).unwrap();
+        let argv: Vec<String> = ["nsqd", "--config", f.to_str().unwrap()]
+            .iter()
+            .chain(flags)
+            .map(|s| s.to_string())
+            .collect();
         let a = NsqdArgs::parse_from(with_config_file(argv).unwrap());
+        std::fs::remove_dir_all(&dir).ok();
+        a
+    }
+
+    #[test]
+    fn config_file_then_flags_win() {
+        let a = parse_with_config(
+            "cfg",
+            "mem_queue_size = 5\nmsg_timeout = \"10s\"\nnsqlookupd_tcp_addresses = [\"a:1\", \"b:2\"]\nsnappy = false\nid = 7\nmax_rdy_count = 10\n",
+            &["--max-rdy-count=20"],
+        );
         assert_eq!(a.mem_queue_size, 5);
         assert_eq!(a.msg_timeout, Duration::from_secs(10));
         assert_eq!(a.lookupd_tcp_address, vec!["a:1", "b:2"]);
         assert!(!a.snappy);
         assert_eq!(a.node_id, Some(7));
         assert_eq!(a.max_rdy_count, 20, "the command line wins");
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// go-options' rules: unknown keys (and names nsqd reads only as flags) are ignored, an
     /// integer duration is milliseconds, a list may be one comma-separated string.
     #[test]
     fn config_file_as_go_options_reads_it() {
-        let dir = std::env::temp_dir().join(format!("nsqlab-cfg2-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("nsqd.cfg");
-        std::fs::write(
-            &f,
-            "msg_timeout = 60000
-nsqlookupd_tcp_addresses = \"a:1,b:2\"\nno_such_option = 1\nnode_id = 9\nworker_id = 3\nverbose = true\n",
-        )
-        .unwrap();
-        let argv: Vec<String> = ["nsqd", "--config", f.to_str().unwrap()]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let a = NsqdArgs::parse_from(with_config_file(argv).unwrap());
+        let a = parse_with_config(
+            "cfg2",
+            "msg_timeout = 60000\nnsqlookupd_tcp_addresses = \"a:1,b:2\"\nno_such_option = 1\nnode_id = 9\nworker_id = 3\nverbose = true\n",
+            &[],
+        );
         assert_eq!(a.msg_timeout, Duration::from_secs(60));
         assert_eq!(a.lookupd_tcp_address, vec!["a:1", "b:2"]);
         assert_eq!(a.node_id, None, "nsqd's config name is `id`");
         assert_eq!((a.worker_id, a.verbose), (None, None));
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// Go's flag package: booleans as `strconv.ParseBool` reads them, `--worker-id` a
