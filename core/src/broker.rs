@@ -535,7 +535,7 @@ impl Broker {
                 if let Some(d) = due {
                     t.held_due.insert(msg.id, d);
                 }
-                t.queue.put(msg, mem);
+                t.queue.put(msg, mem, false);
             }
             Some(channel) if is_valid_name(channel) => {
                 let ch = self.create_channel_inner(now, &name, channel);
@@ -915,7 +915,7 @@ impl Broker {
         let store = self.stores(&name);
         let t = self.topics.get_mut(&name).expect("topic exists");
         if store {
-            let dropped = t.queue.iter().map(|m| m.id).collect();
+            let dropped = t.queue.ids().collect();
             self.store_ops.push_back(StoreOp::TopicEmptied {
                 topic: name.clone(),
                 dropped,
@@ -1376,11 +1376,7 @@ impl Broker {
             if let Some(d) = due {
                 t.held_due.insert(id, d);
             }
-            let mut msg = msg;
-            if evict && !t.ephemeral && t.queue.spills(mem) {
-                msg.body = crate::message::evicted_body();
-            }
-            let place = if t.queue.put(msg, mem) {
+            let place = if t.queue.put(msg, mem, evict && !t.ephemeral) {
                 Place::Backend
             } else {
                 Place::Memory
@@ -1468,12 +1464,8 @@ impl Broker {
             self.emit(now, EventKind::Dropped { topic, channel, id });
             return;
         }
-        let mut msg = msg;
-        if evict && c.stored && c.queue.spills(mem) {
-            // Past mem_queue_size the body waits in the store (nsqd's disk backend).
-            msg.body = crate::message::evicted_body();
-        }
-        let place = if c.queue.put(msg, mem) {
+        // Past mem_queue_size a stored copy's body waits in the store (nsqd's disk backend).
+        let place = if c.queue.put(msg, mem, evict && c.stored) {
             Place::Backend
         } else {
             Place::Memory

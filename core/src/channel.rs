@@ -4,7 +4,7 @@
 use crate::deque::ChunkedDeque;
 use crate::event::Name;
 use crate::iqueue::IndexedQueue;
-use crate::message::{Message, MessageId};
+use crate::message::{Body, Message, MessageId};
 use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
 use crate::ClientId;
@@ -30,22 +30,49 @@ impl HeapItem for InFlight {
 /// Once anything is in the backend, new messages go there too until it drains, so messages
 /// leave in the order they came (nsqd picks between its memory channel and disk queue at
 /// random).
+///
+/// The backend keeps a 24-byte `Spilled` entry per message, not the message: a durable
+/// queue's backlog keeps its bodies in the store (nsqd's disk queue), so a long backlog
+/// costs its entries only (a whole [`Message`] is twice that), and a memory-only one keeps
+/// the bodies beside them, in `bodies`.
 #[derive(Debug, Default, Clone)]
 pub struct MessageQueue {
     pub memory: ChunkedDeque<Message>,
-    pub backend: ChunkedDeque<Message>,
+    backend: ChunkedDeque<Spilled>,
+    /// The bodies of the backend's entries that have theirs in memory, in the same order.
+    bodies: ChunkedDeque<Body>,
+}
+
+/// A backend entry: what a message is besides its body.
+#[derive(Debug, Clone, Copy)]
+struct Spilled {
+    id: MessageId,
+    timestamp: Time,
+    attempts: u16,
+    /// Its body is the next in [`MessageQueue::bodies`]; otherwise it waits in the store.
+    in_memory: bool,
 }
 
 impl MessageQueue {
-    /// Put a message at the back; returns true when it went to the backend.
-    pub fn put(&mut self, msg: Message, mem_queue_size: usize) -> bool {
-        if self.backend.is_empty() && self.memory.len() < mem_queue_size {
+    /// Put a message at the back; returns true when it went to the backend. With `evict`,
+    /// a message that goes to the backend leaves its body to the store (as does one whose
+    /// body is already there).
+    pub fn put(&mut self, msg: Message, mem_queue_size: usize, evict: bool) -> bool {
+        if !self.spills(mem_queue_size) {
             self.memory.push_back(msg);
-            false
-        } else {
-            self.backend.push_back(msg);
-            true
+            return false;
         }
+        let in_memory = !evict && !msg.is_evicted();
+        self.backend.push_back(Spilled {
+            id: msg.id,
+            timestamp: msg.timestamp,
+            attempts: msg.attempts,
+            in_memory,
+        });
+        if in_memory {
+            self.bodies.push_back(msg.body);
+        }
+        true
     }
 
     /// Whether the next [`MessageQueue::put`] goes to the backend.
@@ -53,12 +80,35 @@ impl MessageQueue {
         !(self.backend.is_empty() && self.memory.len() < mem_queue_size)
     }
 
+    /// The next message; one from the backend whose body is in the store comes with an
+    /// evicted body ([`Message::is_evicted`]).
     pub fn pop(&mut self) -> Option<Message> {
-        self.memory.pop_front().or_else(|| self.backend.pop_front())
+        if let Some(m) = self.memory.pop_front() {
+            return Some(m);
+        }
+        let s = self.backend.pop_front()?;
+        let body = if s.in_memory {
+            self.bodies.pop_front().expect("a body per in-memory entry")
+        } else {
+            crate::message::evicted_body()
+        };
+        let mut m = Message::new(s.id, s.timestamp, body);
+        m.attempts = s.attempts;
+        Some(m)
     }
 
     pub fn len(&self) -> usize {
         self.memory.len() + self.backend.len()
+    }
+
+    /// Messages in the backend (nsqd's `backend_depth`).
+    pub fn backend_len(&self) -> usize {
+        self.backend.len()
+    }
+
+    /// Backend messages whose bodies wait in the store.
+    pub fn backend_in_store(&self) -> usize {
+        self.backend.len() - self.bodies.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -68,10 +118,15 @@ impl MessageQueue {
     pub fn clear(&mut self) {
         self.memory.clear();
         self.backend.clear();
+        self.bodies.clear();
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Message> {
-        self.memory.iter().chain(self.backend.iter())
+    /// The IDs of the queued messages, in order.
+    pub fn ids(&self) -> impl Iterator<Item = MessageId> + '_ {
+        self.memory
+            .iter()
+            .map(|m| m.id)
+            .chain(self.backend.iter().map(|s| s.id))
     }
 }
 
@@ -137,7 +192,7 @@ impl Channel {
 
     /// The IDs of every message the channel holds (ready, deferred and in flight).
     pub fn message_ids(&self) -> Vec<MessageId> {
-        let mut ids: Vec<MessageId> = self.queue.iter().map(|m| m.id).collect();
+        let mut ids: Vec<MessageId> = self.queue.ids().collect();
         ids.extend(self.deferred.entries().iter().map(|e| e.item.id));
         ids.extend(self.in_flight.iter().map(|e| e.item.msg.id));
         ids.extend(self.loading.keys().copied());
@@ -166,5 +221,80 @@ impl Channel {
                 self.next_client = 0;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: u64, body: &str) -> Message {
+        let mut m = Message::new(MessageId(id), 1_000 + id, Body::from(body));
+        m.attempts = id as u16 % 3;
+        m
+    }
+
+    fn drain(q: &mut MessageQueue) -> Vec<(u64, u64, u16, Vec<u8>)> {
+        std::iter::from_fn(|| q.pop())
+            .map(|m| (m.id.0, m.timestamp, m.attempts, m.body.to_vec()))
+            .collect()
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn a_backend_entry_is_smaller_than_a_message() {
+        assert_eq!(std::mem::size_of::<Spilled>(), 24);
+        // Half of one on a 64-bit host (where its body is a 16-byte pointer and two offsets).
+        #[cfg(target_pointer_width = "64")]
+        assert_eq!(std::mem::size_of::<Message>(), 48);
+        assert!(std::mem::size_of::<Message>() > std::mem::size_of::<Spilled>());
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn the_backend_keeps_order_ids_timestamps_and_attempts() {
+        let mut q = MessageQueue::default();
+        // Two fit in memory; the rest spill, some leaving their bodies to the store.
+        for id in 1..=8 {
+            let evict = id % 2 == 0;
+            let spilled = q.put(msg(id, &format!("m{id}")), 2, evict);
+            assert_eq!(spilled, id > 2);
+        }
+        assert_eq!((q.len(), q.backend_len(), q.backend_in_store()), (8, 6, 3));
+        assert_eq!(
+            q.ids().map(|i| i.0).collect::<Vec<_>>(),
+            (1..=8).collect::<Vec<_>>()
+        );
+        let got = drain(&mut q);
+        assert!(q.is_empty());
+        let want: Vec<_> = (1..=8u64)
+            .map(|id| {
+                let body = if id > 2 && id % 2 == 0 {
+                    Vec::new() // evicted: the store has it
+                } else {
+                    format!("m{id}").into_bytes()
+                };
+                (id, 1_000 + id, id as u16 % 3, body)
+            })
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn an_evicted_message_stays_evicted_and_clear_empties_everything() {
+        let mut q = MessageQueue::default();
+        let mut gone = msg(1, "x");
+        gone.body = crate::message::evicted_body();
+        assert!(q.put(gone, 0, false));
+        assert!(q.put(msg(2, "y"), 0, false));
+        assert_eq!(q.backend_in_store(), 1);
+        assert!(q.pop().is_some_and(|m| m.is_evicted()));
+        q.put(msg(3, "z"), 0, false);
+        q.clear();
+        assert_eq!((q.len(), q.backend_in_store()), (0, 0));
+        // Nothing of the old bodies is left to be paired with a new entry.
+        q.put(msg(4, "w"), 0, false);
+        assert_eq!(drain(&mut q), vec![(4, 1_004, 1, b"w".to_vec())]);
     }
 }

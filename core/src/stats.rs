@@ -226,7 +226,7 @@ impl Broker {
                 channels.push(ChannelStats {
                     channel_name: name.to_string(),
                     depth: c.depth() as u64,
-                    backend_depth: c.queue.backend.len() as u64,
+                    backend_depth: c.queue.backend_len() as u64,
                     in_flight_count: c.in_flight.len() as u64,
                     deferred_count: c.deferred.len() as u64,
                     message_count: c.message_count,
@@ -242,7 +242,7 @@ impl Broker {
                 topic_name: t.name.to_string(),
                 channels,
                 depth: t.depth() as u64,
-                backend_depth: t.queue.backend.len() as u64,
+                backend_depth: t.queue.backend_len() as u64,
                 message_count: t.message_count,
                 message_bytes: t.message_bytes,
                 paused: t.paused,

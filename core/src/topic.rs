@@ -60,8 +60,7 @@ impl Topic {
     /// gets those), else the next ID.
     pub(crate) fn channel_start(&self) -> MessageId {
         self.queue
-            .iter()
-            .map(|m| m.id)
+            .ids()
             .min()
             .unwrap_or(MessageId(self.last_id.0.saturating_add(1)))
     }

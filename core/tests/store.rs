@@ -222,17 +222,17 @@ fn owed(sim: &Sim) -> BTreeMap<(String, String, MessageId), Option<Time>> {
         if t.ephemeral {
             continue;
         }
-        for m in t.queue.iter() {
-            let due = t.held_due.get(&m.id).copied();
-            out.insert((t.name.to_string(), String::new(), m.id), due);
+        for id in t.queue.ids() {
+            let due = t.held_due.get(&id).copied();
+            out.insert((t.name.to_string(), String::new(), id), due);
         }
         for ch in t.channels.values() {
             let c = sim.broker.channel_by_id(*ch).unwrap();
             if c.ephemeral {
                 continue;
             }
-            for m in c.queue.iter() {
-                out.insert((t.name.to_string(), c.name.to_string(), m.id), None);
+            for id in c.queue.ids() {
+                out.insert((t.name.to_string(), c.name.to_string(), id), None);
             }
             for e in c.deferred.entries() {
                 out.insert(
@@ -420,8 +420,8 @@ fn past_mem_queue_size_bodies_wait_in_the_store() {
         }
         let ch = sim.broker.channel("t", "c").unwrap();
         assert_eq!(ch.queue.memory.len(), mem);
-        assert_eq!(ch.queue.backend.len(), 10 - mem);
-        assert!(ch.queue.backend.iter().all(|m| m.is_evicted()));
+        assert_eq!(ch.queue.backend_len(), 10 - mem);
+        assert_eq!(ch.queue.backend_in_store(), 10 - mem);
         assert!(ch.queue.memory.iter().all(|m| !m.is_evicted()));
         // A consumer with RDY 2 gets every body, in order, two at a time.
         let c = sub(&mut sim, "t", "c", 2);
