@@ -91,6 +91,10 @@ for n in 200000 10000000; do
   row "RSS per pending deferred 100 B message (N=$n)" "$($B bench deferred-mem --tcp-address $TCP --pid $pid --count $n | sed 's/.* - //')"
   stop
 done
+# A channel's backlog past --mem-queue-size (its bodies wait on disk, as in nsqd's disk queue).
+start
+row "RSS per backlog 100 B message (N=10000000, consumer at RDY 0)" "$($B bench deferred-mem --backlog --tcp-address $TCP --pid $pid --count 10000000 | sed 's/.* - //')"
+stop
 
 echo
 echo "| benchmark | nsqlab |"

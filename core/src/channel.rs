@@ -121,6 +121,19 @@ impl MessageQueue {
         self.bodies.clear();
     }
 
+    /// The bodies of the queued messages, in order: `None` for one that waits in the store.
+    pub fn bodies(&self) -> impl Iterator<Item = Option<&Body>> + '_ {
+        let mut bodies = self.bodies.iter();
+        self.memory
+            .iter()
+            .map(|m| (!m.is_evicted()).then_some(&m.body))
+            .chain(
+                self.backend
+                    .iter()
+                    .map(move |s| if s.in_memory { bodies.next() } else { None }),
+            )
+    }
+
     /// The IDs of the queued messages, in order.
     pub fn ids(&self) -> impl Iterator<Item = MessageId> + '_ {
         self.memory
@@ -265,8 +278,14 @@ mod tests {
             q.ids().map(|i| i.0).collect::<Vec<_>>(),
             (1..=8).collect::<Vec<_>>()
         );
+        let in_memory: Vec<_> = q.bodies().map(|b| b.map(|b| b.to_vec())).collect();
         let got = drain(&mut q);
         assert!(q.is_empty());
+        let popped: Vec<_> = got
+            .iter()
+            .map(|(_, _, _, b)| (!b.is_empty()).then(|| b.clone()))
+            .collect();
+        assert_eq!(in_memory, popped);
         let want: Vec<_> = (1..=8u64)
             .map(|id| {
                 let body = if id > 2 && id % 2 == 0 {

@@ -4,7 +4,8 @@
 //!   MPUB batches; SUB with RDY and FIN per message) and their summary line.
 //! - `lateness`: DPUB N messages due over a window on a channel created just before, consume,
 //!   print how late each arrived (p50/p99/max) and how many arrived early.
-//! - `deferred-mem`: RSS growth of a local nsqd per pending deferred message.
+//! - `deferred-mem`: RSS growth of a local nsqd per pending deferred message (with
+//!   `--backlog`, per message queued for a consumer that takes none).
 //! - `latency`: publish round trips at a fixed rate (e.g. half of `writer`'s peak), measured
 //!   from each batch's scheduled send time (no coordinated omission): p50/p99/max.
 //! - `null-server`: a stand-in server that answers every publish with `OK` and keeps nothing
@@ -28,7 +29,8 @@ pub enum Bench {
     Reader(ReaderArgs),
     /// DPUB lateness: how late deferred messages are delivered.
     Lateness(LatenessArgs),
-    /// Resident memory per pending deferred message of a local nsqd (by pid).
+    /// Resident memory per pending deferred (or, with --backlog, queued) message of a local
+    /// nsqd (by pid).
     DeferredMem(DeferredMemArgs),
     /// Publish round-trip latency at a fixed rate.
     Latency(LatencyArgs),
@@ -126,6 +128,9 @@ pub struct DeferredMemArgs {
     pub count: usize,
     #[arg(long, default_value_t = 100)]
     pub size: usize,
+    /// PUB instead of DPUB: the messages wait as a channel's backlog (its consumer has RDY 0)
+    #[arg(long)]
+    pub backlog: bool,
 }
 
 pub fn run(b: Bench) -> anyhow::Result<()> {
@@ -577,10 +582,14 @@ fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
         let n = batch.min(a.count - sent);
         let mut buf = Vec::with_capacity(n * (a.size + 40));
         for _ in 0..n {
-            Command::Dpub {
-                topic: topic.as_str().into(),
-                defer_ms: 3_000_000,
-                body: body.clone().into(),
+            let (topic, body) = (topic.as_str().into(), body.clone().into());
+            match a.backlog {
+                true => Command::Pub { topic, body },
+                false => Command::Dpub {
+                    topic,
+                    defer_ms: 3_000_000,
+                    body,
+                },
             }
             .encode(&mut buf);
         }
@@ -590,8 +599,9 @@ fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
     std::thread::sleep(Duration::from_millis(500));
     let after = rss_bytes(a.pid)?;
     println!(
-        "deferred-mem: {} pending deferred {}-byte messages - RSS {:.1} MiB -> {:.1} MiB - {:.1} bytes per message",
+        "deferred-mem: {} pending {} {}-byte messages - RSS {:.1} MiB -> {:.1} MiB - {:.1} bytes per message",
         a.count,
+        if a.backlog { "backlog" } else { "deferred" },
         a.size,
         before as f64 / 1048576.0,
         after as f64 / 1048576.0,

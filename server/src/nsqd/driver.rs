@@ -831,8 +831,8 @@ mod tests {
                     b.topic(&t)
                         .unwrap()
                         .queue
-                        .iter()
-                        .map(|m| String::from_utf8_lossy(&m.body).into_owned())
+                        .bodies()
+                        .map(|b| String::from_utf8_lossy(b.expect("in memory")).into_owned())
                         .collect::<Vec<_>>()
                 })
                 .await

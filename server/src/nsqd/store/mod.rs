@@ -30,9 +30,9 @@
 //! FINs and drops). The oldest segments are deleted once their count is zero, in order, by the
 //! sync thread (so is a deleted topic's directory): freeing a file's blocks is slow.
 
+mod index;
 pub mod record;
 
-use nsqlab_core::deque::ChunkedDeque;
 use nsqlab_core::{Body, Broker, MessageId, Name, Replay, StoreOp, Time};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -78,14 +78,6 @@ struct TopicMeta {
     held_floor: Option<u64>,
 }
 
-/// Where a message's record is (for loading an evicted body).
-#[derive(Debug, Clone, Copy)]
-struct IndexEntry {
-    id: u64,
-    seg: u32,
-    off: u32,
-}
-
 #[derive(Debug)]
 struct Segment {
     /// Opened on the first load from it.
@@ -114,14 +106,13 @@ struct TopicStore {
     /// Records not yet written to `tail`.
     pending: Vec<u8>,
     pending_msgs: u64,
+    /// The first message in `pending` and the live copies of those in it (lost with it if
+    /// the write fails).
+    pending_first: Option<u64>,
+    pending_copies: i64,
     last_id: u64,
-    /// Every stored message's record location, in ID order (16 bytes per message), in
-    /// chunks: growing it never copies (or stalls on) millions of entries.
-    index: ChunkedDeque<IndexEntry>,
-    /// Where in `index` the last load and the last change of live copies found their entry:
-    /// consumers go through a backlog in ID order, so the next lookup is usually right after.
-    load_hint: usize,
-    refs_hint: usize,
+    /// Where the stored messages are, sparsely (see `index`).
+    index: index::Index,
     /// The last stretch read for loads, for the loads of the records after it.
     ahead: record::ReadAhead,
     /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
@@ -395,7 +386,7 @@ impl Store {
             .collect();
         nums.sort_unstable();
         let mut segments = VecDeque::new();
-        let mut index = ChunkedDeque::new();
+        let mut index = index::Index::default();
         let mut last_id = 0u64;
         let mut max_key: Option<u32> = None;
         for num in nums {
@@ -418,11 +409,8 @@ impl Store {
                     }
                     record::Record::Pub { held, due, msg } => {
                         last_id = last_id.max(msg.id.0);
-                        index.push_back(IndexEntry {
-                            id: msg.id.0,
-                            seg: num as u32,
-                            off: at as u32,
-                        });
+                        let len = record::HEADER + msg.body.len() + record::PUB_FIELDS;
+                        index.push(msg.id.0, num as u32, at as u32, len, due.is_some());
                         replay.apply(&StoreOp::Publish {
                             ticket: 0,
                             topic: topic.clone(),
@@ -516,10 +504,10 @@ impl Store {
             tail: Tail::new(tail),
             pending: Vec::new(),
             pending_msgs: 0,
+            pending_first: None,
+            pending_copies: 0,
             last_id,
             index,
-            load_hint: 0,
-            refs_hint: 0,
             ahead: record::ReadAhead::default(),
             meta_dirty: false,
             prealloc: 0,
@@ -651,15 +639,16 @@ impl Store {
                     let _ = self.sync.send(SyncMsg::Full(old_path, old_len));
                 }
                 let tail = ts.segments.back().expect("a segment");
-                ts.index.push_back(IndexEntry {
-                    id: msg.id.0,
-                    seg: tail.num as u32,
-                    off: (tail.len + ts.pending.len() as u64) as u32,
-                });
+                let (seg, before) = (tail.num as u32, ts.pending.len());
+                let off = (tail.len + before as u64) as u32;
                 record::put_pub(&mut ts.pending, held, due, &msg);
+                let len = ts.pending.len() - before;
+                ts.index.push(msg.id.0, seg, off, len, due.is_some());
+                ts.pending_first.get_or_insert(msg.id.0);
                 ts.last_id = ts.last_id.max(msg.id.0);
                 let tail = ts.segments.back_mut().expect("a segment");
                 tail.refs += copies as i64;
+                ts.pending_copies += copies as i64;
                 ts.pending_msgs += 1;
                 // A long batch is written as it goes, in pieces of about PENDING_KEEP: the
                 // buffer (which keeps twice that) is reused, not regrown into fresh memory
@@ -756,10 +745,10 @@ impl Store {
                 tail: Tail::new(f),
                 pending: Vec::new(),
                 pending_msgs: 0,
+                pending_first: None,
+                pending_copies: 0,
                 last_id: 0,
-                index: ChunkedDeque::new(),
-                load_hint: 0,
-                refs_hint: 0,
+                index: index::Index::default(),
                 ahead: record::ReadAhead::default(),
                 meta_dirty: false,
                 prealloc: 0,
@@ -832,14 +821,16 @@ impl Store {
         result
     }
 
-    /// The body of stored message `id` of `topic` (evicted from memory while deferred).
+    /// The body of stored message `id` of `topic` (evicted from memory: deferred, or in a
+    /// backlog past `--mem-queue-size`). Its segment is read forward from the index entry at
+    /// or before it, or from the last load when that lies between.
     pub fn load(&mut self, topic: &str, id: MessageId) -> Result<Body, StoreError> {
         let ts = self
             .topics
             .get_mut(topic)
             .ok_or_else(|| format!("topic {topic} has no storage"))?;
-        let at = find_entry(&ts.index, &mut ts.load_hint, id)
-            .ok_or_else(|| format!("message {id} of {topic} is not stored"))?;
+        let not_stored = || format!("message {id} of {topic} is not stored");
+        let at = ts.index.locate(id.0).ok_or_else(not_stored)?;
         let dir = ts.dir.clone();
         let seg = ts
             .segments
@@ -851,15 +842,14 @@ impl Store {
             seg.reader = Some(File::open(&path).map_err(|e| io_err("open", &path, e))?);
         }
         let file = seg.reader.as_ref().expect("reader open");
-        let off = at.off as u64;
-        match ts.ahead.record(file, seg.num, off) {
-            Some(record::Record::Pub { msg, .. }) if msg.id == id => return Ok(msg.body),
-            // Not read ahead (or read before a failed write was cut back): read it alone.
-            _ => {}
-        }
-        match record::read_at(file, off) {
-            Ok(record::Record::Pub { msg, .. }) if msg.id == id => Ok(msg.body),
-            Ok(_) => Err(format!("message {id} of {topic}: wrong record")),
+        let from = ts
+            .ahead
+            .resume(seg.num, at.id, id.0)
+            .unwrap_or(at.off as u64);
+        let exact = at.id == id.0;
+        match ts.ahead.find(file, seg.num, from, seg.len, id, exact) {
+            Ok(Some(body)) => Ok(body),
+            Ok(None) => Err(not_stored()),
             Err(e) => Err(io_err("read", &seg_path(&dir, seg.num), e)),
         }
     }
@@ -906,32 +896,15 @@ impl Store {
     }
 }
 
-/// Message `id`'s index entry. The entry at `hint` and the one after it are tried first (a
-/// search of millions of entries costs about 20 cache misses); `hint` becomes where it was.
-fn find_entry(
-    index: &ChunkedDeque<IndexEntry>,
-    hint: &mut usize,
-    id: MessageId,
-) -> Option<IndexEntry> {
-    let is = |i: usize| index.get(i).filter(|x| x.id == id.0).copied();
-    let near = (*hint..*hint + 2).find_map(|i| Some((i, is(i)?)));
-    let (i, e) = near.or_else(|| {
-        let i = index.partition_point(|x| x.id < id.0);
-        Some((i, is(i)?))
-    })?;
-    *hint = i;
-    Some(e)
-}
-
 /// The segment holding message `id` gains (or loses) `delta` live copies.
 /// Only messages the log recorded count: one whose record was never written (a failed write)
 /// or whose segment is gone changes nothing.
 fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
-    let Some(e) = find_entry(&ts.index, &mut ts.refs_hint, id) else {
+    let Some(seg) = ts.index.segment_of(id.0) else {
         return;
     };
     // Segments are in number order (a file lost by hand may leave a gap).
-    if let Ok(i) = ts.segments.binary_search_by_key(&(e.seg as u64), |s| s.num) {
+    if let Ok(i) = ts.segments.binary_search_by_key(&(seg as u64), |s| s.num) {
         ts.segments[i].refs += delta;
     }
 }
@@ -969,6 +942,8 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
             let bytes = ts.pending.len() as u64;
             tail.len += bytes;
             ts.pending.clear();
+            ts.pending_first = None;
+            ts.pending_copies = 0;
             // A burst's buffer is not kept: memory is for messages. (Twice the size at which
             // a batch is written early, so a batch's pieces fit without regrowing it.)
             ts.pending.shrink_to(2 * PENDING_KEEP);
@@ -981,13 +956,14 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
             // (This also frees what was reserved past the end.)
             let _ = ts.tail.set_len(tail.len);
             ts.prealloc = 0;
-            while ts
-                .index
-                .back()
-                .is_some_and(|x| x.seg as u64 == tail.num && x.off as u64 >= tail.len)
-            {
-                ts.index.pop_back();
+            // Its messages are not in the log: they neither pin the segment nor are found.
+            tail.refs -= std::mem::take(&mut ts.pending_copies);
+            if let Some(first) = ts.pending_first.take() {
+                ts.index
+                    .unwritten(first, ts.last_id, tail.num as u32, tail.len);
             }
+            // What was read of the tail may be rewritten now.
+            ts.ahead.forget(tail.num);
             ts.pending.clear();
             ts.pending_msgs = 0;
             Err(io_err("write", &path, e))
@@ -1119,9 +1095,7 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
         }
         let s = ts.segments.pop_front().expect("a segment");
         ts.ahead.forget(s.num);
-        while ts.index.front().is_some_and(|x| x.seg as u64 == s.num) {
-            ts.index.pop_front();
-        }
+        ts.index.drop_segment(s.num as u32);
         let _ = sync.send(SyncMsg::RemoveSegment(
             ts.dir_fd.clone(),
             seg_path(&ts.dir, s.num),
@@ -1444,32 +1418,6 @@ mod tests {
         vec.iter().filter(|&&b| b & 1 == 1).count()
     }
 
-    #[test]
-    fn index_lookups_try_the_hint_then_search() {
-        let mut index = ChunkedDeque::new();
-        for id in (2..20_000u64).step_by(2) {
-            index.push_back(IndexEntry {
-                id,
-                seg: 0,
-                off: id as u32,
-            });
-        }
-        let mut hint = 0;
-        let found = |hint: &mut usize, id| find_entry(&index, hint, MessageId(id)).map(|e| e.off);
-        assert_eq!(found(&mut hint, 2), Some(2));
-        assert_eq!(found(&mut hint, 4), Some(4));
-        assert_eq!(hint, 1);
-        // Far from the hint, or before it.
-        assert_eq!(found(&mut hint, 15_000), Some(15_000));
-        assert_eq!(hint, 7_499);
-        assert_eq!(found(&mut hint, 6), Some(6));
-        assert_eq!(hint, 2);
-        // Not stored: none, and the hint stays.
-        assert_eq!(found(&mut hint, 7), None);
-        assert_eq!(found(&mut hint, 30_000), None);
-        assert_eq!(hint, 2);
-    }
-
     /// A finished segment is deleted in the directory it was in, even when that directory
     /// was renamed (its topic deleted) and a new one made under the old name meanwhile.
     #[test]
@@ -1530,11 +1478,18 @@ mod tests {
 
     /// A store under a fresh directory whose sync thread is replaced by `rx`'s end.
     fn store_with_sync_channel(name: &str) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
+        store_with_segments_of(name, 100 << 20)
+    }
+
+    fn store_with_segments_of(
+        name: &str,
+        max_bytes_per_file: u64,
+    ) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
         let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let cfg = StoreConfig {
             data_path: dir.clone(),
-            max_bytes_per_file: 100 << 20,
+            max_bytes_per_file,
             sync_every: 2500,
             sync_timeout: Duration::from_secs(3600),
             partition: (0, 1),
@@ -1569,6 +1524,110 @@ mod tests {
         });
         store.commit().unwrap();
         topic
+    }
+
+    /// Message `id`'s body: its ID, then filler (some long, most short).
+    fn body_of(id: u64) -> Vec<u8> {
+        let len = if id.is_multiple_of(97) {
+            20_000
+        } else {
+            20 + (id * 37 % 300) as usize
+        };
+        let mut b = id.to_le_bytes().to_vec();
+        b.resize(len, b'a' + (id % 26) as u8);
+        b
+    }
+
+    #[test]
+    fn loads_find_every_message_through_the_sparse_index() {
+        let (mut store, _rx, dir) = store_with_segments_of("sparse", 256 << 10);
+        let topic = new_topic(&mut store);
+        let n = 3000u64;
+        for id in 1..=n {
+            store.apply(StoreOp::Publish {
+                ticket: 0,
+                topic: topic.clone(),
+                held: true,
+                copies: 1,
+                // Every seventh deferred (those get an index entry each).
+                due: (id % 7 == 0).then_some(1_000 + id),
+                msg: nsqlab_core::Message::new(MessageId(id * 3), id, body_of(id).into()),
+            });
+            if id % 50 == 0 {
+                store.commit().unwrap();
+            }
+        }
+        store.commit().unwrap();
+        let ts = &store.topics[&topic];
+        assert!(ts.segments.len() > 4, "{} segments", ts.segments.len());
+        let deferred = n / 7;
+        assert!(
+            ts.index.entries() < (deferred + n / 10) as usize,
+            "{} index entries for {n} messages",
+            ts.index.entries()
+        );
+        let load =
+            |store: &mut Store, id: u64| store.load(&topic, MessageId(id * 3)).map(|b| b.to_vec());
+        // In order (a consumer's backlog), backwards, and scattered (two consumers, deferred
+        // messages coming due).
+        for id in (1..=n)
+            .chain((1..=n).rev())
+            .chain((0..n).map(|k| k * 1237 % n + 1))
+        {
+            assert_eq!(load(&mut store, id), Ok(body_of(id)), "message {id}");
+        }
+        // IDs between and beyond the stored ones are not there.
+        for id in [1, 3001, 4501, 9001, 9004] {
+            assert!(store.load(&topic, MessageId(id)).is_err(), "ID {id}");
+        }
+        drop(store);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_failed_write_releases_no_copies_and_loads_nothing_of_what_it_lost() {
+        let (mut store, _rx, dir) = store_with_sync_channel("failedwrite");
+        let topic = new_topic(&mut store);
+        let finish = |store: &mut Store, ids: std::ops::RangeInclusive<u64>| {
+            for id in ids {
+                store.apply(StoreOp::Finished {
+                    topic: topic.clone(),
+                    channel: Arc::from("c"),
+                    id: MessageId(id),
+                });
+            }
+        };
+        for id in 1..=100 {
+            publish(&mut store, &topic, id, 100);
+        }
+        store.commit().unwrap();
+        // The next batch's write fails (the tail is open read-only meanwhile).
+        let path = seg_path(&dir.join("nsqlab").join("t"), 0);
+        let writable = std::mem::replace(
+            &mut store.topics.get_mut(&topic).unwrap().tail,
+            Tail::new(File::open(&path).unwrap()),
+        );
+        for id in 101..=110 {
+            publish(&mut store, &topic, id, 100);
+        }
+        assert!(store.commit().is_err());
+        store.topics.get_mut(&topic).unwrap().tail = writable;
+        let refs = |store: &Store| store.topics[&topic].segments[0].refs;
+        assert_eq!(refs(&store), 100);
+        // Their FINs release nothing; the written ones' do.
+        finish(&mut store, 101..=110);
+        store.commit().unwrap();
+        assert_eq!(refs(&store), 100);
+        assert!(store.load(&topic, MessageId(105)).is_err());
+        assert_eq!(store.load(&topic, MessageId(50)).unwrap().len(), 100);
+        // Written after the failure: recorded and found again.
+        publish(&mut store, &topic, 111, 100);
+        store.commit().unwrap();
+        assert_eq!(store.load(&topic, MessageId(111)).unwrap().len(), 100);
+        finish(&mut store, 1..=100);
+        assert_eq!(refs(&store), 1);
+        drop(store);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     fn sync_requests(rx: &mpsc::Receiver<SyncMsg>) -> usize {

@@ -16,7 +16,7 @@
 //! ```
 //! Integers are little-endian; times are Unix nanoseconds.
 
-use nsqlab_core::{Message, MessageId, Time};
+use nsqlab_core::{Body, Message, MessageId, Time};
 
 pub const HEADER: usize = 8;
 /// No record is larger than this (a message is at most `--max-msg-size`, far below).
@@ -152,101 +152,135 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
     Some(rec)
 }
 
-/// Read the record at `offset` of `file` (a body evicted from memory).
-pub fn read_at(file: &std::fs::File, offset: u64) -> std::io::Result<Record> {
-    use std::os::unix::fs::FileExt;
-    let bad = |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
-    let mut head = [0u8; HEADER];
-    file.read_exact_at(&mut head, offset)?;
-    let len = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")) as usize;
-    let crc = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
-    let file_len = file.metadata()?.len();
-    if len == 0 || len > MAX_PAYLOAD || offset + (HEADER + len) as u64 > file_len {
-        return Err(bad("bad record length"));
-    }
-    let mut payload = vec![0u8; len];
-    file.read_exact_at(&mut payload, offset + HEADER as u64)?;
-    if crc32c::crc32c(&payload) != crc {
-        return Err(bad("record checksum mismatch"));
-    }
-    decode_payload(&payload).ok_or_else(|| bad("undecodable record"))
-}
-
-/// A stretch of a segment read ahead for loading evicted bodies: consumers load a backlog in
-/// order, and one read of [`ReadAhead::SIZE`] then serves the thousand records after it
-/// (one `pread` per record cost more than the rest of a delivery). Only a load that follows
-/// the one before it (a little further on in the same segment) reads ahead: deferred
-/// messages coming due here and there read just their own record.
+/// A stretch of a segment read for loading evicted bodies. A load reads its segment forward
+/// from where the index points (see `index.rs`) to its record, skipping the records before
+/// it by their headers. Consumers load a backlog in order: a load that follows the one
+/// before it (a little further on in the same segment) starts where that one ended and reads
+/// [`ReadAhead::SIZE`] ahead, so one read serves the thousand records after it (one `pread`
+/// per record cost more than the rest of a delivery). A lone load (a deferred message coming
+/// due) reads little: its own record when the index has its entry, else a short stretch.
 #[derive(Debug, Default)]
 pub struct ReadAhead {
     seg: u64,
     at: u64,
     buf: Vec<u8>,
-    /// The segment and offset of the last load.
-    last: Option<(u64, u64)>,
+    /// The segment of the last load, the offset after its record, and its ID.
+    last: Option<(u64, u64, MessageId)>,
 }
+
+/// The PUB payload's fields before the body.
+pub const PUB_FIELDS: usize = 1 + 1 + 8 + 8 + 8 + 2;
 
 impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
     /// How far after the last load the next one still follows it.
     const FOLLOWS: u64 = 64 << 10;
+    /// What a lone load reads at first: its own record, if the index points at it...
+    const LONE: usize = 4 << 10;
+    /// ...or a stretch to look for it in (the index has an entry every 16 KiB at most).
+    const SCAN: usize = 16 << 10;
 
-    /// The intact record at `offset` of segment `seg` (whose file is `file`): from the
-    /// stretch in memory, or read ahead from there when this load follows the last. `None`
-    /// when it is not whole in memory: a lone load, a record larger than a stretch, or a
-    /// torn or corrupt one (the caller reads it alone, for the error).
-    pub fn record(&mut self, file: &std::fs::File, seg: u64, offset: u64) -> Option<Record> {
-        let last = self.last.replace((seg, offset));
-        if let Some(r) = self.cached(seg, offset) {
-            return Some(r);
-        }
-        let follows =
-            last.is_some_and(|(s, o)| s == seg && offset > o && offset - o <= Self::FOLLOWS);
-        if !follows {
-            return None;
-        }
-        self.seg = seg;
-        self.fill(file, offset).ok()?;
-        self.cached(seg, offset)
+    /// Where to start looking for message `id` of segment `seg`, whose index entry is
+    /// message `from_id`'s: after the last load, if that was between the two.
+    pub fn resume(&self, seg: u64, from_id: u64, id: u64) -> Option<u64> {
+        let (s, end, last) = self.last?;
+        (s == seg && last.0 >= from_id && last.0 < id).then_some(end)
     }
 
-    /// Segment `seg` is deleted: what was read of it goes (and its memory).
-    pub fn forget(&mut self, seg: u64) {
-        if self.seg == seg && !self.buf.is_empty() {
-            self.buf = Vec::new();
-        }
-    }
-
-    fn cached(&self, seg: u64, offset: u64) -> Option<Record> {
-        if seg != self.seg {
-            return None;
-        }
-        let rel = usize::try_from(offset.checked_sub(self.at)?).ok()?;
-        record_at(&self.buf, rel).map(|(r, _)| r)
-    }
-
-    /// Read up to `SIZE` bytes from `offset` (fewer at the end of the file).
-    fn fill(&mut self, file: &std::fs::File, offset: u64) -> std::io::Result<()> {
-        use std::os::unix::fs::FileExt;
-        self.buf.clear();
-        self.buf.resize(Self::SIZE, 0);
-        self.at = offset;
-        let mut n = 0;
-        let result = loop {
-            match file.read_at(&mut self.buf[n..], offset + n as u64) {
-                Ok(0) => break Ok(()),
-                Ok(k) => {
-                    n += k;
-                    if n == self.buf.len() {
-                        break Ok(());
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => break Err(e),
-            }
+    /// The body of message `id`, looked for in segment `seg` (the file `file`, `end` bytes
+    /// long) from the record at `from` on; `exact`: that record is the message's. `None`
+    /// when the segment does not hold it.
+    pub fn find(
+        &mut self,
+        file: &std::fs::File,
+        seg: u64,
+        from: u64,
+        end: u64,
+        id: MessageId,
+        exact: bool,
+    ) -> std::io::Result<Option<Body>> {
+        let bad =
+            |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+        let follows = self
+            .last
+            .is_some_and(|(s, o, _)| s == seg && from >= o && from - o <= Self::FOLLOWS);
+        let chunk = match (follows, exact) {
+            (true, _) => Self::SIZE,
+            (false, true) => Self::LONE,
+            (false, false) => Self::SCAN,
         };
-        self.buf.truncate(if result.is_ok() { n } else { 0 });
-        result
+        let mut off = from;
+        while off + HEADER as u64 <= end {
+            // The header and, for a message, the fields up to its ID.
+            let head = self.bytes(file, seg, off, HEADER + 18, chunk, end)?;
+            let len = u32_at(head, 0).expect("a header") as usize;
+            let next = off + (HEADER + len) as u64;
+            if len == 0 || len > MAX_PAYLOAD || next > end {
+                return Err(bad("bad record length"));
+            }
+            if head.get(HEADER) == Some(&PUB) && len >= PUB_FIELDS {
+                let at = u64_at(head, HEADER + 10).expect("a message's ID");
+                if at > id.0 {
+                    return Ok(None);
+                }
+                if at == id.0 {
+                    let rec = self.bytes(file, seg, off, HEADER + len, chunk, end)?;
+                    return match record_at(rec, 0) {
+                        Some((Record::Pub { msg, .. }, _)) => {
+                            self.last = Some((seg, next, id));
+                            Ok(Some(msg.body))
+                        }
+                        _ => Err(bad("record checksum mismatch")),
+                    };
+                }
+            }
+            off = next;
+        }
+        Ok(None)
+    }
+
+    /// Segment `seg` is deleted (or its end cut back): what was read of it goes (and its
+    /// memory).
+    pub fn forget(&mut self, seg: u64) {
+        if self.seg == seg {
+            self.buf = Vec::new();
+            self.last = None;
+        }
+    }
+
+    /// At least `need` bytes of segment `seg` from `off` (fewer before `end`), from memory or
+    /// read now: `chunk` bytes, or `need` when more.
+    fn bytes(
+        &mut self,
+        file: &std::fs::File,
+        seg: u64,
+        off: u64,
+        need: usize,
+        chunk: usize,
+        end: u64,
+    ) -> std::io::Result<&[u8]> {
+        use std::os::unix::fs::FileExt;
+        let left = usize::try_from(end.saturating_sub(off)).unwrap_or(usize::MAX);
+        let need = need.min(left);
+        let cached = self.seg == seg
+            && off >= self.at
+            && off + need as u64 <= self.at + self.buf.len() as u64;
+        if !cached {
+            let size = need.max(chunk).min(left);
+            if self.buf.capacity() > Self::SIZE.max(size) {
+                self.buf = Vec::new(); // a large record's buffer is not kept
+            }
+            self.buf.clear();
+            self.buf.resize(size, 0);
+            self.seg = seg;
+            self.at = off;
+            if let Err(e) = file.read_exact_at(&mut self.buf, off) {
+                self.buf.clear();
+                return Err(e);
+            }
+        }
+        let rel = (off - self.at) as usize;
+        Ok(&self.buf[rel..rel + need])
     }
 }
 
@@ -309,48 +343,95 @@ mod tests {
         at
     }
 
-    fn body_of(r: Option<Record>) -> Option<(u64, Vec<u8>)> {
-        match r? {
-            Record::Pub { msg, .. } => Some((msg.id.0, msg.body.to_vec())),
-            _ => None,
-        }
+    /// A segment file of `bodies` (message i + 1 has body `bodies[i]`) with a FIN record
+    /// after each message; the messages' offsets.
+    fn segment(name: &str, bodies: &[Vec<u8>]) -> (std::path::PathBuf, Vec<u64>, u64) {
+        let path = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
+        let mut b = Vec::new();
+        put_mark(&mut b, MessageId(0));
+        let offs = (0..bodies.len())
+            .map(|i| {
+                let at = pub_record(&mut b, i as u64 + 1, &bodies[i]);
+                put_fin(&mut b, 0, MessageId(i as u64 + 1));
+                at
+            })
+            .collect();
+        std::fs::write(&path, &b).unwrap();
+        (path, offs, b.len() as u64)
     }
 
     #[test]
-    fn read_ahead_serves_the_records_after_one_read_and_reads_again_past_them() {
-        use std::io::Write;
-        let path = std::env::temp_dir().join(format!("nsqlab-ahead-{}", std::process::id()));
-        let mut b = Vec::new();
-        let small: Vec<u64> = (1..=3)
-            .map(|i| pub_record(&mut b, i, &[i as u8; 100]))
-            .collect();
-        let big = pub_record(&mut b, 4, &vec![4; ReadAhead::SIZE]);
-        let mut f = std::fs::File::create(&path).unwrap();
-        f.write_all(&b).unwrap();
+    fn a_load_reads_forward_to_its_record_and_the_next_follows_from_memory() {
+        let bodies: Vec<Vec<u8>> = (1..=200u8).map(|i| vec![i; 100]).collect();
+        let (path, offs, end) = segment("ahead", &bodies);
         let file = std::fs::File::open(&path).unwrap();
         let mut ahead = ReadAhead::default();
-        let got = |ahead: &mut ReadAhead, seg, off| body_of(ahead.record(&file, seg, off));
-        // A first load reads nothing ahead (the caller reads its record alone).
-        assert_eq!(ahead.record(&file, 7, small[0]), None);
-        // One that follows it does.
-        assert_eq!(got(&mut ahead, 7, small[1]), Some((2, vec![2; 100])));
-        // The next ones come from memory: the file is gone from under them.
-        f.set_len(0).unwrap();
-        assert_eq!(got(&mut ahead, 7, small[2]), Some((3, vec![3; 100])));
-        assert_eq!(got(&mut ahead, 7, small[1]), Some((2, vec![2; 100])));
-        // Another segment at the same offset is not this one.
-        assert_eq!(ahead.record(&file, 8, small[1]), None);
-        // Appended after the read, and far from the last load: read alone, then followed.
-        f.write_all(&b).unwrap();
-        let more = b.len() as u64;
-        assert_eq!(ahead.record(&file, 7, more + small[0]), None);
-        assert_eq!(got(&mut ahead, 7, more + small[1]), Some((2, vec![2; 100])));
-        // Larger than a stretch: not whole in memory.
-        assert_eq!(ahead.record(&file, 7, more + big), None);
-        // Its segment deleted, the stretch goes.
+        let find = |ahead: &mut ReadAhead, from, id: u64, exact| {
+            ahead
+                .find(&file, 7, from, end, MessageId(id), exact)
+                .unwrap()
+                .map(|b| b.to_vec())
+        };
+        // From the start of the segment (past other records) to message 50.
+        assert_eq!(find(&mut ahead, 0, 50, false), Some(vec![50; 100]));
+        // The next load resumes after it (at the FIN record that follows)...
+        let pub_len = (HEADER + PUB_FIELDS + 100) as u64;
+        assert_eq!(ahead.resume(7, 1, 51), Some(offs[49] + pub_len));
+        assert_eq!(ahead.resume(7, 1, 50), None);
+        assert_eq!(ahead.resume(8, 1, 51), None);
+        // ...and once past what the first load read, reads a whole stretch ahead: the rest
+        // comes from memory, with the file gone.
+        let load_from_last = |ahead: &mut ReadAhead, id: u64| {
+            let from = ahead.resume(7, 1, id).unwrap();
+            assert_eq!(find(ahead, from, id, false), Some(vec![id as u8; 100]));
+        };
+        for id in 51..=120u64 {
+            load_from_last(&mut ahead, id);
+        }
+        assert_eq!(ahead.buf.len() as u64, end - ahead.at);
+        std::fs::File::create(&path).unwrap();
+        for id in 121..=200u64 {
+            load_from_last(&mut ahead, id);
+        }
+        // Not in the segment: beyond the last.
+        assert_eq!(find(&mut ahead, offs[150], 300, false), None);
+        // Its segment deleted, the stretch goes, and nothing resumes in it.
         assert!(!ahead.buf.is_empty());
         ahead.forget(7);
-        assert!(ahead.buf.is_empty());
+        assert!(ahead.buf.is_empty() && ahead.resume(7, 1, 201).is_none());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_lone_load_reads_little_and_a_large_record_whole() {
+        let mut bodies: Vec<Vec<u8>> = (1..=20u8).map(|i| vec![i; 100]).collect();
+        bodies[9] = vec![b'L'; 3 * ReadAhead::SIZE];
+        let (path, offs, end) = segment("lone", &bodies);
+        let file = std::fs::File::open(&path).unwrap();
+        let mut ahead = ReadAhead::default();
+        let got = ahead
+            .find(&file, 1, offs[4], end, MessageId(5), true)
+            .unwrap();
+        assert_eq!(got.as_deref(), Some(&[5u8; 100][..]));
+        assert_eq!(ahead.buf.len(), ReadAhead::LONE);
+        // A record larger than any stretch is read whole; its buffer is not kept after.
+        let got = ahead
+            .find(&file, 1, offs[9], end, MessageId(10), true)
+            .unwrap();
+        assert_eq!(got.map(|b| b.len()), Some(3 * ReadAhead::SIZE));
+        let got = ahead
+            .find(&file, 1, offs[15], end, MessageId(16), true)
+            .unwrap();
+        assert_eq!(got.as_deref(), Some(&[16u8; 100][..]));
+        assert!(ahead.buf.capacity() <= ReadAhead::SIZE);
+        // Skipping over the large one to a later message works too.
+        let got = ahead
+            .find(&file, 1, offs[8], end, MessageId(12), false)
+            .unwrap();
+        assert_eq!(got.as_deref(), Some(&[12u8; 100][..]));
+        // A length that runs past the end is an error, not a guess.
+        let err = ahead.find(&file, 1, offs[19], offs[19] + 50, MessageId(20), true);
+        assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::InvalidData);
         let _ = std::fs::remove_file(&path);
     }
 
