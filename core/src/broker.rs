@@ -1288,7 +1288,7 @@ impl Broker {
                 });
             }
             if topic_held {
-                self.route(now, &name, msg, due, false);
+                self.route(now, slot, msg, due, false);
             } else {
                 self.fan_out(now, &chans, msg, due, false);
             }
@@ -1366,11 +1366,11 @@ impl Broker {
         self.scratch = chans;
     }
 
-    /// Hand a message to the topic's channels, or hold it in the topic.
-    fn route(&mut self, now: Time, topic: &Name, msg: Message, due: Option<Time>, pump: bool) {
+    /// Hand a message to the channels of the topic in `slot`, or hold it in the topic.
+    fn route(&mut self, now: Time, slot: u32, msg: Message, due: Option<Time>, pump: bool) {
         let mem = self.opts.mem_queue_size;
         let evict = self.opts.evict_bodies && self.opts.durable;
-        let t = self.topics.get_mut(topic).expect("topic exists");
+        let t = self.topics.at_mut(slot);
         if t.paused || t.channels.is_empty() {
             let id = msg.id;
             if let Some(d) = due {
@@ -1381,14 +1381,10 @@ impl Broker {
             } else {
                 Place::Memory
             };
-            self.emit(
-                now,
-                EventKind::HeldInTopic {
-                    topic: topic.clone(),
-                    id,
-                    place,
-                },
-            );
+            if self.opts.events {
+                let topic = self.topics.at(slot).name.clone();
+                self.emit(now, EventKind::HeldInTopic { topic, id, place });
+            }
             return;
         }
         let mut chans = std::mem::take(&mut self.scratch);
@@ -1485,15 +1481,16 @@ impl Broker {
             return;
         }
         let store = self.stores(topic);
+        let slot = self.topics.slot(topic).expect("topic exists");
         let mut moved = Vec::new();
         loop {
-            let t = self.topics.get_mut(topic).expect("topic exists");
+            let t = self.topics.at_mut(slot);
             let Some(msg) = t.queue.pop() else { break };
             let due = t.held_due.remove(&msg.id);
             if store {
                 moved.push(msg.id);
             }
-            self.route(now, topic, msg, due, false);
+            self.route(now, slot, msg, due, false);
         }
         if !moved.is_empty() {
             let copies = self.stored_copies(topic);
@@ -2261,20 +2258,16 @@ impl Broker {
         let c = self.ch(ch);
         let e = c.in_flight.remove(mid.0).expect("owned in-flight exists");
         c.requeue_count += 1;
-        let (topic, channel) = (c.topic.clone(), c.name.clone());
         let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.requeue_count += 1;
-        self.emit(
-            now,
-            EventKind::Requeued {
-                topic,
-                channel,
-                id: mid,
-                client: id,
-                delay,
-            },
-        );
+        self.emit_ch(now, ch, |topic, channel| EventKind::Requeued {
+            topic,
+            channel,
+            id: mid,
+            client: id,
+            delay,
+        });
         let due = (delay > 0).then(|| now.saturating_add(delay));
         if let Some(due) = due {
             let c = self.ch(ch);
@@ -2316,17 +2309,13 @@ impl Broker {
             deadline = delivered.saturating_add(max);
         }
         c.in_flight.rekey(mid.0, deadline);
-        let (topic, channel) = (c.topic.clone(), c.name.clone());
-        self.emit(
-            now,
-            EventKind::Touched {
-                topic,
-                channel,
-                id: mid,
-                client: id,
-                deadline,
-            },
-        );
+        self.emit_ch(now, ch, |topic, channel| EventKind::Touched {
+            topic,
+            channel,
+            id: mid,
+            client: id,
+            deadline,
+        });
         self.drain_heap_trace(now, ch);
         self.rearm_channel(ch);
         Ok(())
