@@ -4,7 +4,7 @@
 
 use super::codec::{Codec, Deflate};
 use super::driver::{DriverHandle, Out, ToDriver};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use nsqlab_core::Upgrade;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -87,6 +87,9 @@ impl AsyncWrite for Stream {
     }
 }
 
+/// A connection reads up to this much at once.
+const READ: usize = 64 * 1024;
+
 struct Connection {
     stream: Stream,
     codec: Codec,
@@ -110,7 +113,7 @@ impl Connection {
             return;
         }
         let Ok(client) = reply_rx.await else { return };
-        let mut rbuf = vec![0u8; 64 * 1024];
+        let mut rbuf = BytesMut::with_capacity(READ);
         let mut plain = Vec::new();
         let mut wbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
         // Whether the broker already forgot this client (it asked us to close).
@@ -165,23 +168,39 @@ impl Connection {
                         break;
                     }
                 }
-                r = self.stream.read(&mut rbuf) => {
-                    let n = match r {
+                r = self.stream.read_buf(&mut rbuf) => {
+                    match r {
                         Ok(0) | Err(_) => break,
-                        Ok(n) => n,
-                    };
-                    plain.clear();
-                    if let Err(e) = self.codec.decode(&rbuf[..n], &mut plain) {
-                        tracing::warn!("[{}] {e}", self.remote);
-                        break;
+                        Ok(_) => {}
                     }
-                    // In pieces of at most 64 KiB: the broker's queue is bounded in messages,
-                    // so this bounds it in bytes too, however much a read decompresses to.
-                    for piece in plain.chunks(64 * 1024) {
-                        let data = Bytes::copy_from_slice(piece);
+                    if let Codec::Plain = self.codec {
+                        // What was read goes to the broker as it is, not copied.
+                        let data = rbuf.split().freeze();
                         if !part.send(ToDriver::Bytes { client, data }).await {
                             break 'conn;
                         }
+                    } else {
+                        plain.clear();
+                        let decoded = self.codec.decode(&rbuf, &mut plain);
+                        rbuf.clear();
+                        if let Err(e) = decoded {
+                            tracing::warn!("[{}] {e}", self.remote);
+                            break;
+                        }
+                        // In pieces of at most READ bytes: the broker's queue is bounded in
+                        // messages, so this bounds it in bytes too, however much a read
+                        // decompresses to.
+                        for piece in plain.chunks(READ) {
+                            let data = Bytes::copy_from_slice(piece);
+                            if !part.send(ToDriver::Bytes { client, data }).await {
+                                break 'conn;
+                            }
+                        }
+                    }
+                    // Reads go on into what is left of the buffer (small ones share it) until
+                    // it runs low; never empty, or the next read would look like EOF.
+                    if rbuf.capacity() < READ / 4 {
+                        rbuf.reserve(READ);
                     }
                 }
                 _ = shutdown.changed() => break,
