@@ -244,6 +244,8 @@ impl ReadAhead {
     pub fn forget(&mut self, seg: u64) {
         if self.seg == seg {
             self.buf = Vec::new();
+        }
+        if self.last.is_some_and(|(s, _, _)| s == seg) {
             self.last = None;
         }
     }
