@@ -57,6 +57,10 @@ pub struct LatencyArgs {
     /// connections (default: one per core)
     #[arg(long)]
     pub connections: Option<usize>,
+    /// also write every round trip to this file, a line each: when it was due to be sent
+    /// (ms after the start) and how long it took (ms)
+    #[arg(long)]
+    pub dump: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -171,7 +175,7 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
             let (cmd, addr) = (cmd.clone(), a.tcp_address.clone());
             // Stagger the connections over one interval.
             let first = start + every.mul_f64(i as f64 / n as f64);
-            std::thread::spawn(move || -> anyhow::Result<Vec<i64>> {
+            std::thread::spawn(move || -> anyhow::Result<Vec<(Instant, i64)>> {
                 let mut c = Conn::connect(&addr)?;
                 let mut w = c.stream.try_clone()?;
                 let (tx, rx) = std::sync::mpsc::channel::<Instant>();
@@ -203,7 +207,7 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
                     if !ok {
                         anyhow::bail!("publish failed");
                     }
-                    lat.push(at.elapsed().as_nanos() as i64);
+                    lat.push((at, at.elapsed().as_nanos() as i64));
                 }
                 sender
                     .join()
@@ -212,13 +216,23 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
             })
         })
         .collect();
-    let mut all = Vec::new();
+    let mut trips = Vec::new();
     for h in handles {
-        all.extend(
+        trips.extend(
             h.join()
                 .map_err(|_| anyhow::anyhow!("latency thread panicked"))??,
         );
     }
+    if let Some(path) = &a.dump {
+        trips.sort_unstable_by_key(|t| t.0);
+        let mut f = BufWriter::new(std::fs::File::create(path)?);
+        for (at, ns) in &trips {
+            let due = at.saturating_duration_since(start).as_secs_f64() * 1e3;
+            writeln!(f, "{due:.3} {:.3}", *ns as f64 / 1e6)?;
+        }
+        f.flush()?;
+    }
+    let mut all: Vec<i64> = trips.into_iter().map(|t| t.1).collect();
     all.sort_unstable();
     let ms = |ns: i64| ns as f64 / 1e6;
     println!(
