@@ -1516,6 +1516,12 @@ mod tests {
         });
     }
 
+    /// The end of a test's store: stop it, then remove its directory.
+    fn close_and_remove(store: Store, dir: &Path) {
+        drop(store);
+        let _ = fs::remove_dir_all(dir);
+    }
+
     /// Create topic `t` (one commit).
     fn new_topic(store: &mut Store) -> Name {
         let topic: Name = Arc::from("t");
@@ -1580,8 +1586,7 @@ mod tests {
         for id in [1, 3001, 4501, 9001, 9004] {
             assert!(store.load(&topic, MessageId(id)).is_err(), "ID {id}");
         }
-        drop(store);
-        let _ = fs::remove_dir_all(&dir);
+        close_and_remove(store, &dir);
     }
 
     #[test]
@@ -1626,8 +1631,7 @@ mod tests {
         assert_eq!(store.load(&topic, MessageId(111)).unwrap().len(), 100);
         finish(&mut store, 1..=100);
         assert_eq!(refs(&store), 1);
-        drop(store);
-        let _ = fs::remove_dir_all(&dir);
+        close_and_remove(store, &dir);
     }
 
     fn sync_requests(rx: &mpsc::Receiver<SyncMsg>) -> usize {
@@ -1656,8 +1660,7 @@ mod tests {
         assert_eq!(files, [meta]);
         dirs.sort();
         assert_eq!(dirs, [root.clone(), root.join("t")]);
-        drop(store);
-        let _ = fs::remove_dir_all(&dir);
+        close_and_remove(store, &dir);
     }
 
     #[test]
@@ -1688,8 +1691,7 @@ mod tests {
             (3..=4).contains(&n),
             "{n} sync requests for 4 x 2500 x SYNC_UNIT bytes"
         );
-        drop(store);
-        let _ = fs::remove_dir_all(&dir);
+        close_and_remove(store, &dir);
     }
 
     #[test]
