@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark suite (never part of the tests): starts a release nsqlab nsqd on loopback and
 # runs nsqlab's NSQ-compatible bench clients against it, then prints one table.
-#   bash scripts/bench.sh            # ~3.5 minutes
+#   bash scripts/bench.sh            # ~4 minutes
 #   RUNFOR=10s bash scripts/bench.sh
 #   LATENCY_RUNS=0 bash scripts/bench.sh   # without the latency row's repeated runs (5)
 set -euo pipefail
