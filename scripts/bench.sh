@@ -95,6 +95,19 @@ done
 start
 row "RSS per backlog 100 B message (N=10000000, consumer at RDY 0)" "$($B bench deferred-mem --backlog --tcp-address $TCP --pid $pid --count 10000000 | sed 's/.* - //')"
 stop
+# The same kind of backlog across a crash: SIGKILL, then how long the restart takes and what
+# it costs in memory (at the peak, and once recovered) against the RSS before it.
+start
+before=$($B bench deferred-mem --backlog --size 200 --tcp-address $TCP --pid $pid --count 2000000 | sed -E 's/.*-> ([0-9.]+) MiB.*/\1/')
+kill -9 "$pid"; wait "$pid" 2>/dev/null || true
+t0=$(date +%s%N)
+$B nsqd --tcp-address=$TCP --http-address=$HTTP --data-path="$DATA" >/tmp/nsqlab-bench-nsqd.log 2>&1 &
+pid=$!
+for _ in $(seq 600); do curl -sf http://$HTTP/ping >/dev/null && break; sleep 0.05; done
+t1=$(date +%s%N)
+mem() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' /proc/$pid/status; }
+row "restart after SIGKILL with 2000000 backlog 200 B messages" "$(( (t1 - t0) / 1000000 )) ms - RSS $(mem VmRSS) MiB (peak $(mem VmHWM) MiB; $before MiB before)"
+stop
 
 echo
 echo "| benchmark | nsqlab |"

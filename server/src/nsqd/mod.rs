@@ -117,6 +117,9 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         parts.push(driver::Partition { broker, store });
     }
     tracing::info!("{count} partition(s)");
+    if args.durable {
+        release_free_memory();
+    }
     let auth = auth::AuthConfig {
         addresses: args.auth_http_address.clone(),
         method_post: args.auth_http_request_method.eq_ignore_ascii_case("post"),
@@ -232,6 +235,20 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         }));
     }
     Ok(Server { bound, tasks })
+}
+
+/// Give the memory the allocator holds free back to the system. After recovery that is most
+/// of what it took: rebuilding a backlog of millions of messages needs far more than the
+/// queues it leaves (with 2 M held 200-byte messages, 359 MB resident after the restart
+/// against 78 MB before it, without this), and it is spread among what stays, where it is
+/// never at the top of the heap for the allocator to return by itself.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the
+        // system (madvise); it has no preconditions.
+        let _ = unsafe { libc::malloc_trim(0) };
+    }
 }
 
 /// SIGTERM and SIGINT, caught from creation on.

@@ -403,12 +403,12 @@ impl Store {
         for num in nums {
             let path = seg_path(dir, num);
             let mut bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
-            let mut scan = record::scan(&bytes);
+            let mut scan = record::scan_without_bodies(&bytes);
             if !scan.bad.is_empty() {
                 rec.corrupt_ranges += scan.bad.len();
                 quarantine(topic, &path, &bytes, &scan)?;
                 bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
-                scan = record::scan(&bytes);
+                scan = record::scan_without_bodies(&bytes);
             }
             let len = bytes.len() as u64;
             let mut mark = None;
@@ -418,9 +418,12 @@ impl Store {
                         mark.get_or_insert(m.0);
                         last_id = last_id.max(m.0);
                     }
+                    // The body stays in the log (the scan leaves it there): the broker loads
+                    // it when a consumer has room for it, so a restart does not hold a
+                    // whole backlog's bodies in memory.
                     record::Record::Pub { held, due, msg } => {
                         last_id = last_id.max(msg.id.0);
-                        let len = record::HEADER + msg.body.len() + record::PUB_FIELDS;
+                        let len = record::record_len(&bytes, at);
                         index.push(msg.id.0, num as u32, at as u32, len, due.is_some());
                         replay.apply(&StoreOp::Publish {
                             ticket: 0,

@@ -116,8 +116,9 @@ fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
 
-/// Decode a payload whose checksum matched.
-fn decode_payload(p: &[u8]) -> Option<Record> {
+/// Decode a payload whose checksum matched; a message comes without its body (an evicted
+/// one) unless `body`.
+fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
     let rec = match *p.first()? {
         PUB => {
             let held = *p.get(1)? & 1 == 1;
@@ -125,7 +126,12 @@ fn decode_payload(p: &[u8]) -> Option<Record> {
             let id = MessageId(u64_at(p, 10)?);
             let timestamp = u64_at(p, 18)?;
             let attempts = u16::from_le_bytes(p.get(26..28)?.try_into().ok()?);
-            let mut msg = Message::new(id, timestamp, p.get(28..)?.into());
+            let rest = p.get(PUB_FIELDS..)?;
+            let body = match body {
+                true => rest.into(),
+                false => nsqlab_core::message::evicted_body(),
+            };
+            let mut msg = Message::new(id, timestamp, body);
             msg.attempts = attempts;
             Record::Pub {
                 held,
@@ -288,6 +294,10 @@ impl ReadAhead {
 
 /// The record starting at `at`, and its length, if one is there whole and intact.
 fn record_at(b: &[u8], at: usize) -> Option<(Record, usize)> {
+    record_at_with(b, at, true)
+}
+
+fn record_at_with(b: &[u8], at: usize, body: bool) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
     let crc = u32_at(b, at + 4)?;
     if len == 0 || len > MAX_PAYLOAD {
@@ -297,7 +307,12 @@ fn record_at(b: &[u8], at: usize) -> Option<(Record, usize)> {
     if crc32c::crc32c(payload) != crc {
         return None;
     }
-    Some((decode_payload(payload)?, HEADER + len))
+    Some((decode_payload(payload, body)?, HEADER + len))
+}
+
+/// The length of the record at `at` of `b`, one a scan found intact.
+pub fn record_len(b: &[u8], at: usize) -> usize {
+    HEADER + u32_at(b, at).expect("a scanned record's header") as usize
 }
 
 /// A segment's contents: its intact records (with their offsets) and the byte ranges that were
@@ -311,18 +326,29 @@ pub struct Scan {
 /// Read every intact record of a segment. After a bad stretch, reading resumes at the next
 /// offset where an intact record starts (a CRC-32C match), so flipped bytes cost only the
 /// records they hit; a torn tail is one bad range at the end.
+#[cfg(test)]
 pub fn scan(b: &[u8]) -> Scan {
+    scan_with(b, true)
+}
+
+/// [`scan`], but the messages come without their bodies (evicted: they stay in the file), so
+/// reading a segment costs no copy of it.
+pub fn scan_without_bodies(b: &[u8]) -> Scan {
+    scan_with(b, false)
+}
+
+fn scan_with(b: &[u8], bodies: bool) -> Scan {
     let mut out = Scan::default();
     let mut at = 0;
     while at < b.len() {
-        if let Some((rec, n)) = record_at(b, at) {
+        if let Some((rec, n)) = record_at_with(b, at, bodies) {
             out.records.push((at, rec));
             at += n;
             continue;
         }
         let bad_start = at;
         at += 1;
-        while at < b.len() && record_at(b, at).is_none() {
+        while at < b.len() && record_at_with(b, at, false).is_none() {
             at += 1;
         }
         out.bad.push(bad_start..at);
@@ -485,6 +511,25 @@ mod tests {
         let s = scan(&b);
         assert_eq!(records(&s), recs);
         assert!(s.bad.is_empty());
+        // Without bodies: the same records, the message's body left in the file.
+        let s = scan_without_bodies(&b);
+        let bodiless: Vec<Record> = recs
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                if let Record::Pub { msg, .. } = &mut r {
+                    msg.body = nsqlab_core::message::evicted_body();
+                }
+                r
+            })
+            .collect();
+        assert_eq!(records(&s), bodiless);
+        for (at, _) in &s.records {
+            assert_eq!(
+                record_at(&b, *at).map(|(_, n)| n),
+                Some(record_len(&b, *at))
+            );
+        }
     }
 
     #[test]
