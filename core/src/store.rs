@@ -167,7 +167,27 @@ struct ReplayMessage {
 pub struct ReplayTopic {
     pub paused: bool,
     pub channels: BTreeMap<Name, ReplayChannel>,
-    messages: BTreeMap<MessageId, ReplayMessage>,
+    /// In ID order: a log gives a topic's messages in the order their IDs were handed out,
+    /// so each goes at the end (a tree cost half as much again per message, and a restart
+    /// holds every owed one at once).
+    messages: Vec<ReplayMessage>,
+}
+
+impl ReplayTopic {
+    fn position(&self, id: MessageId) -> Result<usize, usize> {
+        self.messages.binary_search_by_key(&id, |m| m.msg.id)
+    }
+
+    /// Add a message, or replace the one with its ID.
+    fn insert(&mut self, m: ReplayMessage) {
+        match self.messages.last() {
+            Some(last) if last.msg.id >= m.msg.id => match self.position(m.msg.id) {
+                Ok(i) => self.messages[i] = m,
+                Err(i) => self.messages.insert(i, m),
+            },
+            _ => self.messages.push(m),
+        }
+    }
 }
 
 /// What a message owes, as [`Replay::survivors`] reports it.
@@ -208,7 +228,7 @@ impl Replay {
             }
             StoreOp::TopicEmptied { topic, .. } => {
                 if let Some(t) = self.topics.get_mut(topic) {
-                    for m in t.messages.values_mut().filter(|m| m.held) {
+                    for m in t.messages.iter_mut().filter(|m| m.held) {
                         m.held = false;
                         m.dropped = true;
                     }
@@ -262,19 +282,16 @@ impl Replay {
                 ..
             } => {
                 let t = self.topics.entry(topic.clone()).or_default();
-                t.messages.insert(
-                    msg.id,
-                    ReplayMessage {
-                        msg: msg.clone(),
-                        due: *due,
-                        held: *held,
-                        dropped: false,
-                    },
-                );
+                t.insert(ReplayMessage {
+                    msg: msg.clone(),
+                    due: *due,
+                    held: *held,
+                    dropped: false,
+                });
             }
             StoreOp::Dispatched { topic, .. } => {
                 if let Some(t) = self.topics.get_mut(topic) {
-                    for m in t.messages.values_mut() {
+                    for m in t.messages.iter_mut() {
                         m.held = false;
                     }
                 }
@@ -309,7 +326,7 @@ impl Replay {
             return;
         };
         let starts: Vec<MessageId> = t.channels.values().map(|c| c.start).collect();
-        for m in t.messages.values_mut() {
+        for m in t.messages.iter_mut() {
             if m.msg.id <= upto && !m.held && !m.dropped && !starts.iter().any(|s| *s <= m.msg.id) {
                 m.held = true;
             }
@@ -318,13 +335,17 @@ impl Replay {
 
     /// The body of a stored message (for [`LoadRequest`]s).
     pub fn body(&self, topic: &str, id: MessageId) -> Option<crate::Body> {
-        Some(self.topics.get(topic)?.messages.get(&id)?.msg.body.clone())
+        let t = self.topics.get(topic)?;
+        let i = t.position(id).ok()?;
+        Some(t.messages[i].msg.body.clone())
     }
 
     /// Forget a message outright (a store compacted it away: nothing owed it any more).
     pub fn forget(&mut self, topic: &str, id: MessageId) {
         if let Some(t) = self.topics.get_mut(topic) {
-            t.messages.remove(&id);
+            if let Ok(i) = t.position(id) {
+                t.messages.remove(i);
+            }
         }
     }
 
@@ -332,7 +353,7 @@ impl Replay {
     /// and held by topics. Due times are a REQ's if there was one, else DPUB's.
     pub fn survivors(&self) -> impl Iterator<Item = Survivor<'_>> {
         self.topics.iter().flat_map(|(tn, t)| {
-            t.messages.values().flat_map(move |m| {
+            t.messages.iter().flat_map(move |m| {
                 let held = (m.held && !m.dropped).then_some(Survivor {
                     topic: tn,
                     channel: None,
@@ -370,5 +391,54 @@ impl Replay {
             broker.restore_message(now, s.topic, s.channel.map(|c| &**c), s.msg.clone(), s.due);
         }
         broker.finish_restore(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn publish(replay: &mut Replay, id: u64, body: &str) {
+        replay.apply(&StoreOp::Publish {
+            ticket: 0,
+            topic: "t".into(),
+            held: true,
+            copies: 1,
+            due: None,
+            msg: Message::new(MessageId(id), id, body.into()),
+        });
+    }
+
+    fn held(replay: &Replay) -> Vec<(u64, Vec<u8>)> {
+        replay
+            .survivors()
+            .map(|s| (s.msg.id.0, s.msg.body.to_vec()))
+            .collect()
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn messages_stay_in_id_order_whatever_order_they_come_in() {
+        let mut r = Replay::new();
+        for id in [2, 4, 6] {
+            publish(&mut r, id, "a");
+        }
+        // Out of order, and the same ID again (its later record wins).
+        publish(&mut r, 3, "b");
+        publish(&mut r, 1, "c");
+        publish(&mut r, 4, "d");
+        let want: Vec<(u64, Vec<u8>)> = [(1, "c"), (2, "a"), (3, "b"), (4, "d"), (6, "a")]
+            .iter()
+            .map(|&(id, b)| (id, b.as_bytes().to_vec()))
+            .collect();
+        assert_eq!(held(&r), want);
+        assert_eq!(r.body("t", MessageId(3)).as_deref(), Some(&b"b"[..]));
+        assert!(r.body("t", MessageId(5)).is_none());
+        r.forget("t", MessageId(2));
+        r.forget("t", MessageId(5));
+        assert_eq!(
+            held(&r).iter().map(|m| m.0).collect::<Vec<_>>(),
+            [1, 3, 4, 6]
+        );
     }
 }
