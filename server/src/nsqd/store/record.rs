@@ -123,7 +123,7 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
         PUB => {
             let held = *p.get(1)? & 1 == 1;
             let due = u64_at(p, 2)?;
-            let id = MessageId(u64_at(p, 10)?);
+            let id = MessageId(u64_at(p, PUB_ID)?);
             let timestamp = u64_at(p, 18)?;
             let attempts = u16::from_le_bytes(p.get(26..28)?.try_into().ok()?);
             let rest = p.get(PUB_FIELDS..)?;
@@ -175,7 +175,9 @@ pub struct ReadAhead {
 }
 
 /// The PUB payload's fields before the body.
-pub const PUB_FIELDS: usize = 1 + 1 + 8 + 8 + 8 + 2;
+const PUB_FIELDS: usize = 1 + 1 + 8 + 8 + 8 + 2;
+/// Where a PUB payload's message ID is (after kind, flags and due time).
+const PUB_ID: usize = 1 + 1 + 8;
 
 impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
@@ -218,14 +220,14 @@ impl ReadAhead {
         let mut off = from;
         while off + HEADER as u64 <= end {
             // The header and, for a message, the fields up to its ID.
-            let head = self.bytes(file, seg, off, HEADER + 18, chunk, end)?;
+            let head = self.bytes(file, seg, off, HEADER + PUB_ID + 8, chunk, end)?;
             let len = u32_at(head, 0).expect("a header") as usize;
             let next = off + (HEADER + len) as u64;
             if len == 0 || len > MAX_PAYLOAD || next > end {
                 return Err(bad("bad record length"));
             }
             if head.get(HEADER) == Some(&PUB) && len >= PUB_FIELDS {
-                let at = u64_at(head, HEADER + 10).expect("a message's ID");
+                let at = u64_at(head, HEADER + PUB_ID).expect("a message's ID");
                 if at > id.0 {
                     return Ok(None);
                 }
