@@ -3,7 +3,7 @@
 
 use nsqlab_tests::Nsqd;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_nsq::{
     NSQChannel, NSQConsumerConfig, NSQConsumerConfigSources, NSQEvent, NSQProducerConfig,
     NSQRequeueDelay, NSQTopic,
@@ -44,7 +44,8 @@ fn tokio_nsq_publishes_and_consumes() {
                 .unwrap();
             assert!(matches!(producer.consume().await, Some(NSQEvent::Ok())));
         }
-        let dpub_at = Instant::now();
+        // Due times are wall-clock times (see nsqd_storage.rs): checked against the wall clock.
+        let dpub_at = std::time::SystemTime::now();
         expected.push("dpub-300".into());
         producer
             .publish_deferred(&topic, b"dpub-300".to_vec(), 300)
@@ -72,10 +73,10 @@ fn tokio_nsq_publishes_and_consumes() {
                     done += 1;
                 }
                 "dpub-300" => {
+                    let waited = dpub_at.elapsed().unwrap_or_default();
                     assert!(
-                        dpub_at.elapsed() >= Duration::from_millis(295),
-                        "DPUB early: {:?}",
-                        dpub_at.elapsed()
+                        waited >= Duration::from_millis(295),
+                        "DPUB early: {waited:?}"
                     );
                     m.finish().await;
                     done += 1;

@@ -10,14 +10,19 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-/// A published message the server acknowledged: body, and the earliest instant it may be
+/// A published message the server acknowledged: body, and the earliest time it may be
 /// delivered (sent + defer) when deferred.
+///
+/// Due times are wall-clock times (nsqd's too: `UnixNano`, and they are kept across
+/// restarts), so they are checked against the wall clock, not `Instant`: on some virtual
+/// machines here the wall clock ran 0.5 % faster than the monotonic one for a while after
+/// boot, and a DPUB due in 3 s came 15 ms "early" by `Instant`.
 #[derive(Debug, Clone)]
 struct Acked {
     body: String,
-    not_before: Option<Instant>,
+    not_before: Option<SystemTime>,
 }
 
 fn sub(d: &Nsqd, topic: &str, channel: &str, rdy: i64) -> Client {
@@ -34,8 +39,8 @@ fn sub(d: &Nsqd, topic: &str, channel: &str, rdy: i64) -> Client {
 /// Consume from `c` (FIN everything) until `stop` says so; returns (body, first arrival).
 fn drain(
     c: &mut Client,
-    seen: &mut HashMap<String, (Instant, u32)>,
-    mut stop: impl FnMut(&HashMap<String, (Instant, u32)>) -> bool,
+    seen: &mut HashMap<String, (SystemTime, u32)>,
+    mut stop: impl FnMut(&HashMap<String, (SystemTime, u32)>) -> bool,
     idle: Duration,
 ) {
     let mut last = Instant::now();
@@ -44,7 +49,7 @@ fn drain(
             Some(Frame::Message(m)) => {
                 let now = Instant::now();
                 let body = String::from_utf8_lossy(&m.body).into_owned();
-                seen.entry(body).or_insert((now, 0)).1 += 1;
+                seen.entry(body).or_insert((SystemTime::now(), 0)).1 += 1;
                 c.cmd(&Command::Fin(m.id.to_hex()));
                 last = now;
             }
@@ -89,7 +94,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
     let data = TempDir::new();
     let acked: Arc<Mutex<Vec<Acked>>> = Arc::default();
-    let mut seen: HashMap<String, (Instant, u32)> = HashMap::new();
+    let mut seen: HashMap<String, (SystemTime, u32)> = HashMap::new();
     for round in 0..rounds {
         // Small segments and a small memory queue: rolling, deleting finished segments and
         // reading bodies back from the log all happen under the kills too.
@@ -120,7 +125,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
                     };
                     let tag = format!("r{round}-p{p}-{n}");
                     let kind = prng.next_u64() % 3;
-                    let sent = Instant::now();
+                    let sent = SystemTime::now();
                     let (cmd, batch) = match kind {
                         0 => (
                             Command::Pub {
@@ -214,7 +219,8 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
     );
     let mut ct = sub(&d, "t", "c", 2500);
     let mut ch = sub(&d, "h", "c", 2500);
-    let all = |seen: &HashMap<String, (Instant, u32)>| want.iter().all(|b| seen.contains_key(*b));
+    let all =
+        |seen: &HashMap<String, (SystemTime, u32)>| want.iter().all(|b| seen.contains_key(*b));
     let deadline = Instant::now() + Duration::from_secs(30);
     while !all(&seen) && Instant::now() < deadline {
         drain(&mut ct, &mut seen, |_| true, Duration::ZERO);
@@ -227,7 +233,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_message() {
         .filter_map(|a| {
             let nb = a.not_before?;
             let (at, _) = seen.get(&a.body)?;
-            (*at < nb).then(|| (a.body.as_str(), nb - *at))
+            (*at < nb).then(|| (a.body.as_str(), nb.duration_since(*at).unwrap_or_default()))
         })
         .collect();
     let dups = seen.values().filter(|(_, n)| *n > 1).count();
@@ -274,7 +280,7 @@ fn clean_restart_keeps_due_times_pauses_and_deletions() {
     }
     let _eph = sub(&d, "t", "e#ephemeral", 1);
     let mut p = d.client();
-    let sent = Instant::now();
+    let sent = SystemTime::now();
     for i in 0..100 {
         p.cmd(&Command::Dpub {
             topic: "t".into(),
@@ -352,8 +358,13 @@ fn clean_restart_keeps_due_times_pauses_and_deletions() {
     for i in 0..100 {
         let (at, n) = seen[&format!("d{i}")];
         assert_eq!(n, 1);
-        assert!(at >= due, "d{i} arrived {:?} before its due time", due - at);
-        late.push(at - due);
+        let Ok(late_by) = at.duration_since(due) else {
+            panic!(
+                "d{i} arrived {:?} before its due time",
+                due.duration_since(at)
+            );
+        };
+        late.push(late_by);
     }
     late.sort();
     eprintln!(
