@@ -398,7 +398,7 @@ fn publish_n(d: &Nsqd, topic: &str, n: usize) {
     }
 }
 
-fn consume_all(d: &Nsqd, topic: &str) -> HashMap<String, (Instant, u32)> {
+fn consume_all(d: &Nsqd, topic: &str) -> HashMap<String, (SystemTime, u32)> {
     let mut seen = HashMap::new();
     let mut c = sub(d, topic, "c", 1000);
     drain(&mut c, &mut seen, |_| false, Duration::from_millis(800));
@@ -650,18 +650,28 @@ fn admin_answers_come_after_the_metadata_is_written() {
     }
 }
 
-/// Segments reserve disk blocks ahead of their writes (cheaper writes), and a full segment
-/// gives back what it did not use; neither changes what a restart finds.
+/// The next segment is made ahead, its disk blocks reserved (cheaper writes), once the tail is
+/// half full; the roll writes into it, a restart after a crash takes an unused one as its tail
+/// and gives back what the old tail did not use, and a clean stop deletes an unused one.
+/// None of it changes what a restart finds.
 #[test]
 #[cfg(target_os = "linux")]
-fn segments_reserve_space_ahead_and_full_ones_give_it_back() {
+fn the_next_segment_is_made_ahead_with_its_blocks_and_none_of_it_is_left_behind() {
     use std::os::unix::fs::MetadataExt;
+    const MAX: u64 = 65536;
     let data = TempDir::new();
-    let d = start_with_channel(data.path(), &["--max-bytes-per-file=65536"]);
+    let args = [&*format!("--max-bytes-per-file={MAX}")];
+    let d = start_with_channel(data.path(), &args);
     let mut p = d.client();
     let mut want = HashSet::new();
-    for batch in 0..4 {
-        let bodies: Vec<String> = (0..50)
+    let allocated = |path: &PathBuf| {
+        let m = std::fs::metadata(path).unwrap();
+        (m.len(), m.blocks() * 512)
+    };
+    // 40 messages of about 1 KB: each batch takes the tail past half (a batch ends in a roll
+    // or in the first half of a segment).
+    let mut mpub = |p: &mut Client, batch: usize| {
+        let bodies: Vec<String> = (0..40)
             .map(|i| format!("{batch}-{i}-{}", "x".repeat(1000)))
             .collect();
         want.extend(bodies.iter().cloned());
@@ -670,57 +680,59 @@ fn segments_reserve_space_ahead_and_full_ones_give_it_back() {
             bodies: bodies.into_iter().map(|b| b.into_bytes().into()).collect(),
         });
         assert_eq!(p.next_text(), "R:OK");
-    }
-    let segs = segments(data.path(), "t");
-    assert!(segs.len() >= 3, "{segs:?}");
-    let allocated = |path: &PathBuf| {
-        let m = std::fs::metadata(path).unwrap();
-        (m.len(), m.blocks() * 512)
     };
-    // The sync thread gives a full segment's reservation back soon after the roll.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for seg in &segs[..segs.len() - 1] {
+    // The next segment: empty, its blocks reserved, there before the tail is full.
+    let wait_for_next = |count: usize| {
+        let deadline = Instant::now() + Duration::from_secs(10);
         loop {
-            let (len, bytes) = allocated(seg);
-            if bytes <= len.next_multiple_of(4096) {
-                break;
+            let segs = segments(data.path(), "t");
+            if segs.len() == count {
+                let (len, bytes) = allocated(segs.last().unwrap());
+                if len == 0 && bytes >= MAX {
+                    return segs;
+                }
             }
-            assert!(
-                Instant::now() < deadline,
-                "{seg:?}: {bytes} allocated for {len}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
+            assert!(Instant::now() < deadline, "no next segment: {segs:?}");
+            std::thread::sleep(Duration::from_millis(5));
         }
-    }
-    let (len, bytes) = allocated(segs.last().unwrap());
-    assert!(
-        bytes >= len + 64 * 1024,
-        "the tail reserves ahead: {bytes} allocated for {len}"
-    );
+    };
+    mpub(&mut p, 0);
+    wait_for_next(2);
+    mpub(&mut p, 1);
+    // The roll wrote into the segment made ahead: it has messages and its reservation.
+    let segs = segments(data.path(), "t");
+    assert_eq!(segs.len(), 2, "{segs:?}");
+    let (len, bytes) = allocated(&segs[1]);
+    assert!(len > 0 && len < MAX / 2 && bytes >= MAX, "{len} of {bytes}");
+    mpub(&mut p, 2);
+    let segs = wait_for_next(3);
+    let old_tail = &segs[1];
+    let (tail_len, _) = allocated(old_tail);
     d.kill9();
-    // A crash before the sync thread gave a full segment's reservation back: the restart
-    // does it.
-    let first = &segs[0];
-    let (len, _) = allocated(first);
-    let ok = std::process::Command::new("fallocate")
-        .args([
-            "--keep-size",
-            "--offset",
-            &len.to_string(),
-            "--length",
-            "1MiB",
-        ])
-        .arg(first)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    assert!(allocated(first).1 >= len + (1 << 20));
-    let d = Nsqd::start_in(Some(data.path()), &["--max-bytes-per-file=65536"]);
-    let (len, bytes) = allocated(first);
+    // The restart takes the empty segment as its tail; the old tail is full now and gives
+    // back what it did not use.
+    let d = Nsqd::start_in(Some(data.path()), &args);
+    let (len, bytes) = allocated(old_tail);
+    assert_eq!(len, tail_len);
     assert!(
         bytes <= len.next_multiple_of(4096),
         "after a restart: {bytes} allocated for {len}"
     );
+    let mut p = d.client();
+    mpub(&mut p, 3);
+    wait_for_next(4);
+    // A clean stop deletes the unused one and leaves no blocks past a segment's end.
+    assert!(d.terminate().success());
+    let segs = segments(data.path(), "t");
+    assert_eq!(segs.len(), 3, "{segs:?}");
+    for seg in &segs {
+        let (len, bytes) = allocated(seg);
+        assert!(
+            len > 0 && bytes <= len.next_multiple_of(4096),
+            "{seg:?}: {bytes} allocated for {len}"
+        );
+    }
+    let d = Nsqd::start_in(Some(data.path()), &args);
     let seen = consume_all(&d, "t");
     assert_eq!(seen.keys().cloned().collect::<HashSet<_>>(), want);
 }
