@@ -7,7 +7,9 @@
 //! - `deferred-mem`: RSS growth of a local nsqd per pending deferred message (with
 //!   `--backlog`, per message queued for a consumer that takes none).
 //! - `latency`: publish round trips at a fixed rate (e.g. half of `writer`'s peak), measured
-//!   from each batch's scheduled send time (no coordinated omission): p50/p99/max.
+//!   from each batch's scheduled send time (no coordinated omission): p50/p99/max. Each
+//!   connection first publishes one batch, untimed (the topic is made, the connection moves
+//!   to its partition), as the throughput runs create their topic first.
 //! - `null-server`: a stand-in server that answers every publish with `OK` and keeps nothing
 //!   (`bench/null_server.rs`), for what the machine allows `latency` without a broker.
 
@@ -32,7 +34,7 @@ pub enum Bench {
     /// Resident memory per pending deferred (or, with --backlog, queued) message of a local
     /// nsqd (by pid).
     DeferredMem(DeferredMemArgs),
-    /// Publish round-trip latency at a fixed rate.
+    /// Publish round-trip latency at a fixed rate (after one untimed batch per connection)
     Latency(LatencyArgs),
     /// A stand-in server: every publish gets OK, nothing is kept.
     NullServer(null_server::NullServerArgs),
@@ -168,16 +170,39 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
     // Each connection sends a batch every `every`, on a fixed schedule.
     let per_conn = (a.rate as f64 / batch as f64 / n as f64).max(0.001);
     let every = Duration::from_secs_f64(1.0 / per_conn);
-    let start = Instant::now() + Duration::from_millis(100);
-    let end = start + a.runfor;
+    // The clock starts once every connection has published one batch, untimed: the topic
+    // exists and each connection is at home in its partition (a connection moves there with
+    // its first publish), as for producers that have been publishing for a while.
+    let ready = Arc::new(std::sync::Barrier::new(n));
+    let started: Arc<std::sync::OnceLock<Instant>> = Arc::default();
+    let runfor = a.runfor;
     let handles: Vec<_> = (0..n)
         .map(|i| {
             let (cmd, addr) = (cmd.clone(), a.tcp_address.clone());
-            // Stagger the connections over one interval.
-            let first = start + every.mul_f64(i as f64 / n as f64);
+            let (ready, started) = (ready.clone(), started.clone());
             std::thread::spawn(move || -> anyhow::Result<Vec<(Instant, i64)>> {
-                let mut c = Conn::connect(&addr)?;
-                let mut w = c.stream.try_clone()?;
+                let warm = (|| -> anyhow::Result<_> {
+                    let mut c = Conn::connect(&addr)?;
+                    let mut w = c.stream.try_clone()?;
+                    w.write_all(&cmd)?;
+                    let mut ok = false;
+                    c.read_frames(|f, _| {
+                        ok = frame_type(f) == 0 && &f[8..] == b"OK";
+                        !ok && frame_type(f) != 1
+                    })?;
+                    anyhow::ensure!(ok, "publish failed");
+                    Ok((c, w))
+                })();
+                // (Every connection gets here, failed or not: none waits for ever.)
+                if ready.wait().is_leader() {
+                    started.get_or_init(|| Instant::now() + Duration::from_millis(100));
+                }
+                ready.wait();
+                let (mut c, mut w) = warm?;
+                let start = *started.get().expect("set by the leader");
+                let end = start + runfor;
+                // Stagger the connections over one interval.
+                let first = start + every.mul_f64(i as f64 / n as f64);
                 let (tx, rx) = std::sync::mpsc::channel::<Instant>();
                 let sender = std::thread::spawn(move || -> std::io::Result<()> {
                     let mut k = 0u32;
@@ -227,7 +252,10 @@ fn latency(a: LatencyArgs) -> anyhow::Result<()> {
         trips.sort_unstable_by_key(|t| t.0);
         let mut f = BufWriter::new(std::fs::File::create(path)?);
         for (at, ns) in &trips {
-            let due = at.saturating_duration_since(start).as_secs_f64() * 1e3;
+            let due = at
+                .saturating_duration_since(*started.get().expect("started"))
+                .as_secs_f64()
+                * 1e3;
             writeln!(f, "{due:.3} {:.3}", *ns as f64 / 1e6)?;
         }
         f.flush()?;
