@@ -1027,16 +1027,10 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
 struct Prepared(Arc<std::sync::Mutex<Option<(u64, File)>>>);
 
 impl Prepared {
-    /// The segment numbered `num`, if it was made (an older one is dropped).
+    /// The segment numbered `num`, if it was made (one made for an earlier roll is dropped).
     fn take(&self, num: u64) -> Option<File> {
-        let mut slot = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match slot.take() {
-            Some((n, f)) if n == num => Some(f),
-            other => {
-                *slot = other.filter(|(n, _)| *n > num);
-                None
-            }
-        }
+        let made = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        made.and_then(|(n, f)| (n == num).then_some(f))
     }
 }
 
@@ -1088,8 +1082,7 @@ fn spawn_prep_thread(rx: mpsc::Receiver<Prep>) -> std::thread::JoinHandle<()> {
 /// it exists (the roll came first) or cannot be made (the roll then reports why).
 fn create_in(dir: &File, path: &Path) -> Option<File> {
     use std::os::fd::{AsRawFd, FromRawFd};
-    use std::os::unix::ffi::OsStrExt;
-    let name = std::ffi::CString::new(path.file_name()?.as_bytes()).ok()?;
+    let name = file_name_c(path)?;
     let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
     // SAFETY: openat only reads its arguments; the descriptor is open (`dir` is borrowed) and
     // `name` is NUL-terminated and outlives the call. A descriptor it returns is new and ours.
@@ -1365,11 +1358,7 @@ fn drop_cached(_: &File, _: u64, _: u64) {}
 /// is now. (It can be gone already: its topic was deleted meanwhile, with its directory.)
 fn remove_in(dir: &File, path: &Path) {
     use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    let Some(Ok(c)) = path
-        .file_name()
-        .map(|n| std::ffi::CString::new(n.as_bytes()))
-    else {
+    let Some(c) = file_name_c(path) else {
         return;
     };
     // SAFETY: unlinkat only reads its arguments; the descriptor is open (`dir` is borrowed)
@@ -1380,6 +1369,12 @@ fn remove_in(dir: &File, path: &Path) {
             tracing::warn!("storage: failed to remove {}: {e}", path.display());
         }
     }
+}
+
+/// `path`'s last part, for the `*at` calls that take a name in an open directory.
+fn file_name_c(path: &Path) -> Option<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.file_name()?.as_bytes()).ok()
 }
 
 /// What the sync thread owes the disk.

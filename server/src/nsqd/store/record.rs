@@ -127,9 +127,10 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
             let timestamp = u64_at(p, 18)?;
             let attempts = u16::from_le_bytes(p.get(26..28)?.try_into().ok()?);
             let rest = p.get(PUB_FIELDS..)?;
-            let body = match body {
-                true => rest.into(),
-                false => nsqlab_core::message::evicted_body(),
+            let body = if body {
+                rest.into()
+            } else {
+                nsqlab_core::message::evicted_body()
             };
             let mut msg = Message::new(id, timestamp, body);
             msg.attempts = attempts;
