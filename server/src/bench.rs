@@ -625,15 +625,16 @@ fn deferred_mem(a: DeferredMemArgs) -> anyhow::Result<()> {
         let mut buf = Vec::with_capacity(n * (a.size + 40));
         for _ in 0..n {
             let (topic, body) = (topic.as_str().into(), body.clone().into());
-            match a.backlog {
-                true => Command::Pub { topic, body },
-                false => Command::Dpub {
+            let cmd = if a.backlog {
+                Command::Pub { topic, body }
+            } else {
+                Command::Dpub {
                     topic,
                     defer_ms: 3_000_000,
                     body,
-                },
-            }
-            .encode(&mut buf);
+                }
+            };
+            cmd.encode(&mut buf);
         }
         send_and_await_oks(&mut p, &buf, n)?;
         sent += n;
