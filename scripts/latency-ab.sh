@@ -6,11 +6,14 @@
 #
 #   bash scripts/latency-ab.sh 10 target/release/nsqlab
 #   bash scripts/latency-ab.sh 15 target/release/nsqlab "/tmp/other/nsqlab --sync-every=1000"
+#   bash scripts/latency-ab.sh 8 target/release/nsqlab null
 #
 # Each argument after the round count is a server binary (built beforehand, e.g. with
 # `cargo build --release -p nsqlab`; a relative path is from the repository's root) with its
-# extra nsqd flags; every round runs each once, in order. RATE (1250000), RUNFOR (10s) and
-# CLIENT (the binary running `bench latency`; the first configuration's by default) can be
+# extra nsqd flags, or `null`: CLIENT's `bench null-server`, which answers every publish and
+# keeps nothing, the floor this host and client allow at the time; every round runs each
+# once, in order. RATE (1250000), RUNFOR (10s) and
+# CLIENT (the binary running `bench latency`; the first binary's by default) can be
 # set. Never part of the tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +22,12 @@ shift
 [ $# -gt 0 ] || set -- target/release/nsqlab
 RATE=${RATE:-1250000}
 RUNFOR=${RUNFOR:-10s}
-read -r -a first <<<"$1"
-CLIENT=${CLIENT:-${first[0]}}
+if [ -z "${CLIENT:-}" ]; then
+  for cfg in "$@" target/release/nsqlab; do
+    read -r -a first <<<"$cfg"
+    [ "$cfg" = null ] || { CLIENT=${first[0]}; break; }
+  done
+fi
 TCP=127.0.0.1:4650
 HTTP=127.0.0.1:4651
 out=$(mktemp /tmp/nsqlab-latency-ab.XXXXXX)
@@ -44,8 +51,12 @@ for r in $(seq "$rounds"); do
   for cfg in "$@"; do
     read -r -a cmd <<<"$cfg"
     data=$(mktemp -d /tmp/nsqlab-latency-data.XXXXXX)
-    "${cmd[0]}" nsqd --tcp-address=$TCP --http-address=$HTTP --data-path="$data" "${cmd[@]:1}" \
-      >/dev/null 2>&1 &
+    if [ "$cfg" = null ]; then
+      "$CLIENT" bench null-server --tcp-address=$TCP --http-address=$HTTP >/dev/null 2>&1 &
+    else
+      "${cmd[0]}" nsqd --tcp-address=$TCP --http-address=$HTTP --data-path="$data" "${cmd[@]:1}" \
+        >/dev/null 2>&1 &
+    fi
     pid=$!
     for _ in $(seq 100); do curl -sf http://$HTTP/ping >/dev/null && break; sleep 0.1; done
     line=$("$CLIENT" bench latency --tcp-address $TCP --runfor "$RUNFOR" --rate "$RATE")
