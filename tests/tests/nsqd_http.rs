@@ -201,6 +201,15 @@ fn config_reads_and_writes() {
         "127.0.0.1:0"
     );
     assert_eq!(d.http("GET", "/config/log_level", b"").text(), "2");
+    // Broadcast ports left at 0 read as the ports bound, as nsqd fills them in.
+    assert_eq!(
+        d.http("GET", "/config/broadcast_tcp_port", b"").text(),
+        d.tcp.port().to_string()
+    );
+    assert_eq!(
+        d.http("GET", "/config/broadcast_http_port", b"").text(),
+        d.http.port().to_string()
+    );
     let r = d.http("GET", "/config/nope", b"");
     assert_eq!(
         (r.status, r.text().as_str()),

@@ -308,11 +308,11 @@ impl NsqdArgs {
             _ => 769,
         };
         let percentiles: Vec<f64> = self.e2e_percentiles();
-        let http_port = if self.broadcast_http_port != 0 {
-            self.broadcast_http_port
-        } else {
-            bound.http.port()
-        };
+        // nsqd's New() fills in a broadcast port left at 0 with the one it bound, in the
+        // options themselves.
+        let or_bound = |port: u16, bound: u16| if port != 0 { port } else { bound };
+        let http_port = or_bound(self.broadcast_http_port, bound.http.port());
+        let tcp_port = or_bound(self.broadcast_tcp_port, bound.tcp.port());
         vec![
             ("id".into(), Json(json!(self.node_id()))),
             ("log_prefix".into(), Str(self.log_prefix.clone())),
@@ -320,14 +320,8 @@ impl NsqdArgs {
             ("http_address".into(), Str(self.http_address.clone())),
             ("https_address".into(), Str(self.https_address.clone())),
             ("broadcast_address".into(), Str(self.broadcast_address())),
-            (
-                "broadcast_tcp_port".into(),
-                Json(json!(self.broadcast_tcp_port)),
-            ),
-            (
-                "broadcast_http_port".into(),
-                Json(json!(self.broadcast_http_port)),
-            ),
+            ("broadcast_tcp_port".into(), Json(json!(tcp_port))),
+            ("broadcast_http_port".into(), Json(json!(http_port))),
             (
                 "auth_http_addresses".into(),
                 Json(json!(self.auth_http_address)),
