@@ -35,6 +35,14 @@ pub enum Transmit {
     Upgrade { client: ClientId, upgrade: Upgrade },
     /// Close the connection after writing everything before.
     Close { client: ClientId },
+    /// nsqd's write deadline: a write to this client that takes longer than `timeout` (its
+    /// heartbeat interval) fails and closes the connection; `None`: writes may wait for ever
+    /// (heartbeats disabled). It starts at [`Options::default_heartbeat_interval`] and this
+    /// comes only when an IDENTIFY changes it; it applies to writes from now on.
+    WriteTimeout {
+        client: ClientId,
+        timeout: Option<Nanos>,
+    },
 }
 
 /// A transport upgrade negotiated by IDENTIFY.
@@ -1822,7 +1830,8 @@ impl Broker {
         let client = match &t {
             Transmit::Data { client, .. }
             | Transmit::Upgrade { client, .. }
-            | Transmit::Close { client } => *client,
+            | Transmit::Close { client }
+            | Transmit::WriteTimeout { client, .. } => *client,
         };
         let waiting = self
             .clients
@@ -2082,10 +2091,17 @@ impl Broker {
             user_agent: data.user_agent.clone(),
             ..c.identify.clone()
         };
+        let heartbeat_was = c.settings.heartbeat_interval;
         c.settings
             .apply(&data, opts)
             .map_err(|e| ProtocolError::fatal("E_BAD_BODY", format!("IDENTIFY {e}")))?;
         let s = c.settings.clone();
+        if s.heartbeat_interval != heartbeat_was {
+            self.transmits.push_back(Transmit::WriteTimeout {
+                client: id,
+                timeout: s.heartbeat_interval,
+            });
+        }
         self.emit(
             now,
             EventKind::ClientIdentified {

@@ -228,6 +228,8 @@ impl Sim {
                         e.closed = true;
                     }
                 }
+                // The simulated transport never blocks.
+                Transmit::WriteTimeout { .. } => {}
             }
         }
         while let Some(r) = self.broker.poll_auth_request() {

@@ -939,3 +939,32 @@ fn attempts_wrap_as_a_uint16() {
     let m = sim.messages(c);
     assert_eq!(m[0].attempts, 0);
 }
+
+/// The transport learns a client's write deadline (nsqd's: its heartbeat interval) when an
+/// IDENTIFY changes it from the default, and only then.
+#[test]
+fn identify_gives_the_transport_a_new_write_deadline() {
+    use nsqlab_core::{Broker, Transmit};
+    let mut b = Broker::new(Options::default(), 1, 0);
+    let c = b.connect(0, "127.0.0.1:5000");
+    let identify = |hb: i64| {
+        Command::Identify(format!(r#"{{"heartbeat_interval":{hb}}}"#).into_bytes()).to_bytes()
+    };
+    let deadlines = |b: &mut Broker| {
+        let mut got = Vec::new();
+        while let Some(t) = b.poll_transmit() {
+            if let Transmit::WriteTimeout { client, timeout } = t {
+                assert_eq!(client, c);
+                got.push(timeout);
+            }
+        }
+        got
+    };
+    b.handle_bytes(1, c, b"  V2");
+    b.handle_bytes(2, c, &identify(30_000));
+    assert_eq!(deadlines(&mut b), vec![], "the default is no change");
+    b.handle_bytes(3, c, &identify(1_000));
+    assert_eq!(deadlines(&mut b), vec![Some(SECOND)]);
+    b.handle_bytes(4, c, &identify(-1));
+    assert_eq!(deadlines(&mut b), vec![None]);
+}

@@ -124,7 +124,7 @@ impl Host {
                             inbox.drain(..used);
                         }
                         Transmit::Close { client } => self.closed.push(client),
-                        Transmit::Upgrade { .. } => {}
+                        Transmit::Upgrade { .. } | Transmit::WriteTimeout { .. } => {}
                     }
                 }
                 // After the transmits, as a server does.
@@ -598,6 +598,7 @@ impl RandomHost {
                 }
                 Transmit::Close { client } => panic!("{client:?} closed"),
                 Transmit::Upgrade { .. } => panic!("no upgrades here"),
+                Transmit::WriteTimeout { .. } => {}
             }
         }
         self.after(p);

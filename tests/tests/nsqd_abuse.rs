@@ -132,3 +132,58 @@ fn huge_size_prefixes_are_refused_at_once() {
         );
     }
 }
+
+/// nsqd's write deadline: a write to a client that takes longer than its heartbeat interval
+/// fails and the connection is closed, so a consumer that stopped reading does not hold its
+/// connection, and what was queued for it, for ever. (The broker forgets it already when it
+/// sends nothing for two intervals; the connection must go too.)
+#[test]
+fn a_consumer_that_stops_reading_is_disconnected_after_its_heartbeat_interval() {
+    let d = Nsqd::start(&[]);
+    for path in [
+        "/topic/create?topic=t",
+        "/channel/create?topic=t&channel=stuck",
+    ] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
+    let mut stuck = d.client();
+    stuck.cmd(&Command::Identify(
+        br#"{"heartbeat_interval":1000}"#.to_vec(),
+    ));
+    stuck.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "stuck".into(),
+    });
+    stuck.cmd(&Command::Rdy(2500));
+    // Far more than the socket buffers hold (2500 in flight of 16 KiB: 40 MB).
+    let mut p = d.client();
+    let body = vec![b'x'; 16 * 1024];
+    for chunk in 0..30 {
+        let bodies = (0..100).map(|_| body.clone().into()).collect();
+        p.cmd(&Command::Mpub {
+            topic: "t".into(),
+            bodies,
+        });
+        assert_eq!(p.next_text(), "R:OK", "chunk {chunk}");
+    }
+    // The stuck consumer keeps writing (NOPs, which the server cannot read while its write
+    // waits) and never reads. Once the server gives up and closes with those NOPs unread, the
+    // close is a reset, and a write here fails.
+    let start = Instant::now();
+    let mut closed = None;
+    while start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+        if stuck.stream.write_all(b"NOP\n").is_err() {
+            closed = Some(start.elapsed());
+            break;
+        }
+    }
+    let closed = closed.expect("the connection of a consumer that never reads stays open");
+    assert!(closed < Duration::from_secs(5), "closed after {closed:?}");
+    // The server goes on: the producer still publishes.
+    p.cmd(&Command::Pub {
+        topic: "t".into(),
+        body: b"after".to_vec().into(),
+    });
+    assert_eq!(p.next_text(), "R:OK");
+}

@@ -45,7 +45,9 @@ impl Host {
     fn drain(&mut self, p: usize) {
         while let Some(t) = self.b[p].poll_transmit() {
             let client = match t {
-                Transmit::Data { client, .. } | Transmit::Upgrade { client, .. } => client,
+                Transmit::Data { client, .. }
+                | Transmit::Upgrade { client, .. }
+                | Transmit::WriteTimeout { client, .. } => client,
                 Transmit::Close { client } => {
                     self.at.remove(&client);
                     client

@@ -36,6 +36,9 @@ pub enum Out {
     /// The client now lives in this partition: send [`ToDriver::Drained`] to the old one,
     /// then everything else to this one.
     Moved(Part),
+    /// From now on a write that takes longer than this fails and closes the connection
+    /// (nsqd's write deadline, the client's heartbeat interval); `None`: no limit.
+    WriteTimeout(Option<Duration>),
 }
 
 /// Work to run on the broker task with the current time.
@@ -120,9 +123,16 @@ pub struct DriverHandle {
     parts: Arc<[mpsc::Sender<ToDriver>]>,
     next: Arc<AtomicUsize>,
     events: broadcast::Sender<Event>,
+    write_timeout: Option<Duration>,
 }
 
 impl DriverHandle {
+    /// A new connection's write deadline until its IDENTIFY says otherwise (nsqd's default
+    /// heartbeat interval, half `--client-timeout`).
+    pub fn write_timeout(&self) -> Option<Duration> {
+        self.write_timeout
+    }
+
     /// The partition a new connection starts in (in turn; it moves to its topic's).
     pub fn pick(&self) -> Part {
         let i = self.next.fetch_add(1, Ordering::Relaxed) % self.parts.len();
@@ -236,6 +246,10 @@ pub fn spawn(
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> (DriverHandle, Vec<tokio::task::JoinHandle<Broker>>) {
     let (events, _) = broadcast::channel(65_536);
+    let write_timeout = parts
+        .first()
+        .map(|p| Duration::from_nanos(p.broker.options().default_heartbeat_interval()))
+        .filter(|d| !d.is_zero());
     let auth = Arc::new(auth);
     let mut mains = Vec::new();
     let mut links = Vec::new();
@@ -275,6 +289,7 @@ pub fn spawn(
         parts: mains.into(),
         next: Arc::new(AtomicUsize::new(0)),
         events,
+        write_timeout,
     };
     (handle, tasks)
 }
@@ -440,6 +455,9 @@ fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
             Transmit::Data { client, data } => (client, Out::Data(data)),
             Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
             Transmit::Close { client } => (client, Out::Close),
+            Transmit::WriteTimeout { client, timeout } => {
+                (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
+            }
         };
         let close = matches!(out, Out::Close);
         if let Some(tx) = ctx.conns.get(&client) {

@@ -31,6 +31,7 @@ pub async fn serve(
             codec: Codec::Plain,
             remote: addr.to_string(),
             acceptor: acceptor.clone(),
+            write_timeout: driver.write_timeout(),
         };
         tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
     }
@@ -95,6 +96,9 @@ struct Connection {
     codec: Codec,
     remote: String,
     acceptor: Option<TlsAcceptor>,
+    /// nsqd's write deadline: a client that reads nothing for this long is disconnected,
+    /// instead of holding its connection (and what it was sent) for ever.
+    write_timeout: Option<Duration>,
 }
 
 impl Connection {
@@ -161,10 +165,12 @@ impl Connection {
                                 }
                                 part = to;
                             }
+                            Out::WriteTimeout(t) => self.write_timeout = t,
                         }
                         next = out_rx.try_recv().ok();
                     }
-                    if self.write(&mut wbuf).await.is_err() {
+                    if let Err(e) = self.write(&mut wbuf).await {
+                        tracing::warn!("PROTOCOL(V2): [{}] error sending - {e}", self.remote);
                         break;
                     }
                 }
@@ -211,18 +217,26 @@ impl Connection {
         }
     }
 
-    /// Encode and write what is buffered.
+    /// Encode and write what is buffered, within the write deadline.
     async fn write(&mut self, wbuf: &mut Vec<u8>) -> std::io::Result<()> {
         if wbuf.is_empty() {
             return Ok(());
         }
-        let result = match &mut self.codec {
-            Codec::Plain => self.stream.write_all(wbuf).await,
-            codec => {
-                let mut wire = Vec::with_capacity(wbuf.len() / 2 + 64);
-                codec.encode(wbuf, &mut wire)?;
-                self.stream.write_all(&wire).await
+        let write = async {
+            match &mut self.codec {
+                Codec::Plain => self.stream.write_all(wbuf).await,
+                codec => {
+                    let mut wire = Vec::with_capacity(wbuf.len() / 2 + 64);
+                    codec.encode(wbuf, &mut wire)?;
+                    self.stream.write_all(&wire).await
+                }
             }
+        };
+        let result = match self.write_timeout {
+            Some(limit) => tokio::time::timeout(limit, write)
+                .await
+                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
+            None => write.await,
         };
         wbuf.clear();
         result

@@ -31,6 +31,7 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = oneshot::channel();
     let mut part = driver.pick();
+    let mut write_timeout = driver.write_timeout();
     drop(driver);
     let connect = ToDriver::Connect {
         remote: remote.to_string(),
@@ -61,10 +62,19 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: Socket
             },
             o = out_rx.recv() => match o {
                 Some(Out::Data(d)) => {
-                    if socket.send(Message::Binary(d.into())).await.is_err() {
+                    // Within the write deadline, as over TCP.
+                    let send = socket.send(Message::Binary(d.into()));
+                    let sent = match write_timeout {
+                        Some(limit) => tokio::time::timeout(limit, send)
+                            .await
+                            .is_ok_and(|r| r.is_ok()),
+                        None => send.await.is_ok(),
+                    };
+                    if !sent {
                         break;
                     }
                 }
+                Some(Out::WriteTimeout(t)) => write_timeout = t,
                 Some(Out::Moved(to)) => {
                     if !part.send(ToDriver::Drained { client }).await {
                         break;
