@@ -45,6 +45,17 @@ pub enum Transmit {
     },
 }
 
+/// A client's TLS session, once its handshake is done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsPeer {
+    /// The subject common name of the client's certificate; empty without one.
+    pub common_name: String,
+    /// The protocol version's number (0x0303: TLS 1.2, 0x0304: TLS 1.3).
+    pub version: u16,
+    /// The cipher suite's IANA number (0xc02f: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256).
+    pub cipher_suite: u16,
+}
+
 /// A transport upgrade negotiated by IDENTIFY.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Upgrade {
@@ -641,11 +652,14 @@ impl Broker {
 
     // ---------------------------------------------------------------- inputs
 
-    /// The client's TLS handshake finished with a client certificate whose subject common name
-    /// is `common_name` (the I/O layer reads it; AUTH sends it to the auth server, as nsqd).
-    pub fn handle_tls_peer(&mut self, client: ClientId, common_name: String) {
+    /// The client's TLS handshake finished (the I/O layer reads the session: the subject
+    /// common name of the client's certificate, which AUTH sends to the auth server as nsqd
+    /// does, and the version and cipher suite that `/stats` shows).
+    pub fn handle_tls_peer(&mut self, client: ClientId, peer: TlsPeer) {
         if let Some(c) = self.clients.get_mut(&client) {
-            c.tls_common_name = common_name;
+            c.tls_common_name = peer.common_name;
+            c.tls_version = peer.version;
+            c.tls_cipher_suite = peer.cipher_suite;
         }
     }
 

@@ -33,6 +33,10 @@ pub struct Client {
     /// The subject common name of the client's TLS certificate (nsqd sends it to the auth
     /// server as `common_name`); empty without one.
     pub tls_common_name: String,
+    /// The TLS session's protocol version and cipher suite (their IANA numbers; 0 until the
+    /// handshake is done), for `/stats`.
+    pub tls_version: u16,
+    pub tls_cipher_suite: u16,
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,
@@ -116,6 +120,8 @@ impl Client {
             read_base: now,
             read_armed: None,
             tls_common_name: String::new(),
+            tls_version: 0,
+            tls_cipher_suite: 0,
             tls: false,
             snappy: false,
             deflate: false,

@@ -146,10 +146,19 @@ impl Broker {
                 .into_iter()
                 .collect(),
             tls: c.tls,
-            tls_cipher_suite: String::new(),
-            tls_version: String::new(),
+            tls_cipher_suite: if c.tls {
+                tls_cipher_suite_name(c.tls_cipher_suite)
+            } else {
+                String::new()
+            },
+            tls_version: if c.tls {
+                tls_version_name(c.tls_version)
+            } else {
+                String::new()
+            },
+            // No ALPN (nsqd offers none); Go's ConnectionState says "mutual" always.
             tls_negotiated_protocol: String::new(),
-            tls_negotiated_protocol_is_mutual: false,
+            tls_negotiated_protocol_is_mutual: c.tls,
             id: c.id,
         }
     }
@@ -286,4 +295,39 @@ impl Stats {
             producers: (!producers.is_empty()).then_some(producers),
         }
     }
+}
+
+/// A TLS version as nsqd's `/stats` names it (`prettyConnectionState.GetVersion`): it knows
+/// SSL 3.0 to TLS 1.2, so TLS 1.3 is `Unknown 772`.
+pub fn tls_version_name(version: u16) -> String {
+    match version {
+        0x0300 => "SSL30".into(),
+        0x0301 => "TLS1.0".into(),
+        0x0302 => "TLS1.1".into(),
+        0x0303 => "TLS1.2".into(),
+        v => format!("Unknown {v}"),
+    }
+}
+
+/// A cipher suite as nsqd's `/stats` names it (`prettyConnectionState.GetCipherSuite`): the
+/// thirteen suites it lists by name, any other (every TLS 1.3 suite among them) as
+/// `Unknown <number>`.
+pub fn tls_cipher_suite_name(suite: u16) -> String {
+    let name = match suite {
+        0x0005 => "TLS_RSA_WITH_RC4_128_SHA",
+        0x000a => "TLS_RSA_WITH_3DES_EDE_CBC_SHA",
+        0x002f => "TLS_RSA_WITH_AES_128_CBC_SHA",
+        0x0035 => "TLS_RSA_WITH_AES_256_CBC_SHA",
+        0xc007 => "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA",
+        0xc009 => "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+        0xc00a => "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+        0xc011 => "TLS_ECDHE_RSA_WITH_RC4_128_SHA",
+        0xc012 => "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA",
+        0xc013 => "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+        0xc014 => "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+        0xc02f => "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+        0xc02b => "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        s => return format!("Unknown {s}"),
+    };
+    name.into()
 }

@@ -289,3 +289,102 @@ fn client_certificates_and_the_auth_common_name() {
         "not signed by a system root"
     );
 }
+
+/// A TLS client's entry in `/stats` names its session as nsqd does: Go's table knows TLS
+/// versions up to 1.2 and thirteen cipher suites by name, and calls the rest `Unknown <n>`
+/// (every TLS 1.3 session, then).
+#[test]
+fn stats_name_a_tls_session_as_nsqd_does() {
+    use rustls::crypto::ring::cipher_suite as suites;
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    std::fs::write(&c, server.cert.pem()).unwrap();
+    std::fs::write(&k, server.key_pair.serialize_pem()).unwrap();
+    let d = Nsqd::start(&[
+        &format!("-tls-cert={}", c.display()),
+        &format!("-tls-key={}", k.display()),
+    ]);
+    let cases = [
+        (
+            &rustls::version::TLS12,
+            suites::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            "TLS1.2",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ),
+        (
+            &rustls::version::TLS12,
+            suites::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            "TLS1.2",
+            "Unknown 49196",
+        ),
+        (
+            &rustls::version::TLS13,
+            suites::TLS13_AES_128_GCM_SHA256,
+            "Unknown 772",
+            "Unknown 4865",
+        ),
+    ];
+    for (i, (version, suite, want_version, want_suite)) in cases.into_iter().enumerate() {
+        let mut s = std::net::TcpStream::connect(d.tcp).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(b"  V2").unwrap();
+        let mut identify = Vec::new();
+        Command::Identify(br#"{"tls_v1":true,"feature_negotiation":true}"#.to_vec())
+            .encode(&mut identify);
+        s.write_all(&identify).unwrap();
+        read_frame(&mut s).unwrap();
+        let mut provider = rustls::crypto::ring::default_provider();
+        provider.cipher_suites = vec![suite];
+        let provider = Arc::new(provider);
+        let cfg = rustls::ClientConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(TrustAnyServer(provider)))
+            .with_no_client_auth();
+        let conn =
+            rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, s);
+        assert_eq!(read_frame(&mut tls).unwrap().1, b"OK");
+        let channel = format!("c{i}");
+        let mut sub = Vec::new();
+        Command::Sub {
+            topic: "t".into(),
+            channel: channel.as_str().into(),
+        }
+        .encode(&mut sub);
+        tls.write_all(&sub).unwrap();
+        assert_eq!(read_frame(&mut tls).unwrap().1, b"OK");
+        let stats = d
+            .http("GET", &format!("/stats?format=json&channel={channel}"), b"")
+            .json();
+        let client = &stats["topics"][0]["channels"][0]["clients"][0];
+        assert_eq!(client["tls"], true, "{client}");
+        assert_eq!(client["tls_version"], want_version, "{client}");
+        assert_eq!(client["tls_cipher_suite"], want_suite, "{client}");
+        assert_eq!(client["tls_negotiated_protocol"], "", "{client}");
+        assert_eq!(
+            client["tls_negotiated_protocol_is_mutual"], true,
+            "{client}"
+        );
+    }
+    // Without TLS: all empty.
+    let mut plain = d.client();
+    plain.cmd(&Command::Sub {
+        topic: "t".into(),
+        channel: "plain".into(),
+    });
+    assert_eq!(plain.next_text(), "R:OK");
+    let stats = d
+        .http("GET", "/stats?format=json&channel=plain", b"")
+        .json();
+    let client = &stats["topics"][0]["channels"][0]["clients"][0];
+    assert_eq!(client["tls"], false, "{client}");
+    assert_eq!(client["tls_version"], "", "{client}");
+    assert_eq!(client["tls_cipher_suite"], "", "{client}");
+    assert_eq!(
+        client["tls_negotiated_protocol_is_mutual"], false,
+        "{client}"
+    );
+}

@@ -78,7 +78,7 @@ pub enum ToDriver {
     /// A client's TLS handshake finished with a certificate with this subject common name.
     TlsPeer {
         client: ClientId,
-        common_name: String,
+        peer: nsqlab_core::TlsPeer,
     },
     /// After [`Out::Moved`]: the connection sends nothing more to this partition.
     Drained {
@@ -719,10 +719,7 @@ fn run_input(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
         ToDriver::CallStored(f) => ctx.after_store.push(f(broker, now)),
         ToDriver::Tick => {}
         ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
-        ToDriver::TlsPeer {
-            client,
-            common_name,
-        } => broker.handle_tls_peer(client, common_name),
+        ToDriver::TlsPeer { client, peer } => broker.handle_tls_peer(client, peer),
     }
 }
 

@@ -150,8 +150,8 @@ impl Connection {
                                         break 'conn;
                                     }
                                     // Before anything read over TLS reaches the broker.
-                                    Ok(Some(common_name)) => {
-                                        let m = ToDriver::TlsPeer { client, common_name };
+                                    Ok(Some(peer)) => {
+                                        let m = ToDriver::TlsPeer { client, peer };
                                         if !part.send(m).await {
                                             break 'conn;
                                         }
@@ -242,9 +242,9 @@ impl Connection {
         result
     }
 
-    /// Apply an upgrade; a TLS handshake with a client certificate gives its subject's
-    /// common name.
-    async fn upgrade(&mut self, u: Upgrade) -> anyhow::Result<Option<String>> {
+    /// Apply an upgrade; a TLS handshake gives the session (its version, cipher suite and the
+    /// subject common name of a client certificate).
+    async fn upgrade(&mut self, u: Upgrade) -> anyhow::Result<Option<nsqlab_core::TlsPeer>> {
         match u {
             Upgrade::Tls => {
                 let acceptor = self
@@ -256,14 +256,20 @@ impl Connection {
                 };
                 let tls =
                     tokio::time::timeout(Duration::from_secs(5), acceptor.accept(tcp)).await??;
-                let cn = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|certs| certs.first())
-                    .and_then(|c| super::tls::common_name(c));
+                let session = tls.get_ref().1;
+                let peer = nsqlab_core::TlsPeer {
+                    common_name: session
+                        .peer_certificates()
+                        .and_then(|certs| certs.first())
+                        .and_then(|c| super::tls::common_name(c))
+                        .unwrap_or_default(),
+                    version: session.protocol_version().map_or(0, u16::from),
+                    cipher_suite: session
+                        .negotiated_cipher_suite()
+                        .map_or(0, |s| u16::from(s.suite())),
+                };
                 self.stream = Stream::Tls(Box::new(tls));
-                return Ok(cn);
+                return Ok(Some(peer));
             }
             Upgrade::Snappy => self.codec = Codec::Snappy(Box::default()),
             Upgrade::Deflate { level } => self.codec = Codec::Deflate(Deflate::new(level)),
