@@ -441,6 +441,28 @@ fn redirects_and_dual_stack_listening_as_go() {
     assert_eq!(r.status, 307);
     assert_eq!(r.header("Location"), Some("/pub?topic=t"));
     assert_eq!(d.http("GET", "/nope/", b"").status, 404);
+    // The fixed path is cleaned first; a parameter keeps its case.
+    for (from, to) in [
+        ("//ping", "/ping"),
+        ("/./stats/", "/stats"),
+        ("/topic/../ping", "/ping"),
+        ("/CONFIG/Max_Msg_Size", "/config/Max_Msg_Size"),
+        ("/Topic//Pause?topic=t", "/topic/pause?topic=t"),
+    ] {
+        let method = if from.starts_with("/Topic") {
+            "POST"
+        } else {
+            "GET"
+        };
+        let r = d.http(method, from, b"");
+        assert_eq!(r.header("Location"), Some(to), "{from}");
+    }
+    let r = d.http("GET", "/config/Max_Msg_Size", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, r#"{"message":"INVALID_OPTION"}"#)
+    );
+    assert_eq!(d.http("GET", "/../nope", b"").status, 404);
 }
 
 /// Request bodies are limited by nsqd's flags alone (`--max-body-size` 5 MiB by default,

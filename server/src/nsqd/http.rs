@@ -967,6 +967,22 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     }
 }
 
+/// httprouter's `CleanPath` without the trailing slash (no route has one): `.` and `..`
+/// segments resolved, repeated slashes made one, rooted.
+fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
 /// httprouter's redirects for an unrouted path: the same path without (or with) a trailing
 /// slash, or in the routed case, when that path is routed for the method — 301 for GET,
 /// 307 otherwise, with Go's `http.Redirect` body.
@@ -985,12 +1001,17 @@ pub(crate) fn redirect(
     } else if ok(&format!("{path}/")) {
         format!("{path}/")
     } else {
-        let lower = path.to_ascii_lowercase();
-        let lower = lower.trim_end_matches('/').to_string();
-        if lower != path && ok(&lower) {
-            lower
-        } else {
-            return None;
+        // httprouter's fixed path: cleaned, then matched ignoring the case of its fixed
+        // segments (a parameter, the last segment of `/config/:opt`, keeps its case).
+        let clean = clean_path(path);
+        let (dir, leaf) = clean.rsplit_once('/').unwrap_or(("", &clean));
+        let keep_leaf = format!("{}/{leaf}", dir.to_ascii_lowercase());
+        match [keep_leaf, clean.to_ascii_lowercase()]
+            .into_iter()
+            .find(|p| p != path && !p.is_empty() && ok(p))
+        {
+            Some(p) => p,
+            None => return None,
         }
     };
     let location = match req.uri().query() {
