@@ -1006,13 +1006,9 @@ pub(crate) fn redirect(
         let clean = clean_path(path);
         let (dir, leaf) = clean.rsplit_once('/').unwrap_or(("", &clean));
         let keep_leaf = format!("{}/{leaf}", dir.to_ascii_lowercase());
-        match [keep_leaf, clean.to_ascii_lowercase()]
+        [keep_leaf, clean.to_ascii_lowercase()]
             .into_iter()
-            .find(|p| p != path && !p.is_empty() && ok(p))
-        {
-            Some(p) => p,
-            None => return None,
-        }
+            .find(|p| p != path && ok(p))?
     };
     let location = match req.uri().query() {
         Some(q) => format!("{target}?{q}"),
