@@ -360,10 +360,19 @@ fn startup_errors_as_nsqd() {
             &["--tls-required=1"][..],
             "cannot require TLS client connections without TLS key and cert",
         ),
+        (
+            &[
+                "--tls-cert=/nonexistent/c.pem",
+                "--tls-key=/nonexistent/k.pem",
+            ][..],
+            "failed to build TLS config - open /nonexistent/c.pem: no such file or directory",
+        ),
     ] {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        // As nsqd's New(): no version line before the options passed their checks.
+        assert!(!err.contains(" INFO: nsqd v"), "{err}");
         let line = err.lines().last().unwrap_or_default();
         assert!(line.starts_with("[nsqd] "), "{line}");
         assert!(

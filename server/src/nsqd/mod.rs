@@ -59,12 +59,13 @@ impl Server {
 /// Bind and start everything; stop when `shutdown` flips to true.
 pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::Result<Server> {
     args.validate().map_err(anyhow::Error::msg)?;
+    let tls = tls::server_config(&args)?;
+    // As nsqd's New(): the version once the options passed their checks.
     tracing::info!(
         "nsqd v{} (built w/nsqlab {})",
         nsqlab_core::VERSION,
         env!("CARGO_PKG_VERSION")
     );
-    let tls = tls::server_config(&args)?;
     let mut opts = args.core_options();
     opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);

@@ -25,6 +25,31 @@ use rustls_pki_types::UnixTime;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::sync::Arc;
 
+/// A file of the TLS config, or Go's error for it (`open <path>: no such file or directory`).
+fn read(path: &str) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        let text = match e.raw_os_error() {
+            // Rust's text is the C library's, then " (os error N)"; Go's starts in lower case.
+            Some(n) => {
+                let c = std::io::Error::from_raw_os_error(n).to_string();
+                let c = c.split(" (os error").next().unwrap_or_default().to_string();
+                let mut chars = c.chars();
+                match chars.next() {
+                    Some(first) => first.to_lowercase().chain(chars).collect(),
+                    None => c,
+                }
+            }
+            None => e.to_string(),
+        };
+        let op = if e.kind() == std::io::ErrorKind::IsADirectory {
+            "read"
+        } else {
+            "open"
+        };
+        anyhow::anyhow!("failed to build TLS config - {op} {path}: {text}")
+    })
+}
+
 /// Build the server config, or `None` when no certificate is configured.
 pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<ServerConfig>>> {
     if args.tls_cert.is_empty() && args.tls_key.is_empty() {
@@ -33,11 +58,11 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
         }
         return Ok(None);
     }
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&args.tls_cert)
-        .map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?
+    let (cert_pem, key_pem) = (read(&args.tls_cert)?, read(&args.tls_key)?);
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?;
-    let key = PrivateKeyDer::from_pem_file(&args.tls_key)
+    let key = PrivateKeyDer::from_pem_slice(&key_pem)
         .map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let versions: &[&rustls::SupportedProtocolVersion] = if args.tls_min_version == "tls1.3" {
@@ -56,9 +81,8 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
                 f => f.to_string(),
             };
             let mut roots = RootCertStore::empty();
-            let certs = CertificateDer::pem_file_iter(&file)
-                .map_err(|e| anyhow::anyhow!("failed to build TLS config - {file}: {e}"))?;
-            for c in certs {
+            let pem = read(&file)?;
+            for c in CertificateDer::pem_slice_iter(&pem) {
                 // A system bundle may hold certificates webpki cannot use; skip those.
                 let c = c.map_err(|e| anyhow::anyhow!("failed to build TLS config - {e}"))?;
                 if roots.add(c).is_err() && !args.tls_root_ca_file.is_empty() {
