@@ -992,6 +992,27 @@ impl Broker {
         Ok(())
     }
 
+    /// Make several channels of `topic` at once, and only then hand them what the topic
+    /// holds, so each gets a copy: nsqd creates a new topic's channels known to nsqlookupd
+    /// before its first message goes anywhere. Invalid and existing names are skipped.
+    pub fn create_channels(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channels: &[String],
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        let t = self.get_or_create_topic(now, topic);
+        for c in channels.iter().filter(|c| is_valid_name(c)) {
+            self.add_channel(now, &t, c);
+        }
+        self.flush_topic(now, &t);
+        Ok(())
+    }
+
     pub fn delete_channel(
         &mut self,
         now: Time,
@@ -1190,6 +1211,17 @@ impl Broker {
         if let Some(&id) = self.topics[topic].channels.get(name) {
             return id;
         }
+        let id = self.add_channel(now, topic, name);
+        self.flush_topic(now, topic);
+        id
+    }
+
+    /// Make a channel (stored, if it is) that does not exist yet, without handing it what
+    /// the topic holds.
+    fn add_channel(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
         let id = self.create_channel_inner(now, topic, name);
         if self.ch(id).stored && !self.restoring {
             let start = self.topics[topic].channel_start();
@@ -1200,7 +1232,6 @@ impl Broker {
                 start,
             });
         }
-        self.flush_topic(now, topic);
         id
     }
 

@@ -115,6 +115,30 @@ fn topic_without_channels_keeps_messages_until_one_appears() {
     assert_eq!(sim.broker.topic("t").unwrap().depth(), 0);
 }
 
+/// Channels made together (nsqd pre-creating a new topic's channels from nsqlookupd) each get
+/// what the topic held; made one by one, the first would take it all.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn channels_made_together_each_get_what_the_topic_held() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let p = sim.connect();
+    for i in 0..3 {
+        publish(&mut sim, p, "t", &format!("m{i}"));
+    }
+    let names = ["a".to_string(), "b".to_string(), "bad name".to_string()];
+    sim.broker.create_channels(sim.now(), "t", &names).unwrap();
+    for ch in ["a", "b"] {
+        let c = sub(&mut sim, "t", ch, 10);
+        let got: Vec<_> = sim.messages(c).iter().map(|m| m.body.to_vec()).collect();
+        assert_eq!(
+            got,
+            vec![b"m0".to_vec(), b"m1".to_vec(), b"m2".to_vec()],
+            "{ch}"
+        );
+    }
+    assert_eq!(sim.broker.topic("t").unwrap().channels.len(), 2);
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn round_robin_between_consumers_honours_rdy() {

@@ -198,11 +198,10 @@ fn nsqd_registers_again_after_a_lookupd_restart() {
 #[test]
 fn a_new_topic_gets_the_channels_lookupd_knows() {
     let l = Nsqlookupd::start(&[]);
-    assert_eq!(
-        l.http("POST", "/channel/create?topic=fresh&channel=archive", b"")
-            .status,
-        200
-    );
+    for channel in ["archive", "audit"] {
+        let path = format!("/channel/create?topic=fresh&channel={channel}");
+        assert_eq!(l.http("POST", &path, b"").status, 200);
+    }
     l.http(
         "POST",
         "/channel/create?topic=fresh&channel=tmp%23ephemeral",
@@ -217,12 +216,22 @@ fn a_new_topic_gets_the_channels_lookupd_knows() {
             == 1
     });
     // Publishing creates the topic; nsqd asks lookupd for its channels and creates them
-    // (not the ephemeral one), so the message waits in "archive".
-    assert_eq!(n.http("POST", "/pub?topic=fresh", b"hello").status, 200);
-    wait_until("the pre-created channel", Duration::from_secs(5), || {
+    // (not the ephemeral one), so the messages wait in "archive" and in "audit" both.
+    assert_eq!(
+        n.http("POST", "/mpub?topic=fresh", b"hello\nworld").status,
+        200
+    );
+    wait_until("the pre-created channels", Duration::from_secs(5), || {
         let s = n.http("GET", "/stats?format=json&topic=fresh", b"").json();
-        s["topics"][0]["channels"]
-            .as_array()
-            .is_some_and(|c| c.len() == 1 && c[0]["channel_name"] == "archive")
+        s["topics"][0]["channels"].as_array().is_some_and(|c| {
+            let got: Vec<_> = c
+                .iter()
+                .map(|c| (c["channel_name"].clone(), c["depth"].clone()))
+                .collect();
+            got == [
+                (serde_json::json!("archive"), serde_json::json!(2)),
+                (serde_json::json!("audit"), serde_json::json!(2)),
+            ]
+        })
     });
 }

@@ -358,9 +358,7 @@ async fn precreate_channels(
         .call(&owner, move |b, now| {
             // Only while the topic still exists (it may have been deleted meanwhile).
             if b.topic(&topic).is_some() {
-                for c in names {
-                    let _ = b.create_channel(now, &topic, &c);
-                }
+                let _ = b.create_channels(now, &topic, &names);
             }
         })
         .await;
