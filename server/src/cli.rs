@@ -31,6 +31,30 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
     out
 }
 
+/// Go's error for reading a whole file that failed: `open <path>: no such file or
+/// directory` (`read <path>: is a directory`).
+pub fn go_read_error(path: &str, e: &std::io::Error) -> String {
+    let text = match e.raw_os_error() {
+        // Rust's text is the C library's, then " (os error N)"; Go's starts in lower case.
+        Some(n) => {
+            let c = std::io::Error::from_raw_os_error(n).to_string();
+            let c = c.split(" (os error").next().unwrap_or_default().to_string();
+            let mut chars = c.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => c,
+            }
+        }
+        None => e.to_string(),
+    };
+    let op = if e.kind() == std::io::ErrorKind::IsADirectory {
+        "read"
+    } else {
+        "open"
+    };
+    format!("{op} {path}: {text}")
+}
+
 /// Go's `strconv.ParseBool`, which its `flag` package uses for booleans: `1 t T TRUE true
 /// True`, `0 f F FALSE false False`.
 pub fn go_bool(s: &str) -> Result<bool, String> {

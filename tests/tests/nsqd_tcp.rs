@@ -384,3 +384,49 @@ fn startup_errors_as_nsqd() {
         assert_eq!(run(&[bad]).status.code(), Some(2), "{bad}");
     }
 }
+
+/// `--version` (a Go bool: `--version=true` too) prints before any config file is read; an
+/// empty `--config` reads none; a missing one fails in Go's words.
+#[test]
+fn version_and_config_file_as_nsqd() {
+    let run = |program: &str, args: &[&str]| {
+        std::process::Command::new(nsqlab_tests::binary())
+            .arg(program)
+            .args(args)
+            .output()
+            .expect("run nsqlab")
+    };
+    for args in [
+        &["--version"][..],
+        &["-version=true", "--config=/nonexistent/nsqd.toml"][..],
+    ] {
+        let out = run("nsqd", args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(text.starts_with("nsqd v1.3.0 (built w/"), "{text}");
+    }
+    let out = run("nsqlookupd", &["--version=1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("nsqlookupd v1.3.0"));
+    let last_line = |out: &std::process::Output| {
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        err.lines().last().unwrap_or_default().to_string()
+    };
+    // An empty path: no config; the run goes on to fail on its own flags.
+    let out = run("nsqd", &["--config=", "--node-id=2000"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        last_line(&out).ends_with("failed to instantiate nsqd - --node-id must be [0,1024)"),
+        "{}",
+        last_line(&out)
+    );
+    let out = run("nsqd", &["--config=/nonexistent/nsqd.toml"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        last_line(&out).ends_with(
+            " FATAL: failed to load config file /nonexistent/nsqd.toml - open \
+             /nonexistent/nsqd.toml: no such file or directory"
+        ),
+        "{}",
+        last_line(&out)
+    );
+}

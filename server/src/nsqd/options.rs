@@ -24,7 +24,7 @@ pub(crate) fn hostname() -> String {
 )]
 pub struct NsqdArgs {
     /// print version string
-    #[arg(long, action = ArgAction::SetTrue)]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub version: bool,
     /// path to config file
     #[arg(long)]
@@ -555,9 +555,27 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
             path = args.get(i + 1).cloned();
         }
     }
-    let Some(path) = path else { return Ok(args) };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("failed to load config file {path} - {e}"))?;
+    // As nsqd's main: `--version` prints before any config is read, and an empty path reads
+    // none. (The last `--version` counts, as on the command line.)
+    let version = args
+        .iter()
+        .filter_map(|a| match a.as_str() {
+            "--version" => Some(true),
+            a => a
+                .strip_prefix("--version=")
+                .map(|v| crate::cli::go_bool(v).unwrap_or(false)),
+        })
+        .last()
+        .unwrap_or(false);
+    let Some(path) = path.filter(|p| !p.is_empty() && !version) else {
+        return Ok(args);
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "failed to load config file {path} - {}",
+            crate::cli::go_read_error(&path, &e)
+        )
+    })?;
     let table: toml::Table = text
         .parse()
         .map_err(|e| format!("failed to load config file {path} - {e}"))?;

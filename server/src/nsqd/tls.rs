@@ -28,25 +28,10 @@ use std::sync::Arc;
 /// A file of the TLS config, or Go's error for it (`open <path>: no such file or directory`).
 fn read(path: &str) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).map_err(|e| {
-        let text = match e.raw_os_error() {
-            // Rust's text is the C library's, then " (os error N)"; Go's starts in lower case.
-            Some(n) => {
-                let c = std::io::Error::from_raw_os_error(n).to_string();
-                let c = c.split(" (os error").next().unwrap_or_default().to_string();
-                let mut chars = c.chars();
-                match chars.next() {
-                    Some(first) => first.to_lowercase().chain(chars).collect(),
-                    None => c,
-                }
-            }
-            None => e.to_string(),
-        };
-        let op = if e.kind() == std::io::ErrorKind::IsADirectory {
-            "read"
-        } else {
-            "open"
-        };
-        anyhow::anyhow!("failed to build TLS config - {op} {path}: {text}")
+        anyhow::anyhow!(
+            "failed to build TLS config - {}",
+            crate::cli::go_read_error(path, &e)
+        )
     })
 }
 

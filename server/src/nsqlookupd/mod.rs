@@ -4,7 +4,7 @@
 pub mod http;
 
 use crate::cli::duration_arg;
-use clap::{ArgAction, Parser};
+use clap::Parser;
 use nsqlab_core::lookup::{LookupLog, Lookupd, LookupdOptions};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -23,7 +23,7 @@ use tokio::sync::watch;
 )]
 pub struct LookupdArgs {
     /// print version string
-    #[arg(long, action = ArgAction::SetTrue)]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub version: bool,
     /// path to config file
     #[arg(long)]

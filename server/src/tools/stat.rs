@@ -38,7 +38,7 @@ pub struct StatArgs {
     #[arg(long, default_value = "")]
     pub topic: String,
     /// print version
-    #[arg(long, action = ArgAction::SetTrue)]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub version: bool,
 }
 

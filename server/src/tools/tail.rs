@@ -36,7 +36,7 @@ pub struct TailArgs {
     #[arg(long, action = ArgAction::Append)]
     pub topic: Vec<String>,
     /// print version string
-    #[arg(long, action = ArgAction::SetTrue)]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub version: bool,
 }
 

@@ -91,7 +91,7 @@ pub struct ToFileArgs {
     #[arg(long, default_value = "1m0s", value_parser = crate::cli::duration_arg)]
     pub topic_refresh: Duration,
     /// print version string
-    #[arg(long, action = ArgAction::SetTrue)]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub version: bool,
     /// directory for in-progress files before moving to output-dir
     #[arg(long, default_value = "")]
