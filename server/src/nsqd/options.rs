@@ -559,13 +559,13 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
     // none. (The last `--version` counts, as on the command line.)
     let version = args
         .iter()
-        .filter_map(|a| match a.as_str() {
+        .rev()
+        .find_map(|a| match a.as_str() {
             "--version" => Some(true),
             a => a
                 .strip_prefix("--version=")
                 .map(|v| crate::cli::go_bool(v).unwrap_or(false)),
         })
-        .last()
         .unwrap_or(false);
     let Some(path) = path.filter(|p| !p.is_empty() && !version) else {
         return Ok(args);
