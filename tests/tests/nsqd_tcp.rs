@@ -430,3 +430,40 @@ fn version_and_config_file_as_nsqd() {
         last_line(&out)
     );
 }
+
+/// An empty `--http-address` turns HTTP off (nsqd v1.3): TCP still serves.
+#[test]
+fn an_empty_http_address_turns_http_off() {
+    use std::io::{BufRead, BufReader};
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let mut child = std::process::Command::new(nsqlab_tests::binary())
+        .args([
+            "nsqd",
+            "--tcp-address=127.0.0.1:0",
+            "--http-address=",
+            &format!("--data-path={}", dir.path().display()),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start nsqd");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    let tcp: std::net::SocketAddr = loop {
+        let line = lines.next().expect("a listening line").unwrap();
+        seen.push(line.clone());
+        if let Some(a) = line.split("TCP: listening on ").nth(1) {
+            break a.trim().parse().unwrap();
+        }
+    };
+    let mut c = nsqlab_tests::Client::connect(tcp);
+    c.send(b"  V2");
+    c.cmd(&pub_cmd("t", b"hi"));
+    assert_eq!(c.next_text(), "R:OK");
+    nsqlab_tests::sigterm(child.id());
+    assert!(child.wait().unwrap().success());
+    seen.extend(lines.map_while(Result::ok));
+    assert!(
+        !seen.iter().any(|l| l.contains("HTTP: listening")),
+        "{seen:#?}"
+    );
+}

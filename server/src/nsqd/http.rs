@@ -68,7 +68,7 @@ impl ServerInfo {
                 .ok()
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_default(),
-            http_port: bound.http.port(),
+            http_port: bound.http_port(),
             tcp_port: bound.tcp.port(),
             start_time: (now / 1_000_000_000) as i64,
             start_ns: now,

@@ -23,8 +23,16 @@ use tokio::sync::watch;
 #[derive(Debug, Clone)]
 pub struct Bound {
     pub tcp: SocketAddr,
-    pub http: SocketAddr,
+    /// `None` with an empty `--http-address` (no HTTP, as nsqd v1.3).
+    pub http: Option<SocketAddr>,
     pub https: Option<SocketAddr>,
+}
+
+impl Bound {
+    /// The HTTP port, 0 without HTTP (nsqd's `RealHTTPAddr` is then an empty address).
+    pub fn http_port(&self) -> u16 {
+        self.http.map_or(0, |a| a.port())
+    }
 }
 
 /// Run nsqd until a signal arrives.
@@ -133,9 +141,14 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let tcp = crate::net::listen_or_fail(&args.tcp_address).await?;
     let tcp_addr = tcp.local_addr()?;
     tracing::info!("TCP: listening on {tcp_addr}");
-    let http = crate::net::listen_or_fail(&args.http_address).await?;
-    let http_addr = http.local_addr()?;
-    tracing::info!("HTTP: listening on {http_addr}");
+    let http = if args.http_address.is_empty() {
+        None
+    } else {
+        let l = crate::net::listen_or_fail(&args.http_address).await?;
+        tracing::info!("HTTP: listening on {}", l.local_addr()?);
+        Some(l)
+    };
+    let http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
     // HTTPS when a certificate is configured (nsqd's rule).
     let https = match (&tls, args.https_address.is_empty()) {
         (Some(cfg), false) => {
@@ -172,7 +185,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         http_port: if args.broadcast_http_port != 0 {
             args.broadcast_http_port
         } else {
-            http_addr.port()
+            http_addr.map_or(0, |a| a.port())
         },
         http_connect_timeout: args.http_client_connect_timeout,
         http_request_timeout: args.http_client_request_timeout,
@@ -192,18 +205,20 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         app.clone()
     };
     let timeout = args.http_header_timeout;
-    tasks.push(tokio::spawn(http::serve(
-        http,
-        plain_app,
-        timeout,
-        None,
-        shutdown.clone(),
-    )));
+    if let Some(http) = http {
+        tasks.push(tokio::spawn(http::serve(
+            http,
+            plain_app,
+            timeout,
+            None,
+            shutdown.clone(),
+        )));
+    }
     if !args.statsd_address.is_empty() {
         let http_port = if args.broadcast_http_port != 0 {
             args.broadcast_http_port
         } else {
-            http_addr.port()
+            bound.http_port()
         };
         let prefix = statsd::prefix(&args.statsd_prefix, &args.broadcast_address(), http_port);
         let cfg = statsd::StatsdConfig {

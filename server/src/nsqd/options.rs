@@ -311,7 +311,7 @@ impl NsqdArgs {
         // nsqd's New() fills in a broadcast port left at 0 with the one it bound, in the
         // options themselves.
         let or_bound = |port: u16, bound: u16| if port != 0 { port } else { bound };
-        let http_port = or_bound(self.broadcast_http_port, bound.http.port());
+        let http_port = or_bound(self.broadcast_http_port, bound.http_port());
         let tcp_port = or_bound(self.broadcast_tcp_port, bound.tcp.port());
         vec![
             ("id".into(), Json(json!(self.node_id()))),
