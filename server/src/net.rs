@@ -45,3 +45,171 @@ pub async fn accept(
         }
     }
 }
+
+/// Go's `util.TypeOfAddr`: an address `net.SplitHostPort` takes (`host:port`, `[v6]:port`)
+/// is TCP; anything else is a unix socket's path.
+pub fn is_unix_addr(addr: &str) -> bool {
+    let host_port = match addr.strip_prefix('[') {
+        Some(rest) => rest
+            .split_once("]:")
+            .is_some_and(|(host, port)| !host.contains(']') && !port.contains(':')),
+        None => addr.matches(':').count() == 1,
+    };
+    !host_port
+}
+
+/// A listener of nsqd's TCP or HTTP port: TCP, or a unix socket (nsqd v1.3).
+pub enum Listener {
+    Tcp(TcpListener),
+    /// With its path, removed when serving ends (Go's listener unlinks it on close).
+    Unix(tokio::net::UnixListener, std::path::PathBuf),
+}
+
+/// What a [`Listener`] is bound to.
+#[derive(Debug, Clone)]
+pub enum Local {
+    Tcp(SocketAddr),
+    Unix(String),
+}
+
+impl Local {
+    /// The TCP port; 0 for a unix socket (nsqd's broadcast port stays 0 then).
+    pub fn port(&self) -> u16 {
+        match self {
+            Local::Tcp(a) => a.port(),
+            Local::Unix(_) => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for Local {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Local::Tcp(a) => a.fmt(f),
+            Local::Unix(p) => f.write_str(p),
+        }
+    }
+}
+
+impl Listener {
+    pub fn local(&self) -> std::io::Result<Local> {
+        Ok(match self {
+            Listener::Tcp(l) => Local::Tcp(l.local_addr()?),
+            Listener::Unix(_, path) => Local::Unix(path.display().to_string()),
+        })
+    }
+
+    /// Remove a unix socket's file (after serving).
+    pub fn remove_socket(&self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// [`listen_or_fail`], or a unix socket for a path (Go's `net.Listen(util.TypeOfAddr(addr),
+/// addr)`; like Go's, it fails when the path exists).
+pub async fn listen_any_or_fail(addr: &str) -> anyhow::Result<Listener> {
+    if is_unix_addr(addr) {
+        let l = tokio::net::UnixListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("listen ({addr}) failed - {e}"))?;
+        return Ok(Listener::Unix(l, addr.into()));
+    }
+    Ok(Listener::Tcp(listen_or_fail(addr).await?))
+}
+
+/// An accepted connection of a [`Listener`].
+pub enum Conn {
+    Tcp(TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// [`accept`] on any [`Listener`]: the connection and its peer's address as Go prints it
+/// (`@` for a unix socket's unnamed peer). TCP connections get `TCP_NODELAY`.
+pub async fn accept_any(
+    listener: &Listener,
+    shutdown: &mut watch::Receiver<bool>,
+    server: &str,
+) -> Option<(Conn, String)> {
+    match listener {
+        Listener::Tcp(l) => {
+            let (s, addr) = accept(l, shutdown, server).await?;
+            let _ = s.set_nodelay(true);
+            Some((Conn::Tcp(s), addr.to_string()))
+        }
+        Listener::Unix(l, _) => loop {
+            tokio::select! {
+                r = l.accept() => match r {
+                    Ok((s, _)) => return Some((Conn::Unix(s), "@".into())),
+                    Err(e) => tracing::warn!("{server}: temporary Accept() failure - {e}"),
+                },
+                _ = shutdown.changed() => return None,
+            }
+        },
+    }
+}
+
+impl tokio::io::AsyncRead for Conn {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+            Conn::Unix(s) => std::pin::Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for Conn {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        b: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            Conn::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, b),
+            Conn::Unix(s) => std::pin::Pin::new(s).poll_write(cx, b),
+        }
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
+            Conn::Unix(s) => std::pin::Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            Conn::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+            Conn::Unix(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn addresses_are_tcp_or_unix_as_go_splits_them() {
+        for tcp in [
+            "127.0.0.1:4150",
+            ":4150",
+            "[::1]:4150",
+            "localhost:0",
+            "[::]:1",
+        ] {
+            assert!(!super::is_unix_addr(tcp), "{tcp}");
+        }
+        for unix in ["/tmp/nsqd.sock", "nsqd.sock", "::1:4150", "[::1]", "a:b:c"] {
+            assert!(super::is_unix_addr(unix), "{unix}");
+        }
+    }
+}

@@ -467,3 +467,57 @@ fn an_empty_http_address_turns_http_off() {
         "{seen:#?}"
     );
 }
+
+/// A path for `--tcp-address` or `--http-address` is a unix socket (nsqd v1.3): the protocol
+/// and HTTP are served there, the broadcast ports read 0, and a clean stop removes the files.
+#[test]
+fn tcp_and_http_on_unix_sockets() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::os::unix::net::UnixStream;
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let (tcp, http) = (dir.path().join("nsqd.sock"), dir.path().join("http.sock"));
+    let mut child = std::process::Command::new(nsqlab_tests::binary())
+        .args([
+            "nsqd",
+            &format!("--tcp-address={}", tcp.display()),
+            &format!("--http-address={}", http.display()),
+            &format!("--data-path={}", dir.path().display()),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start nsqd");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let want = format!("HTTP: listening on {}", http.display());
+    let mut seen = Vec::new();
+    while !seen.iter().any(|l: &String| l.ends_with(&want)) {
+        seen.push(lines.next().expect("the listening lines").unwrap());
+    }
+    assert!(
+        seen.iter()
+            .any(|l| l.ends_with(&format!("TCP: listening on {}", tcp.display()))),
+        "{seen:#?}"
+    );
+    let mut c = UnixStream::connect(&tcp).unwrap();
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    c.write_all(b"  V2").unwrap();
+    c.write_all(&pub_cmd("t", b"over a unix socket").to_bytes())
+        .unwrap();
+    let mut frame = [0u8; 10];
+    c.read_exact(&mut frame).unwrap();
+    assert_eq!(&frame[8..], b"OK");
+    let get = |path: &str| {
+        let mut h = UnixStream::connect(&http).unwrap();
+        write!(h, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        h.read_to_string(&mut out).unwrap();
+        out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string()
+    };
+    assert_eq!(get("/ping"), "OK");
+    assert_eq!(get("/config/broadcast_tcp_port"), "0");
+    let stats: serde_json::Value = serde_json::from_str(&get("/stats?format=json")).unwrap();
+    assert_eq!(stats["topics"][0]["message_count"], 1, "{stats}");
+    nsqlab_tests::sigterm(child.id());
+    assert!(child.wait().unwrap().success());
+    assert!(!tcp.exists() && !http.exists(), "the sockets are removed");
+}

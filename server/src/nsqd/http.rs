@@ -23,9 +23,7 @@ use nsqlab_core::{AdminError, Body, StatsFilter};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 /// A `/config/:opt` value: strings are sent raw, everything else as JSON (as nsqd's V1).
@@ -753,10 +751,10 @@ async fn config_put(
 
 async fn ws_nsq(
     State(s): State<AppState>,
-    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    ConnectInfo(remote): ConnectInfo<Remote>,
     ws: WebSocketUpgrade,
 ) -> Response {
-    super::ws::nsq_upgrade(ws, s.driver.clone(), remote).await
+    super::ws::nsq_upgrade(ws, s.driver.clone(), remote.0).await
 }
 
 async fn ws_events(State(s): State<AppState>, ws: WebSocketUpgrade) -> Response {
@@ -1125,14 +1123,20 @@ pub fn tls_required_app(https_port: u16) -> Router {
 /// Serve `app` until `shutdown` flips, over TLS when `tls` is given (HTTPS). Each connection
 /// gets `header_timeout` to send a request's headers (a slowloris client is cut off; others
 /// are not affected).
+/// A request's peer as Go prints it (`host:port`, `@` on a unix socket).
+#[derive(Debug, Clone)]
+pub struct Remote(pub String);
+
 pub async fn serve(
-    listener: TcpListener,
+    listener: crate::net::Listener,
     app: Router,
     header_timeout: std::time::Duration,
     tls: Option<tokio_rustls::TlsAcceptor>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    while let Some((stream, remote)) = crate::net::accept(&listener, &mut shutdown, "http").await {
+    while let Some((stream, remote)) =
+        crate::net::accept_any(&listener, &mut shutdown, "http").await
+    {
         let (app, tls) = (app.clone(), tls.clone());
         tokio::spawn(async move {
             match tls {
@@ -1146,11 +1150,12 @@ pub async fn serve(
             }
         });
     }
+    listener.remove_socket();
 }
 
 async fn serve_connection<I>(
     io: I,
-    remote: SocketAddr,
+    remote: String,
     app: Router,
     header_timeout: std::time::Duration,
 ) where
@@ -1159,7 +1164,8 @@ async fn serve_connection<I>(
     use hyper_util::rt::{TokioIo, TokioTimer};
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            req.extensions_mut().insert(ConnectInfo(remote));
+            req.extensions_mut()
+                .insert(ConnectInfo(Remote(remote.clone())));
             let app = app.clone();
             async move {
                 Ok::<_, std::convert::Infallible>(

@@ -15,6 +15,7 @@ pub mod ws;
 
 pub use options::NsqdArgs;
 
+use crate::net::Local;
 use nsqlab_core::Broker;
 use std::net::SocketAddr;
 use tokio::sync::watch;
@@ -22,16 +23,17 @@ use tokio::sync::watch;
 /// What a running server bound to.
 #[derive(Debug, Clone)]
 pub struct Bound {
-    pub tcp: SocketAddr,
+    pub tcp: Local,
     /// `None` with an empty `--http-address` (no HTTP, as nsqd v1.3).
-    pub http: Option<SocketAddr>,
+    pub http: Option<Local>,
     pub https: Option<SocketAddr>,
 }
 
 impl Bound {
-    /// The HTTP port, 0 without HTTP (nsqd's `RealHTTPAddr` is then an empty address).
+    /// The HTTP port, 0 without HTTP or on a unix socket (nsqd's `RealHTTPAddr` is then no
+    /// TCP address).
     pub fn http_port(&self) -> u16 {
-        self.http.map_or(0, |a| a.port())
+        self.http.as_ref().map_or(0, Local::port)
     }
 }
 
@@ -138,30 +140,32 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
     let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx);
 
-    let tcp = crate::net::listen_or_fail(&args.tcp_address).await?;
-    let tcp_addr = tcp.local_addr()?;
+    // TCP and HTTP on a unix socket too, for a path (nsqd v1.3).
+    let tcp = crate::net::listen_any_or_fail(&args.tcp_address).await?;
+    let tcp_addr = tcp.local()?;
     tracing::info!("TCP: listening on {tcp_addr}");
     let http = if args.http_address.is_empty() {
         None
     } else {
-        let l = crate::net::listen_or_fail(&args.http_address).await?;
-        tracing::info!("HTTP: listening on {}", l.local_addr()?);
+        let l = crate::net::listen_any_or_fail(&args.http_address).await?;
+        tracing::info!("HTTP: listening on {}", l.local()?);
         Some(l)
     };
-    let http_addr = http.as_ref().map(|l| l.local_addr()).transpose()?;
+    let http_addr = http.as_ref().map(|l| l.local()).transpose()?;
     // HTTPS when a certificate is configured (nsqd's rule).
     let https = match (&tls, args.https_address.is_empty()) {
         (Some(cfg), false) => {
             let l = crate::net::listen_or_fail(&args.https_address).await?;
             let addr = l.local_addr()?;
             tracing::info!("HTTPS: listening on {addr}");
+            let l = crate::net::Listener::Tcp(l);
             Some((l, addr, tokio_rustls::TlsAcceptor::from(cfg.clone())))
         }
         _ => None,
     };
     let bound = Bound {
-        tcp: tcp_addr,
-        http: http_addr,
+        tcp: tcp_addr.clone(),
+        http: http_addr.clone(),
         https: https.as_ref().map(|h| h.1),
     };
 
@@ -185,7 +189,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         http_port: if args.broadcast_http_port != 0 {
             args.broadcast_http_port
         } else {
-            http_addr.map_or(0, |a| a.port())
+            http_addr.as_ref().map_or(0, |a| a.port())
         },
         http_connect_timeout: args.http_client_connect_timeout,
         http_request_timeout: args.http_client_request_timeout,

@@ -4,6 +4,7 @@
 
 use super::codec::{Codec, Deflate};
 use super::driver::{DriverHandle, Out, ToDriver};
+use crate::net::Conn;
 use bytes::{Bytes, BytesMut};
 use nsqlab_core::Upgrade;
 use std::pin::Pin;
@@ -11,36 +12,35 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
 
 /// Accept connections until `shutdown` flips.
 pub async fn serve(
-    listener: TcpListener,
+    listener: crate::net::Listener,
     driver: DriverHandle,
     tls: Option<Arc<rustls::ServerConfig>>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let acceptor = tls.map(TlsAcceptor::from);
-    while let Some((stream, addr)) = crate::net::accept(&listener, &mut shutdown, "TCP").await {
+    while let Some((stream, addr)) = crate::net::accept_any(&listener, &mut shutdown, "TCP").await {
         tracing::info!("TCP: new client({addr})");
-        let _ = stream.set_nodelay(true);
         let conn = Connection {
-            stream: Stream::Tcp(stream),
+            stream: Stream::Plain(stream),
             codec: Codec::Plain,
-            remote: addr.to_string(),
+            remote: addr,
             acceptor: acceptor.clone(),
             write_timeout: driver.write_timeout(),
         };
         tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
     }
+    listener.remove_socket();
 }
 
-/// The socket, plain or upgraded to TLS.
+/// The socket (TCP or unix), plain or upgraded to TLS.
 enum Stream {
-    Tcp(TcpStream),
-    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    Plain(Conn),
+    Tls(Box<tokio_rustls::server::TlsStream<Conn>>),
     Gone,
 }
 
@@ -51,7 +51,7 @@ impl AsyncRead for Stream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
             Stream::Gone => Poll::Ready(Ok(())),
         }
@@ -65,7 +65,7 @@ impl AsyncWrite for Stream {
         b: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, b),
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, b),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, b),
             Stream::Gone => Poll::Ready(Err(std::io::ErrorKind::NotConnected.into())),
         }
@@ -73,7 +73,7 @@ impl AsyncWrite for Stream {
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
             Stream::Gone => Poll::Ready(Ok(())),
         }
@@ -81,7 +81,7 @@ impl AsyncWrite for Stream {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
             Stream::Gone => Poll::Ready(Ok(())),
         }
@@ -251,7 +251,7 @@ impl Connection {
                     .acceptor
                     .clone()
                     .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?;
-                let Stream::Tcp(tcp) = std::mem::replace(&mut self.stream, Stream::Gone) else {
+                let Stream::Plain(tcp) = std::mem::replace(&mut self.stream, Stream::Gone) else {
                     anyhow::bail!("TLS upgrade on an upgraded stream");
                 };
                 let tls =

@@ -15,19 +15,14 @@ use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
 use serde::Serialize;
-use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-pub async fn nsq_upgrade(
-    ws: WebSocketUpgrade,
-    driver: DriverHandle,
-    remote: SocketAddr,
-) -> Response {
+pub async fn nsq_upgrade(ws: WebSocketUpgrade, driver: DriverHandle, remote: String) -> Response {
     ws.on_upgrade(move |socket| nsq_over_ws(socket, driver, remote))
 }
 
-async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: SocketAddr) {
+async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String) {
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = oneshot::channel();
     let mut part = driver.pick();

@@ -132,7 +132,7 @@ pub async fn start(
     let tasks = vec![
         tokio::spawn(serve_tcp(tcp, shared.clone(), shutdown.clone())),
         tokio::spawn(crate::nsqd::http::serve(
-            http,
+            crate::net::Listener::Tcp(http),
             http::router(shared),
             Duration::from_secs(10),
             None,
