@@ -7,6 +7,16 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+/// Topic `t` with channel `stuck`, made over HTTP.
+fn make_stuck_channel(d: &Nsqd) {
+    for path in [
+        "/topic/create?topic=t",
+        "/channel/create?topic=t&channel=stuck",
+    ] {
+        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
+    }
+}
+
 #[test]
 fn slowloris_http_is_cut_off_and_others_are_served() {
     let d = Nsqd::start(&["-http-header-timeout=1s"]);
@@ -38,12 +48,7 @@ fn a_consumer_that_never_reads_does_not_slow_others() {
     // The channel exists before anything is published: the stuck consumer's SUB is never
     // answered (it does not read), so it could come after the first MPUB, and a channel made
     // after a publish does not get that message (as in nsqd).
-    for path in [
-        "/topic/create?topic=t",
-        "/channel/create?topic=t&channel=stuck",
-    ] {
-        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
-    }
+    make_stuck_channel(&d);
     // A consumer on channel "stuck" takes up to 2500 messages and never reads its socket.
     let mut stuck = d.client();
     stuck.cmd(&Command::Sub {
@@ -140,12 +145,7 @@ fn huge_size_prefixes_are_refused_at_once() {
 #[test]
 fn a_consumer_that_stops_reading_is_disconnected_after_its_heartbeat_interval() {
     let d = Nsqd::start(&[]);
-    for path in [
-        "/topic/create?topic=t",
-        "/channel/create?topic=t&channel=stuck",
-    ] {
-        assert_eq!(d.http("POST", path, b"").status, 200, "{path}");
-    }
+    make_stuck_channel(&d);
     let mut stuck = d.client();
     stuck.cmd(&Command::Identify(
         br#"{"heartbeat_interval":1000}"#.to_vec(),

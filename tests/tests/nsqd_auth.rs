@@ -193,9 +193,11 @@ fn read_frame(r: &mut impl std::io::Read) -> std::io::Result<(u32, Vec<u8>)> {
     Ok((ty, data))
 }
 
-/// IDENTIFY with tls_v1, the TLS handshake (with `client_cert`, if any), then AUTH "good";
-/// returns the AUTH reply, or the error that ended the connection.
-fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
+type TlsClient = rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>;
+
+/// Connect, IDENTIFY with tls_v1 and make the TLS handshake with `cfg`; nsqd's `OK` over TLS
+/// has been read. Or the error that ended the connection.
+fn tls_connect(d: &Nsqd, cfg: rustls::ClientConfig) -> Result<TlsClient, String> {
     let mut s = std::net::TcpStream::connect(d.tcp).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     s.write_all(b"  V2").unwrap();
@@ -205,6 +207,27 @@ fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
     s.write_all(&identify).unwrap();
     let (_, json) = read_frame(&mut s).map_err(|e| e.to_string())?;
     assert!(String::from_utf8_lossy(&json).contains(r#""tls_v1":true"#));
+    let conn =
+        rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, s);
+    // nsqd answers the upgrade with OK, over TLS.
+    let (_, ok) = read_frame(&mut tls).map_err(|e| e.to_string())?;
+    assert_eq!(ok, b"OK");
+    Ok(tls)
+}
+
+/// A self-signed certificate for localhost and its key, as PEM files in `dir`.
+fn server_cert(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (c, k) = (dir.join("c.pem"), dir.join("k.pem"));
+    std::fs::write(&c, server.cert.pem()).unwrap();
+    std::fs::write(&k, server.key_pair.serialize_pem()).unwrap();
+    (c, k)
+}
+
+/// The TLS handshake (with `client_cert`, if any), then AUTH "good"; returns the AUTH reply,
+/// or the error that ended the connection.
+fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let b = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -220,12 +243,7 @@ fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
             .unwrap(),
         None => b.with_no_client_auth(),
     };
-    let conn =
-        rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
-    let mut tls = rustls::StreamOwned::new(conn, s);
-    // nsqd answers the upgrade with OK, over TLS.
-    let (_, ok) = read_frame(&mut tls).map_err(|e| e.to_string())?;
-    assert_eq!(ok, b"OK");
+    let mut tls = tls_connect(d, cfg)?;
     let mut auth = Vec::new();
     Command::Auth(b"good".to_vec()).encode(&mut auth);
     tls.write_all(&auth).map_err(|e| e.to_string())?;
@@ -239,14 +257,8 @@ fn tls_auth(d: &Nsqd, client_cert: Option<&Pki>) -> Result<String, String> {
 #[test]
 fn client_certificates_and_the_auth_common_name() {
     let dir = nsqlab_tests::tempdir::TempDir::new();
-    let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (c, k, ca) = (
-        dir.path().join("c.pem"),
-        dir.path().join("k.pem"),
-        dir.path().join("ca.pem"),
-    );
-    std::fs::write(&c, server.cert.pem()).unwrap();
-    std::fs::write(&k, server.key_pair.serialize_pem()).unwrap();
+    let (c, k) = server_cert(dir.path());
+    let ca = dir.path().join("ca.pem");
     let alice = pki("alice");
     std::fs::write(&ca, &alice.ca_pem).unwrap();
     let (addr, seen) = auth_server();
@@ -297,10 +309,7 @@ fn client_certificates_and_the_auth_common_name() {
 fn stats_name_a_tls_session_as_nsqd_does() {
     use rustls::crypto::ring::cipher_suite as suites;
     let dir = nsqlab_tests::tempdir::TempDir::new();
-    let server = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
-    std::fs::write(&c, server.cert.pem()).unwrap();
-    std::fs::write(&k, server.key_pair.serialize_pem()).unwrap();
+    let (c, k) = server_cert(dir.path());
     let d = Nsqd::start(&[
         &format!("-tls-cert={}", c.display()),
         &format!("-tls-key={}", k.display()),
@@ -326,14 +335,6 @@ fn stats_name_a_tls_session_as_nsqd_does() {
         ),
     ];
     for (i, (version, suite, want_version, want_suite)) in cases.into_iter().enumerate() {
-        let mut s = std::net::TcpStream::connect(d.tcp).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        s.write_all(b"  V2").unwrap();
-        let mut identify = Vec::new();
-        Command::Identify(br#"{"tls_v1":true,"feature_negotiation":true}"#.to_vec())
-            .encode(&mut identify);
-        s.write_all(&identify).unwrap();
-        read_frame(&mut s).unwrap();
         let mut provider = rustls::crypto::ring::default_provider();
         provider.cipher_suites = vec![suite];
         let provider = Arc::new(provider);
@@ -343,10 +344,7 @@ fn stats_name_a_tls_session_as_nsqd_does() {
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(TrustAnyServer(provider)))
             .with_no_client_auth();
-        let conn =
-            rustls::ClientConnection::new(Arc::new(cfg), "localhost".try_into().unwrap()).unwrap();
-        let mut tls = rustls::StreamOwned::new(conn, s);
-        assert_eq!(read_frame(&mut tls).unwrap().1, b"OK");
+        let mut tls = tls_connect(&d, cfg).unwrap();
         let channel = format!("c{i}");
         let mut sub = Vec::new();
         Command::Sub {
