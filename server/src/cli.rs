@@ -4,15 +4,20 @@
 
 use std::time::Duration;
 
-/// Rewrite `-flag…` to `--flag…` (Go has no short flags); leave values such as `-1` alone.
-pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
+/// Rewrite `-flag…` to `--flag…` (Go has no short flags); leave values such as `-1` alone,
+/// and the word after a flag of `value_flags` given without `=` (Go's flag package takes it
+/// as the value whatever it looks like: `-log-prefix -x-`).
+pub fn normalize(args: impl IntoIterator<Item = String>, value_flags: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest_positional = false;
+    let mut value_next = false;
     for a in args {
-        if rest_positional {
+        if rest_positional || std::mem::take(&mut value_next) {
             out.push(a);
             continue;
         }
+        let name = a.trim_start_matches('-');
+        value_next = a.starts_with('-') && value_flags.iter().any(|f| f == name);
         if a == "--" {
             rest_positional = true;
             out.push(a);
@@ -29,6 +34,29 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
         }
     }
     out
+}
+
+/// The long flags of `cmd` that take the next word as their value (not the booleans, which
+/// take one only after `=`).
+pub fn value_flags(cmd: &clap::Command) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|a| a.get_action().takes_values() && !a.is_require_equals_set())
+        .filter_map(|a| a.get_long().map(String::from))
+        .collect()
+}
+
+/// Parse a normalized command line as clap would, except that a flag's value may start with
+/// `-` (as Go's flag package allows).
+pub fn parse<T: clap::Parser>(argv: impl IntoIterator<Item = String>) -> T {
+    let cmd = T::command().mut_args(|a| {
+        if a.get_action().takes_values() && !a.is_require_equals_set() {
+            a.allow_hyphen_values(true)
+        } else {
+            a
+        }
+    });
+    let mut matches = cmd.get_matches_from(argv);
+    T::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Go's error for reading a whole file that failed: `open <path>: no such file or
@@ -132,8 +160,12 @@ mod tests {
                 "-1",
                 "--snappy=false",
                 "-v",
+                "-log-prefix",
+                "-x-",
+                "--snappy",
             ]
             .map(String::from),
+            &["max-rdy-count".into(), "log-prefix".into()],
         );
         assert_eq!(
             a,
@@ -142,9 +174,29 @@ mod tests {
                 "--max-rdy-count",
                 "-1",
                 "--snappy=false",
-                "-v"
+                "-v",
+                "--log-prefix",
+                "-x-",
+                "--snappy",
             ]
         );
+    }
+
+    /// The values of nsqd's flags start with a dash when Go's would: after a flag that takes
+    /// one, the next word; not after a boolean.
+    #[test]
+    fn a_value_may_start_with_a_dash() {
+        use clap::CommandFactory;
+        let flags = value_flags(&crate::nsqd::NsqdArgs::command());
+        assert!(flags.contains(&"log-prefix".to_string()));
+        assert!(!flags.contains(&"snappy".to_string()), "a boolean");
+        let argv = std::iter::once("nsqd".to_string()).chain(normalize(
+            ["-log-prefix", "-x-", "-snappy", "-mem-queue-size", "7"].map(String::from),
+            &flags,
+        ));
+        let a: crate::nsqd::NsqdArgs = parse(argv);
+        assert_eq!(a.log_prefix, "-x-");
+        assert_eq!(a.mem_queue_size, 7);
     }
 
     #[test]

@@ -83,10 +83,23 @@ fn main() {
         }
         args.remove(1)
     };
-    let rest = nsqlab::cli::normalize(args.into_iter().skip(1));
+    let value_flags = {
+        use clap::CommandFactory;
+        use nsqlab::tools;
+        nsqlab::cli::value_flags(&match program.as_str() {
+            "nsqd" => NsqdArgs::command(),
+            "nsqlookupd" => nsqlab::nsqlookupd::LookupdArgs::command(),
+            "tail" => tools::tail::TailArgs::command(),
+            "to_file" => tools::to_file::ToFileArgs::command(),
+            "to_nsq" => tools::to_nsq::ToNsqArgs::command(),
+            "stat" => tools::stat::StatArgs::command(),
+            _ => clap::Command::new("other"),
+        })
+    };
+    let rest = nsqlab::cli::normalize(args.into_iter().skip(1), &value_flags);
     match program.as_str() {
         "nsqd" => {
-            let parsed = NsqdArgs::parse_from(daemon_argv("nsqd", rest));
+            let parsed: NsqdArgs = nsqlab::cli::parse(daemon_argv("nsqd", rest));
             if daemon_setup(
                 "nsqd",
                 parsed.version,
@@ -104,8 +117,10 @@ fn main() {
             }
         }
         "nsqlookupd" => {
-            let parsed =
-                nsqlab::nsqlookupd::LookupdArgs::parse_from(daemon_argv("nsqlookupd", rest));
+            let parsed = nsqlab::cli::parse::<nsqlab::nsqlookupd::LookupdArgs>(daemon_argv(
+                "nsqlookupd",
+                rest,
+            ));
             if daemon_setup(
                 "nsqlookupd",
                 parsed.version,

@@ -102,7 +102,7 @@ pub struct ToFileArgs {
 }
 
 pub fn main(args: Vec<String>) {
-    let mut a = ToFileArgs::parse_from(args);
+    let mut a = crate::cli::parse::<ToFileArgs>(args);
     if !a.rest.is_empty() {
         super::fatal(format!("unknown arguments: [{}]", a.rest.join(" ")));
     }
