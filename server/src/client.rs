@@ -22,6 +22,9 @@ pub struct ClientConfig {
     pub lookupd_poll_interval: Duration,
     pub heartbeat_interval: Duration,
     pub user_agent: String,
+    /// go-nsq's `auth_secret`: sent with AUTH when nsqd's IDENTIFY answer says
+    /// `auth_required`.
+    pub auth_secret: String,
     /// Timeout of lookupd queries (the tools' `--http-client-request-timeout`).
     pub http_timeout: Duration,
 }
@@ -33,6 +36,7 @@ impl Default for ClientConfig {
             lookupd_poll_interval: Duration::from_secs(60),
             heartbeat_interval: Duration::from_secs(30),
             user_agent: format!("nsqlab/{}", env!("CARGO_PKG_VERSION")),
+            auth_secret: String::new(),
             http_timeout: Duration::from_secs(5),
         }
     }
@@ -52,6 +56,7 @@ impl ClientConfig {
             "lookupd_poll_interval" => self.lookupd_poll_interval = dur(value)?,
             "heartbeat_interval" => self.heartbeat_interval = dur(value)?,
             "user_agent" => self.user_agent = value.to_string(),
+            "auth_secret" => self.auth_secret = value.to_string(),
             // Accepted and without effect here (TLS, compression and backoff are not used
             // by these tools).
             "max_attempts"
@@ -209,7 +214,13 @@ pub async fn http_get_json(
 ) -> Result<serde_json::Value, String> {
     let client: HttpClient<_, Empty<Bytes>> =
         HttpClient::builder(TokioExecutor::new()).build_http();
-    let req = hyper::Request::get(format!("http://{addr}{path}"))
+    // An address may carry its scheme (go-nsq adds `http://` only when it has none).
+    let url = if addr.contains("://") {
+        format!("{}{path}", addr.trim_end_matches('/'))
+    } else {
+        format!("http://{addr}{path}")
+    };
+    let req = hyper::Request::get(url)
         .header("Accept", "application/vnd.nsq; version=1.0")
         .body(Empty::new())
         .map_err(|e| e.to_string())?;
@@ -293,25 +304,36 @@ async fn connection(
 ) -> Result<(), String> {
     let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
     let _ = s.set_nodelay(true);
-    let identify = serde_json::json!({
-        "client_id": crate::nsqd::options::hostname(),
-        "hostname": crate::nsqd::options::hostname(),
-        "feature_negotiation": true,
-        "heartbeat_interval": cfg.heartbeat_interval.as_millis() as i64,
-        "user_agent": cfg.user_agent,
-    });
-    let mut out = b"  V2".to_vec();
-    Command::Identify(serde_json::to_vec(&identify).expect("identify")).encode(&mut out);
-    Command::Sub {
-        topic: topic.into(),
-        channel: channel.into(),
-    }
-    .encode(&mut out);
-    s.write_all(&out).await.map_err(|e| e.to_string())?;
-    let (mut r, mut w) = s.into_split();
-    let (atx, mut arx) = mpsc::unbounded_channel::<Command>();
     let mut buf = Vec::new();
     let mut tmp = vec![0u8; 64 * 1024];
+    let mut hello = Handshake::new(cfg);
+    s.write_all(&hello.start())
+        .await
+        .map_err(|e| e.to_string())?;
+    loop {
+        if let Some(f) = take_frame(&mut buf) {
+            match hello.next(f)? {
+                Some(send) => s.write_all(&send).await.map_err(|e| e.to_string())?,
+                None if hello.done() => break,
+                None => {}
+            }
+            continue;
+        }
+        let n = s.read(&mut tmp).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("connection closed".into());
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let sub = Command::Sub {
+        topic: topic.into(),
+        channel: channel.into(),
+    };
+    s.write_all(&sub.to_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let (mut r, mut w) = s.into_split();
+    let (atx, mut arx) = mpsc::unbounded_channel::<Command>();
     let mut responses = 0;
     loop {
         tokio::select! {
@@ -330,8 +352,8 @@ async fn connection(
                         }
                         Frame::Response(_) => {
                             responses += 1;
-                            // IDENTIFY's answer, then SUB's OK: ready for messages.
-                            if responses == 2 {
+                            // SUB's OK: ready for messages.
+                            if responses == 1 {
                                 let _ = atx.send(Command::Rdy(rdy));
                             }
                         }
@@ -366,17 +388,100 @@ async fn connection(
     }
 }
 
+/// The first frame in `buf`, taken out of it.
+fn take_frame(buf: &mut Vec<u8>) -> Option<Frame> {
+    let (f, k) = decode_frame(buf).ok()??;
+    buf.drain(..k);
+    Some(f)
+}
+
+/// A connection's start, as go-nsq's: the magic and IDENTIFY (with feature negotiation);
+/// when the answer says `auth_required`, AUTH with the configured secret (none configured:
+/// go-nsq's "Auth Required").
+struct Handshake {
+    identify: serde_json::Value,
+    secret: String,
+    state: HandshakeState,
+}
+
+#[derive(PartialEq)]
+enum HandshakeState {
+    Identifying,
+    Authing,
+    Done,
+}
+
+impl Handshake {
+    fn new(cfg: &ClientConfig) -> Self {
+        Handshake {
+            identify: serde_json::json!({
+                "client_id": crate::nsqd::options::hostname(),
+                "hostname": crate::nsqd::options::hostname(),
+                "feature_negotiation": true,
+                "heartbeat_interval": cfg.heartbeat_interval.as_millis() as i64,
+                "user_agent": cfg.user_agent,
+            }),
+            secret: cfg.auth_secret.clone(),
+            state: HandshakeState::Identifying,
+        }
+    }
+
+    /// What to send first.
+    fn start(&self) -> Vec<u8> {
+        let mut out = b"  V2".to_vec();
+        let body = serde_json::to_vec(&self.identify).expect("identify");
+        Command::Identify(body).encode(&mut out);
+        out
+    }
+
+    fn done(&self) -> bool {
+        self.state == HandshakeState::Done
+    }
+
+    /// Take the next frame: what to send next, if anything; an error ends the connection.
+    fn next(&mut self, f: Frame) -> Result<Option<Vec<u8>>, String> {
+        let body = match f {
+            Frame::Response(b) if b == b"_heartbeat_" => {
+                return Ok(Some(Command::Nop.to_bytes()));
+            }
+            Frame::Response(b) => b,
+            Frame::Error(e) => return Err(String::from_utf8_lossy(&e).into_owned()),
+            _ => return Ok(None),
+        };
+        match self.state {
+            HandshakeState::Identifying => {
+                let answer: serde_json::Value =
+                    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+                if answer["auth_required"] == true {
+                    if self.secret.is_empty() {
+                        return Err("Auth Required".into());
+                    }
+                    self.state = HandshakeState::Authing;
+                    return Ok(Some(
+                        Command::Auth(self.secret.clone().into_bytes()).to_bytes(),
+                    ));
+                }
+                self.state = HandshakeState::Done;
+            }
+            HandshakeState::Authing | HandshakeState::Done => self.state = HandshakeState::Done,
+        }
+        Ok(None)
+    }
+}
+
 /// A publisher to one nsqd (connected on first use), as go-nsq's `Producer.Publish`.
 pub struct Producer {
     addr: String,
+    cfg: ClientConfig,
     conn: Option<std::net::TcpStream>,
     buf: Vec<u8>,
 }
 
 impl Producer {
-    pub fn new(addr: String) -> Self {
+    pub fn new(addr: String, cfg: ClientConfig) -> Self {
         Self {
             addr,
+            cfg,
             conn: None,
             buf: Vec::new(),
         }
@@ -392,7 +497,26 @@ impl Producer {
         if self.conn.is_none() {
             let mut s = std::net::TcpStream::connect(&self.addr).map_err(|e| e.to_string())?;
             let _ = s.set_nodelay(true);
-            s.write_all(b"  V2").map_err(|e| e.to_string())?;
+            self.buf.clear();
+            let mut hello = Handshake::new(&self.cfg);
+            s.write_all(&hello.start()).map_err(|e| e.to_string())?;
+            let mut tmp = [0u8; 4096];
+            while !hello.done() {
+                match take_frame(&mut self.buf) {
+                    Some(f) => {
+                        if let Some(send) = hello.next(f)? {
+                            s.write_all(&send).map_err(|e| e.to_string())?;
+                        }
+                    }
+                    None => {
+                        let n = s.read(&mut tmp).map_err(|e| e.to_string())?;
+                        if n == 0 {
+                            return Err("connection closed".into());
+                        }
+                        self.buf.extend_from_slice(&tmp[..n]);
+                    }
+                }
+            }
             self.conn = Some(s);
         }
         let s = self.conn.as_mut().expect("connected");

@@ -386,3 +386,85 @@ fn stats_name_a_tls_session_as_nsqd_does() {
         "{client}"
     );
 }
+
+/// The tools speak AUTH as go-nsq does: with `auth_secret` in `--consumer-opt` /
+/// `--producer-opt`, after IDENTIFY says `auth_required`; without one, go-nsq's "Auth
+/// Required".
+#[test]
+fn the_tools_authenticate_with_auth_secret() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let (addr, _) = auth_server();
+    let d = Nsqd::start(&[&format!("-auth-http-address={addr}")]);
+    let (_t, mut tail) = nsqlab_tests::tool("nsq_tail");
+    let mut tail = tail
+        .args([
+            "--topic=ok_tools",
+            "-n",
+            "2",
+            "--consumer-opt=auth_secret,good",
+        ])
+        .arg(format!("--nsqd-tcp-address={}", d.tcp))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (_n, mut to_nsq) = nsqlab_tests::tool("to_nsq");
+    let mut p = to_nsq
+        .args(["-topic", "ok_tools", "--producer-opt", "auth_secret,good"])
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The channel must exist before the publish, or tail's would miss it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = d
+            .http("GET", "/stats?format=json&topic=ok_tools", b"")
+            .json();
+        if s["topics"][0]["channels"][0]["client_count"] == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "tail never subscribed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    p.stdin.take().unwrap().write_all(b"one\ntwo\n").unwrap();
+    let status = p.wait().unwrap();
+    let mut err = String::new();
+    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "to_nsq: {err}");
+    let mut out = String::new();
+    tail.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(tail.wait().unwrap().success());
+    assert_eq!(out, "one\ntwo\n");
+
+    // No secret: the producer is refused before it publishes.
+    let (_n, mut to_nsq) = nsqlab_tests::tool("to_nsq");
+    let mut p = to_nsq
+        .args(["-topic", "ok_tools"])
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.stdin.take().unwrap().write_all(b"three\n").unwrap();
+    let status = p.wait().unwrap();
+    let mut err = String::new();
+    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(
+        !status.success() && err.contains("Auth Required"),
+        "{status}: {err}"
+    );
+    let s = d
+        .http("GET", "/stats?format=json&topic=ok_tools", b"")
+        .json();
+    assert_eq!(s["topics"][0]["message_count"], 2);
+}

@@ -31,11 +31,19 @@ pub async fn termination(hup: bool) -> &'static str {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
     let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
-    let mut hangup = signal(SignalKind::hangup()).expect("SIGHUP handler");
+    // Only when asked: a handler, once installed, replaces SIGHUP's default (to end the
+    // process) for good, and NSQ's tail and to_nsq keep that default.
+    let mut hangup = hup.then(|| signal(SignalKind::hangup()).expect("SIGHUP handler"));
+    let hangup = async {
+        match &mut hangup {
+            Some(h) => h.recv().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         _ = term.recv() => "SIGTERM",
         _ = int.recv() => "SIGINT",
-        _ = hangup.recv(), if hup => "SIGHUP",
+        _ = hangup => "SIGHUP",
     }
 }
 

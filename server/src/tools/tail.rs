@@ -30,7 +30,7 @@ pub struct TailArgs {
     #[arg(long, action = ArgAction::Append)]
     pub nsqd_tcp_address: Vec<String>,
     /// print topic name where message was received
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub print_topic: bool,
     /// NSQ topic (may be given multiple times)
     #[arg(long, action = ArgAction::Append)]

@@ -37,7 +37,7 @@ pub struct ToFileArgs {
     #[arg(long, default_value = "<TOPIC>.<HOST><REV>.<DATETIME>.log")]
     pub filename_format: String,
     /// gzip output files.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub gzip: bool,
     /// gzip compression level (1-9, 1=BestSpeed, 9=BestCompression)
     #[arg(long, default_value_t = 6)]
@@ -76,7 +76,7 @@ pub struct ToFileArgs {
     #[arg(long, default_value_t = 0)]
     pub rotate_size: i64,
     /// skip writing empty files
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub skip_empty_files: bool,
     /// sync file to disk every duration
     #[arg(long, default_value = "30s", value_parser = crate::cli::duration_arg)]

@@ -49,7 +49,10 @@ pub fn main(args: Vec<String>) {
     if addrs.is_empty() {
         super::fatal("--nsqd-tcp-address required");
     }
-    let mut producers: Vec<Producer> = addrs.into_iter().map(Producer::new).collect();
+    let mut producers: Vec<Producer> = addrs
+        .into_iter()
+        .map(|a| Producer::new(a, cfg.clone()))
+        .collect();
     // SIGINT/SIGTERM end it at once with status 0, as to_nsq.
     std::thread::spawn(|| {
         let rt = tokio::runtime::Builder::new_current_thread()
