@@ -205,6 +205,16 @@ pub fn urlencode(s: &str) -> String {
         .collect()
 }
 
+/// `http://<addr><path>`; an address may carry its scheme (go-nsq adds `http://` only when
+/// it has none).
+fn http_url(addr: &str, path: &str) -> String {
+    if addr.contains("://") {
+        format!("{}{path}", addr.trim_end_matches('/'))
+    } else {
+        format!("http://{addr}{path}")
+    }
+}
+
 /// `GET http://<addr><path>` with NSQ's Accept header, within `timeout`; the JSON body of a
 /// 200 (else nsq's `got response <status> "<body>"`).
 pub async fn http_get_json(
@@ -214,13 +224,7 @@ pub async fn http_get_json(
 ) -> Result<serde_json::Value, String> {
     let client: HttpClient<_, Empty<Bytes>> =
         HttpClient::builder(TokioExecutor::new()).build_http();
-    // An address may carry its scheme (go-nsq adds `http://` only when it has none).
-    let url = if addr.contains("://") {
-        format!("{}{path}", addr.trim_end_matches('/'))
-    } else {
-        format!("http://{addr}{path}")
-    };
-    let req = hyper::Request::get(url)
+    let req = hyper::Request::get(http_url(addr, path))
         .header("Accept", "application/vnd.nsq; version=1.0")
         .body(Empty::new())
         .map_err(|e| e.to_string())?;
@@ -554,6 +558,16 @@ impl Producer {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_lookupd_address_may_carry_its_scheme() {
+        assert_eq!(super::http_url("h:4161", "/lookup"), "http://h:4161/lookup");
+        assert_eq!(
+            super::http_url("http://h:4161/", "/lookup"),
+            "http://h:4161/lookup"
+        );
+        assert_eq!(super::http_url("https://h", "/nodes"), "https://h/nodes");
+    }
+
     #[test]
     fn host_and_port_joined_as_go() {
         assert_eq!(super::join_host_port("::1", 4161), "[::1]:4161");

@@ -293,3 +293,49 @@ fn to_file_finds_topics_by_pattern_through_lookupd_and_rotates_by_time() {
         .collect();
     assert_eq!(contents, ["first\n", "second\n"], "{files:?}");
 }
+
+/// As NSQ's tools: booleans take Go's spellings, and SIGHUP ends nsq_tail (it keeps the
+/// signal's default; only nsq_to_file handles it).
+#[test]
+fn go_bools_and_sighup() {
+    for (name, flag) in [
+        ("nsq_tail", "--print-topic=1"),
+        ("nsq_to_file", "--gzip=T"),
+        ("nsq_to_file", "--skip-empty-files=t"),
+    ] {
+        let (_t, mut cmd) = tool(name);
+        let out = cmd.args([flag, "--version"]).output().unwrap();
+        assert!(out.status.success(), "{name} {flag}");
+    }
+    let d = Nsqd::start(&[]);
+    let (_t, mut tail) = tool("nsq_tail");
+    let mut tail = tail
+        .args(["--topic=hup"])
+        .arg(format!("--nsqd-tcp-address={}", d.tcp))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("tail's channel", Duration::from_secs(5), || {
+        let s = d.http("GET", "/stats?format=json&topic=hup", b"").json();
+        s["topics"][0]["channels"][0]["client_count"] == 1
+    });
+    let killed = std::process::Command::new("kill")
+        .args(["-HUP", &tail.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = tail.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = tail.kill();
+            panic!("nsq_tail lived on after SIGHUP");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(1), "{status}");
+}
