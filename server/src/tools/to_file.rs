@@ -325,7 +325,7 @@ impl FileLogger {
             topic: topic.to_string(),
             channel: a.channel.clone(),
             template: t,
-            datetime_format: a.datetime_format.clone(),
+            datetime_format: literal_unknown(&a.datetime_format),
             work_dir: PathBuf::from(&a.work_dir),
             output_dir: PathBuf::from(&a.output_dir),
             gzip: a.gzip.then_some(a.gzip_level as u32),
@@ -668,4 +668,51 @@ fn make_dir(path: &Path) -> std::io::Result<()> {
 fn exclusive_rename(src: &Path, dst: &Path) -> std::io::Result<()> {
     std::fs::hard_link(src, dst)?;
     std::fs::remove_file(src)
+}
+
+/// A `--datetime-format` chrono can always format: as nsq_to_file's strftime, a `%` sequence
+/// it does not know (or a `%` at the end) stands for itself (chrono would fail on it).
+fn literal_unknown(format: &str) -> String {
+    use chrono::format::{Item, StrftimeItems};
+    let mut out = String::with_capacity(format.len());
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some(n) => {
+                let spec = format!("%{n}");
+                if StrftimeItems::new(&spec).any(|i| matches!(i, Item::Error)) {
+                    out.push_str("%%");
+                    out.push(n);
+                } else {
+                    out.push_str(&spec);
+                }
+            }
+            None => out.push_str("%%"),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod datetime_tests {
+    #[test]
+    fn unknown_sequences_stand_for_themselves() {
+        let t = chrono::NaiveDate::from_ymd_opt(2026, 12, 1)
+            .unwrap()
+            .and_hms_opt(7, 5, 0)
+            .unwrap();
+        for (format, want) in [
+            ("%Y-%m-%d_%H", "2026-12-01_07"),
+            ("%Q-%Y", "%Q-2026"),
+            ("%H%", "07%"),
+            ("100%%", "100%"),
+        ] {
+            let f = super::literal_unknown(format);
+            assert_eq!(t.format(&f).to_string(), want, "{format}");
+        }
+    }
 }
