@@ -59,11 +59,10 @@ pub fn parse<T: clap::Parser>(argv: impl IntoIterator<Item = String>) -> T {
     T::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
 }
 
-/// Go's error for reading a whole file that failed: `open <path>: no such file or
-/// directory` (`read <path>: is a directory`).
-pub fn go_read_error(path: &str, e: &std::io::Error) -> String {
-    let text = match e.raw_os_error() {
-        // Rust's text is the C library's, then " (os error N)"; Go's starts in lower case.
+/// An OS error's text as Go prints it: `connection refused` (Rust's is the C library's,
+/// capitalised, then ` (os error N)`).
+pub fn go_errno_text(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
         Some(n) => {
             let c = std::io::Error::from_raw_os_error(n).to_string();
             let c = c.split(" (os error").next().unwrap_or_default().to_string();
@@ -74,7 +73,13 @@ pub fn go_read_error(path: &str, e: &std::io::Error) -> String {
             }
         }
         None => e.to_string(),
-    };
+    }
+}
+
+/// Go's error for reading a whole file that failed: `open <path>: no such file or
+/// directory` (`read <path>: is a directory`).
+pub fn go_read_error(path: &str, e: &std::io::Error) -> String {
+    let text = go_errno_text(e);
     let op = if e.kind() == std::io::ErrorKind::IsADirectory {
         "read"
     } else {

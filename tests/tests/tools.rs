@@ -294,10 +294,11 @@ fn to_file_finds_topics_by_pattern_through_lookupd_and_rotates_by_time() {
     assert_eq!(contents, ["first\n", "second\n"], "{files:?}");
 }
 
-/// As NSQ's tools: booleans take Go's spellings, and SIGHUP ends nsq_tail (it keeps the
+/// As NSQ's tools: booleans take Go's spellings, an nsqd nsq_tail cannot dial at the start
+/// ends it (go-nsq's ConnectToNSQDs error, log.Fatal), and SIGHUP ends it (it keeps the
 /// signal's default; only nsq_to_file handles it).
 #[test]
-fn go_bools_and_sighup() {
+fn go_bools_a_dead_nsqd_and_sighup() {
     for (name, flag) in [
         ("nsq_tail", "--print-topic=1"),
         ("nsq_to_file", "--gzip=T"),
@@ -307,6 +308,19 @@ fn go_bools_and_sighup() {
         let out = cmd.args([flag, "--version"]).output().unwrap();
         assert!(out.status.success(), "{name} {flag}");
     }
+    // Port 1 on loopback: nothing listens there.
+    let (_t, mut tail) = tool("nsq_tail");
+    let out = tail
+        .args(["--topic=t", "--nsqd-tcp-address=127.0.0.1:1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with(" dial tcp 127.0.0.1:1: connect: connection refused"),
+        "{err}"
+    );
     let d = Nsqd::start(&[]);
     let (_t, mut tail) = tool("nsq_tail");
     let mut tail = tail

@@ -83,6 +83,21 @@ pub fn main(args: Vec<String>) {
         let mut tasks = Vec::new();
         for topic in &a.topic {
             super::logf(format!("Adding consumer for topic: {topic}"));
+            // As go-nsq's ConnectToNSQDs, which nsq_tail's log.Fatal ends on: an nsqd that
+            // cannot be dialled at the start is an error (later, its connection is redialled).
+            if let Discovery::Nsqd(addrs) = &how {
+                for addr in addrs {
+                    let dial = tokio::net::TcpStream::connect(addr.as_str());
+                    match tokio::time::timeout(std::time::Duration::from_secs(1), dial).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => super::fatal(format!(
+                            "dial tcp {addr}: connect: {}",
+                            crate::cli::go_errno_text(&e)
+                        )),
+                        Err(_) => super::fatal(format!("dial tcp {addr}: i/o timeout")),
+                    }
+                }
+            }
             let mut rx = consume(
                 topic.clone(),
                 a.channel.clone(),
