@@ -35,9 +35,21 @@ pub async fn accept(
     shutdown: &mut watch::Receiver<bool>,
     server: &str,
 ) -> Option<(TcpStream, SocketAddr)> {
+    accept_from(|| listener.accept(), shutdown, server).await
+}
+
+/// [`accept`]'s loop around any listener's `accept`.
+async fn accept_from<T, F>(
+    mut next: impl FnMut() -> F,
+    shutdown: &mut watch::Receiver<bool>,
+    server: &str,
+) -> Option<T>
+where
+    F: std::future::Future<Output = std::io::Result<T>>,
+{
     loop {
         tokio::select! {
-            r = listener.accept() => match r {
+            r = next() => match r {
                 Ok(x) => return Some(x),
                 Err(e) => tracing::warn!("{server}: temporary Accept() failure - {e}"),
             },
@@ -118,11 +130,8 @@ pub async fn listen_any_or_fail(addr: &str) -> anyhow::Result<Listener> {
     Ok(Listener::Tcp(listen_or_fail(addr).await?))
 }
 
-/// An accepted connection of a [`Listener`].
-pub enum Conn {
-    Tcp(TcpStream),
-    Unix(tokio::net::UnixStream),
-}
+/// An accepted connection of a [`Listener`]: TCP (left) or a unix socket (right).
+pub type Conn = tokio_util::either::Either<TcpStream, tokio::net::UnixStream>;
 
 /// [`accept`] on any [`Listener`]: the connection and its peer's address as Go prints it
 /// (`@` for a unix socket's unnamed peer). TCP connections get `TCP_NODELAY`.
@@ -135,62 +144,11 @@ pub async fn accept_any(
         Listener::Tcp(l) => {
             let (s, addr) = accept(l, shutdown, server).await?;
             let _ = s.set_nodelay(true);
-            Some((Conn::Tcp(s), addr.to_string()))
+            Some((Conn::Left(s), addr.to_string()))
         }
-        Listener::Unix(l, _) => loop {
-            tokio::select! {
-                r = l.accept() => match r {
-                    Ok((s, _)) => return Some((Conn::Unix(s), "@".into())),
-                    Err(e) => tracing::warn!("{server}: temporary Accept() failure - {e}"),
-                },
-                _ = shutdown.changed() => return None,
-            }
-        },
-    }
-}
-
-impl tokio::io::AsyncRead for Conn {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Tcp(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            Conn::Unix(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl tokio::io::AsyncWrite for Conn {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        b: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Conn::Tcp(s) => std::pin::Pin::new(s).poll_write(cx, b),
-            Conn::Unix(s) => std::pin::Pin::new(s).poll_write(cx, b),
-        }
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Tcp(s) => std::pin::Pin::new(s).poll_flush(cx),
-            Conn::Unix(s) => std::pin::Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Conn::Tcp(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            Conn::Unix(s) => std::pin::Pin::new(s).poll_shutdown(cx),
+        Listener::Unix(l, _) => {
+            let (s, _) = accept_from(|| l.accept(), shutdown, server).await?;
+            Some((Conn::Right(s), "@".into()))
         }
     }
 }
