@@ -164,8 +164,8 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         _ => None,
     };
     let bound = Bound {
-        tcp: tcp_addr.clone(),
-        http: http_addr.clone(),
+        tcp: tcp_addr,
+        http: http_addr,
         https: https.as_ref().map(|h| h.1),
     };
 
@@ -178,19 +178,12 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         shutdown.clone(),
     )));
     let (lookupd_tx, lookupd_rx) = watch::channel(args.lookupd_tcp_address.clone());
+    let (tcp_port, http_port) = args.broadcast_ports(&bound);
     let node = lookup::NodeInfo {
         broadcast_address: args.broadcast_address(),
         hostname: options::hostname(),
-        tcp_port: if args.broadcast_tcp_port != 0 {
-            args.broadcast_tcp_port
-        } else {
-            tcp_addr.port()
-        },
-        http_port: if args.broadcast_http_port != 0 {
-            args.broadcast_http_port
-        } else {
-            http_addr.as_ref().map_or(0, |a| a.port())
-        },
+        tcp_port,
+        http_port,
         http_connect_timeout: args.http_client_connect_timeout,
         http_request_timeout: args.http_client_request_timeout,
     };
@@ -219,11 +212,6 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         )));
     }
     if !args.statsd_address.is_empty() {
-        let http_port = if args.broadcast_http_port != 0 {
-            args.broadcast_http_port
-        } else {
-            bound.http_port()
-        };
         let prefix = statsd::prefix(&args.statsd_prefix, &args.broadcast_address(), http_port);
         let cfg = statsd::StatsdConfig {
             address: args.statsd_address.clone(),

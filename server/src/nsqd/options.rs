@@ -273,6 +273,16 @@ impl NsqdArgs {
         Ok(())
     }
 
+    /// The broadcast (TCP, HTTP) ports: nsqd's New() fills in one left at 0 with the port it
+    /// bound (0 for a unix socket or no HTTP), in the options themselves.
+    pub fn broadcast_ports(&self, bound: &super::Bound) -> (u16, u16) {
+        let or_bound = |port: u16, bound: u16| if port != 0 { port } else { bound };
+        (
+            or_bound(self.broadcast_tcp_port, bound.tcp.port()),
+            or_bound(self.broadcast_http_port, bound.http_port()),
+        )
+    }
+
     /// `--e2e-processing-latency-percentile`, all uses and comma lists, highest first (nsqd's
     /// FloatArray sorts them so).
     pub fn e2e_percentiles(&self) -> Vec<f64> {
@@ -308,11 +318,7 @@ impl NsqdArgs {
             _ => 769,
         };
         let percentiles: Vec<f64> = self.e2e_percentiles();
-        // nsqd's New() fills in a broadcast port left at 0 with the one it bound, in the
-        // options themselves.
-        let or_bound = |port: u16, bound: u16| if port != 0 { port } else { bound };
-        let http_port = or_bound(self.broadcast_http_port, bound.http_port());
-        let tcp_port = or_bound(self.broadcast_tcp_port, bound.tcp.port());
+        let (tcp_port, http_port) = self.broadcast_ports(bound);
         vec![
             ("id".into(), Json(json!(self.node_id()))),
             ("log_prefix".into(), Str(self.log_prefix.clone())),
