@@ -41,6 +41,18 @@ pub enum Out {
     WriteTimeout(Option<Duration>),
 }
 
+/// Run a connection's write within its write deadline ([`Out::WriteTimeout`]); `None` when
+/// the deadline passed first.
+pub async fn within_deadline<T>(
+    limit: Option<Duration>,
+    write: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    match limit {
+        Some(limit) => tokio::time::timeout(limit, write).await.ok(),
+        None => Some(write.await),
+    }
+}
+
 /// Work to run on the broker task with the current time.
 pub type BrokerJob = Box<dyn FnOnce(&mut Broker, Time) + Send>;
 
@@ -75,7 +87,8 @@ pub enum ToDriver {
     CallStored(StoredJob),
     /// A timer is due (from the alarm thread).
     Tick,
-    /// A client's TLS handshake finished with a certificate with this subject common name.
+    /// A client's TLS handshake finished: its session, and the subject common name of its
+    /// certificate.
     TlsPeer {
         client: ClientId,
         peer: nsqlab_core::TlsPeer,

@@ -1120,13 +1120,13 @@ pub fn tls_required_app(https_port: u16) -> Router {
     })
 }
 
-/// Serve `app` until `shutdown` flips, over TLS when `tls` is given (HTTPS). Each connection
-/// gets `header_timeout` to send a request's headers (a slowloris client is cut off; others
-/// are not affected).
 /// A request's peer as Go prints it (`host:port`, `@` on a unix socket).
 #[derive(Debug, Clone)]
 pub struct Remote(pub String);
 
+/// Serve `app` until `shutdown` flips, over TLS when `tls` is given (HTTPS). Each connection
+/// gets `header_timeout` to send a request's headers (a slowloris client is cut off; others
+/// are not affected).
 pub async fn serve(
     listener: crate::net::Listener,
     app: Router,

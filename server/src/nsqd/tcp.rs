@@ -3,7 +3,7 @@
 //! IDENTIFY negotiates at the point in the stream where the broker asks for them.
 
 use super::codec::{Codec, Deflate};
-use super::driver::{DriverHandle, Out, ToDriver};
+use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
 use crate::net::Conn;
 use bytes::{Bytes, BytesMut};
 use nsqlab_core::Upgrade;
@@ -232,12 +232,9 @@ impl Connection {
                 }
             }
         };
-        let result = match self.write_timeout {
-            Some(limit) => tokio::time::timeout(limit, write)
-                .await
-                .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into())),
-            None => write.await,
-        };
+        let result = within_deadline(self.write_timeout, write)
+            .await
+            .unwrap_or_else(|| Err(std::io::ErrorKind::TimedOut.into()));
         wbuf.clear();
         result
     }

@@ -10,7 +10,7 @@
 //!   time, attempts, client) as JSON, to draw the state on connect; without parameters, an
 //!   array with every channel.
 
-use super::driver::{DriverHandle, Out, ToDriver};
+use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
@@ -29,7 +29,7 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
     let mut write_timeout = driver.write_timeout();
     drop(driver);
     let connect = ToDriver::Connect {
-        remote: remote.to_string(),
+        remote,
         out: out_tx,
         reply: reply_tx,
     };
@@ -59,13 +59,8 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
                 Some(Out::Data(d)) => {
                     // Within the write deadline, as over TCP.
                     let send = socket.send(Message::Binary(d.into()));
-                    let sent = match write_timeout {
-                        Some(limit) => tokio::time::timeout(limit, send)
-                            .await
-                            .is_ok_and(|r| r.is_ok()),
-                        None => send.await.is_ok(),
-                    };
-                    if !sent {
+                    let sent = within_deadline(write_timeout, send).await;
+                    if sent.is_none_or(|r| r.is_err()) {
                         break;
                     }
                 }
