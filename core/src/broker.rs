@@ -657,9 +657,7 @@ impl Broker {
     /// does, and the version and cipher suite that `/stats` shows).
     pub fn handle_tls_peer(&mut self, client: ClientId, peer: TlsPeer) {
         if let Some(c) = self.clients.get_mut(&client) {
-            c.tls_common_name = peer.common_name;
-            c.tls_version = peer.version;
-            c.tls_cipher_suite = peer.cipher_suite;
+            c.tls_peer = peer;
         }
     }
 
@@ -751,7 +749,7 @@ impl Broker {
                     secret: c.auth_secret.clone(),
                     remote_ip: c.remote_ip().to_string(),
                     tls: c.tls,
-                    common_name: c.tls_common_name.clone(),
+                    common_name: c.tls_peer.common_name.clone(),
                 };
                 self.auth_requests.push_back(req);
                 self.clients.get_mut(&id).expect("client exists").auth_wait = true;
@@ -2022,7 +2020,7 @@ impl Broker {
                     secret,
                     remote_ip: c.remote_ip().to_string(),
                     tls: c.tls,
-                    common_name: c.tls_common_name.clone(),
+                    common_name: c.tls_peer.common_name.clone(),
                 };
                 self.auth_requests.push_back(req);
                 Ok(())

@@ -30,13 +30,10 @@ pub struct Client {
     /// The key of this client's read timer, when armed. It may be earlier than the read
     /// deadline (which moves on with every command): on firing it is re-armed, not acted on.
     pub(crate) read_armed: Option<Time>,
-    /// The subject common name of the client's TLS certificate (nsqd sends it to the auth
-    /// server as `common_name`); empty without one.
-    pub tls_common_name: String,
-    /// The TLS session's protocol version and cipher suite (their IANA numbers; 0 until the
-    /// handshake is done), for `/stats`.
-    pub tls_version: u16,
-    pub tls_cipher_suite: u16,
+    /// The TLS session once its handshake is done (all empty and 0 before): the subject
+    /// common name of the client's certificate, which nsqd sends to the auth server as
+    /// `common_name`, and the version and cipher suite `/stats` shows.
+    pub tls_peer: crate::broker::TlsPeer,
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,
@@ -119,9 +116,7 @@ impl Client {
             connect_ts: now,
             read_base: now,
             read_armed: None,
-            tls_common_name: String::new(),
-            tls_version: 0,
-            tls_cipher_suite: 0,
+            tls_peer: Default::default(),
             tls: false,
             snappy: false,
             deflate: false,

@@ -147,12 +147,12 @@ impl Broker {
                 .collect(),
             tls: c.tls,
             tls_cipher_suite: if c.tls {
-                tls_cipher_suite_name(c.tls_cipher_suite)
+                tls_cipher_suite_name(c.tls_peer.cipher_suite)
             } else {
                 String::new()
             },
             tls_version: if c.tls {
-                tls_version_name(c.tls_version)
+                tls_version_name(c.tls_peer.version)
             } else {
                 String::new()
             },
