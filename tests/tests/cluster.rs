@@ -235,3 +235,37 @@ fn a_new_topic_gets_the_channels_lookupd_knows() {
         })
     });
 }
+
+/// `/nodes` lists each node's fields in nsqlookupd's order (its `node` struct), not sorted.
+#[test]
+fn nodes_lists_fields_in_nsqlookupds_order() {
+    let l = Nsqlookupd::start(&[]);
+    let n = node(&[&l]);
+    assert_eq!(
+        n.http("POST", "/topic/create?topic=listed", b"").status,
+        200
+    );
+    wait_until("the registration", Duration::from_secs(10), || {
+        producers(&l, "listed").contains(&n.tcp.port())
+    });
+    let nodes = l.http("GET", "/nodes", b"").text();
+    let keys = [
+        "remote_address",
+        "hostname",
+        "broadcast_address",
+        "tcp_port",
+        "http_port",
+        "version",
+        "tombstones",
+        "topics",
+    ];
+    let at: Vec<usize> = keys
+        .iter()
+        .map(|k| nodes.find(&format!("\"{k}\":")).expect(k))
+        .collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{nodes}");
+    assert!(
+        nodes.ends_with(r#""version":"1.3.0","tombstones":[false],"topics":["listed"]}]}"#),
+        "{nodes}"
+    );
+}

@@ -51,8 +51,16 @@ async fn lookup(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
 }
 
 async fn nodes(State(s): State<Shared>) -> Response {
+    // Serialised from the structs, not through `json!` (whose map sorts the keys): each
+    // node's fields come in nsqlookupd's order.
+    #[derive(serde::Serialize)]
+    struct Nodes {
+        producers: Vec<nsqlab_core::lookup::NodeInfo>,
+    }
     let l = s.lock().expect("lookupd lock");
-    json(&serde_json::json!({ "producers": l.nodes(crate::clock::now()) }))
+    json(&Nodes {
+        producers: l.nodes(crate::clock::now()),
+    })
 }
 
 async fn topic_create(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
