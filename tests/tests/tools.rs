@@ -353,3 +353,111 @@ fn go_bools_a_dead_nsqd_and_sighup() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(1), "{status}");
 }
+
+/// go-nsq's `tls_v1` (with `tls_root_ca_file`, or `tls_insecure_skip_verify`), `snappy` and
+/// `deflate` through `--consumer-opt` / `--producer-opt`, against an nsqd that requires TLS;
+/// a certificate nothing vouches for is refused. The certificate is self-signed as NSQ's docs
+/// make one (`openssl req -x509`: a CA certificate), given to the consumer as its own root.
+#[test]
+fn the_tools_speak_tls_snappy_and_deflate() {
+    let dir = TempDir::new();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let cert = params.self_signed(&key).unwrap();
+    let (c, k) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    std::fs::write(&c, cert.pem()).unwrap();
+    std::fs::write(&k, key.serialize_pem()).unwrap();
+    // TLS for TCP, not for the plain HTTP the test reads /stats over.
+    let d = Nsqd::start(&[
+        &format!("--tls-cert={}", c.display()),
+        &format!("--tls-key={}", k.display()),
+        "--tls-required=tcp-https",
+    ]);
+    let (_t, mut tail) = tool("nsq_tail");
+    let mut tail = KillOnDrop(
+        tail.args(["--topic=sealed", "-n", "2", "--consumer-opt=tls_v1,true"])
+            .arg(format!("--consumer-opt=tls_root_ca_file,{}", c.display()))
+            .args(["--consumer-opt", "snappy"])
+            .arg(format!("--nsqd-tcp-address={}", d.tcp))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let clients = |d: &Nsqd| -> Vec<serde_json::Value> {
+        let s = d.http("GET", "/stats?format=json&topic=sealed", b"").json();
+        s["topics"][0]["channels"][0]["clients"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    wait_until("tail's subscription", Duration::from_secs(10), || {
+        !clients(&d).is_empty()
+    });
+    let t = &clients(&d)[0];
+    assert_eq!(
+        (&t["tls"], &t["snappy"], &t["deflate"]),
+        (&true.into(), &true.into(), &false.into()),
+        "{t}"
+    );
+
+    let (_n, mut to_nsq) = tool("to_nsq");
+    let mut p = to_nsq
+        .args(["-topic", "sealed", "--producer-opt=tls_v1,true"])
+        .args(["--producer-opt=tls_insecure_skip_verify,true"])
+        .args([
+            "--producer-opt=deflate,true",
+            "--producer-opt=deflate_level,3",
+        ])
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = p.stdin.take().unwrap();
+    stdin.write_all(b"one\n").unwrap();
+    wait_until("the producer's connection", Duration::from_secs(10), || {
+        let s = d.http("GET", "/stats?format=json", b"").json();
+        s["producers"].as_array().is_some_and(|p| !p.is_empty())
+    });
+    let s = d.http("GET", "/stats?format=json", b"").json();
+    let pr = &s["producers"][0];
+    assert_eq!(
+        (&pr["tls"], &pr["deflate"], &pr["snappy"]),
+        (&true.into(), &true.into(), &false.into()),
+        "{pr}"
+    );
+    stdin.write_all(b"two\n").unwrap();
+    drop(stdin);
+    let status = p.wait().unwrap();
+    let mut err = String::new();
+    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "to_nsq: {err}");
+    let mut out = String::new();
+    tail.0
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert!(tail.0.wait().unwrap().success());
+    assert_eq!(out, "one\ntwo\n");
+
+    // The system's roots do not vouch for the self-signed certificate.
+    let (_n, mut to_nsq) = tool("to_nsq");
+    let mut p = to_nsq
+        .args(["-topic", "sealed", "--producer-opt=tls_v1,true"])
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    p.stdin.take().unwrap().write_all(b"three\n").unwrap();
+    let status = p.wait().unwrap();
+    let mut err = String::new();
+    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(!status.success());
+    assert!(err.contains("certificate"), "{err}");
+}

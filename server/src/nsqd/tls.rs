@@ -91,7 +91,7 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
 }
 
 /// Where the system's CA bundle is (Go looks in the same places on Linux).
-fn system_roots_file() -> String {
+pub(crate) fn system_roots_file() -> String {
     if let Ok(f) = std::env::var("SSL_CERT_FILE") {
         return f;
     }

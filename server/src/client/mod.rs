@@ -1,18 +1,20 @@
 //! A small NSQ client for nsqlab's tools (`tail`, `to_file`, `to_nsq`, `stat`): a consumer
 //! that finds nsqd nodes directly or through nsqlookupd, a publisher, and lookupd/nsqd HTTP
-//! queries. It speaks the same V2 protocol as any client library, through the core's codec.
+//! queries. It speaks the same V2 protocol as any client library, through the core's codec,
+//! with go-nsq's TLS and compression upgrades ([`conn`]).
+
+mod conn;
+pub mod tls;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::TokioExecutor;
-use nsqlab_core::protocol::{decode_frame, Command, Frame};
+use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::{Message, MessageId};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 /// go-nsq's `Config` options the tools accept through `--consumer-opt` / `--producer-opt`.
@@ -27,6 +29,13 @@ pub struct ClientConfig {
     pub auth_secret: String,
     /// Timeout of lookupd queries (the tools' `--http-client-request-timeout`).
     pub http_timeout: Duration,
+    /// go-nsq's `tls_v1`: upgrade to TLS when nsqd agrees, with [`tls::TlsOptions`].
+    pub tls_v1: bool,
+    pub tls: tls::TlsOptions,
+    /// go-nsq's `snappy`, `deflate` and `deflate_level` (1–9, default 6).
+    pub snappy: bool,
+    pub deflate: bool,
+    pub deflate_level: i64,
 }
 
 impl Default for ClientConfig {
@@ -38,6 +47,11 @@ impl Default for ClientConfig {
             user_agent: format!("nsqlab/{}", env!("CARGO_PKG_VERSION")),
             auth_secret: String::new(),
             http_timeout: Duration::from_secs(5),
+            tls_v1: false,
+            tls: tls::TlsOptions::default(),
+            snappy: false,
+            deflate: false,
+            deflate_level: 6,
         }
     }
 }
@@ -47,6 +61,9 @@ impl ClientConfig {
     pub fn set(&mut self, opt: &str) -> Result<(), String> {
         let (key, value) = opt.split_once(',').unwrap_or((opt, "true"));
         let dur = |v: &str| crate::cli::duration_arg(v).map_err(|e| e.to_string());
+        if self.tls.set(key, value)? {
+            return Ok(());
+        }
         match key {
             "max_in_flight" => {
                 self.max_in_flight = value
@@ -57,8 +74,14 @@ impl ClientConfig {
             "heartbeat_interval" => self.heartbeat_interval = dur(value)?,
             "user_agent" => self.user_agent = value.to_string(),
             "auth_secret" => self.auth_secret = value.to_string(),
-            // Accepted and without effect here (TLS, compression and backoff are not used
-            // by these tools).
+            "tls_v1" => self.tls_v1 = crate::cli::go_bool(value)?,
+            "snappy" => self.snappy = crate::cli::go_bool(value)?,
+            "deflate" => self.deflate = crate::cli::go_bool(value)?,
+            "deflate_level" => match value.parse::<i64>() {
+                Ok(l @ 1..=9) => self.deflate_level = l,
+                _ => return Err(format!("invalid deflate_level {value} (1-9)")),
+            },
+            // Accepted and without effect here (backoff is not used by these tools).
             "max_attempts"
             | "lookupd_poll_jitter"
             | "max_requeue_delay"
@@ -306,179 +329,69 @@ async fn connection(
     tx: &mpsc::Sender<Delivery>,
     stop: &mut watch::Receiver<bool>,
 ) -> Result<(), String> {
-    let mut s = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    let _ = s.set_nodelay(true);
-    let mut buf = Vec::new();
-    let mut tmp = vec![0u8; 64 * 1024];
-    let mut hello = Handshake::new(cfg);
-    s.write_all(&hello.start())
-        .await
-        .map_err(|e| e.to_string())?;
-    loop {
-        if let Some(f) = take_frame(&mut buf) {
-            match hello.next(f)? {
-                Some(send) => s.write_all(&send).await.map_err(|e| e.to_string())?,
-                None if hello.done() => break,
-                None => {}
-            }
-            continue;
-        }
-        let n = s.read(&mut tmp).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("connection closed".into());
-        }
-        buf.extend_from_slice(&tmp[..n]);
-    }
+    let mut c = conn::Conn::connect(addr, cfg).await?;
     let sub = Command::Sub {
         topic: topic.into(),
         channel: channel.into(),
     };
-    s.write_all(&sub.to_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    let (mut r, mut w) = s.into_split();
+    c.send(&sub.to_bytes()).await?;
     let (atx, mut arx) = mpsc::unbounded_channel::<Command>();
     let mut responses = 0;
     loop {
-        tokio::select! {
-            n = r.read(&mut tmp) => {
-                let n = n.map_err(|e| e.to_string())?;
-                if n == 0 {
-                    return Err("connection closed".into());
+        while let Some(f) = c.buffered_frame() {
+            match f {
+                Frame::Response(b) if b == b"_heartbeat_" => {
+                    let _ = atx.send(Command::Nop);
                 }
-                buf.extend_from_slice(&tmp[..n]);
-                let mut used = 0;
-                while let Ok(Some((f, k))) = decode_frame(&buf[used..]) {
-                    used += k;
-                    match f {
-                        Frame::Response(b) if b == b"_heartbeat_" => {
-                            let _ = atx.send(Command::Nop);
-                        }
-                        Frame::Response(_) => {
-                            responses += 1;
-                            // SUB's OK: ready for messages.
-                            if responses == 1 {
-                                let _ = atx.send(Command::Rdy(rdy));
-                            }
-                        }
-                        Frame::Error(e) => {
-                            return Err(String::from_utf8_lossy(&e).into_owned());
-                        }
-                        Frame::Message(msg) => {
-                            let d = Delivery { topic: topic.to_string(), msg, answer: atx.clone() };
-                            if tx.send(d).await.is_err() {
-                                return Ok(());
-                            }
-                        }
-                        Frame::Unknown(..) => {}
+                Frame::Response(_) => {
+                    responses += 1;
+                    // SUB's OK: ready for messages.
+                    if responses == 1 {
+                        let _ = atx.send(Command::Rdy(rdy));
                     }
                 }
-                buf.drain(..used);
-            }
-            c = arx.recv() => {
-                let Some(c) = c else { return Ok(()) };
-                let mut b = c.to_bytes();
-                while let Ok(c) = arx.try_recv() {
-                    c.encode(&mut b);
+                Frame::Error(e) => {
+                    return Err(String::from_utf8_lossy(&e).into_owned());
                 }
-                w.write_all(&b).await.map_err(|e| e.to_string())?;
+                Frame::Message(msg) => {
+                    let d = Delivery {
+                        topic: topic.to_string(),
+                        msg,
+                        answer: atx.clone(),
+                    };
+                    if tx.send(d).await.is_err() {
+                        return Ok(());
+                    }
+                }
+                Frame::Unknown(..) => {}
+            }
+        }
+        tokio::select! {
+            r = c.read_more() => r?,
+            cmd = arx.recv() => {
+                let Some(cmd) = cmd else { return Ok(()) };
+                let mut b = cmd.to_bytes();
+                while let Ok(cmd) = arx.try_recv() {
+                    cmd.encode(&mut b);
+                }
+                c.send(&b).await?;
             }
             _ = stop.changed() => {
                 // As go-nsq's Stop: CLS, then go.
-                let _ = w.write_all(&Command::Cls.to_bytes()).await;
+                let _ = c.send(&Command::Cls.to_bytes()).await;
                 return Ok(());
             }
         }
     }
 }
 
-/// The first frame in `buf`, taken out of it.
-fn take_frame(buf: &mut Vec<u8>) -> Option<Frame> {
-    let (f, k) = decode_frame(buf).ok()??;
-    buf.drain(..k);
-    Some(f)
-}
-
-/// A connection's start, as go-nsq's: the magic and IDENTIFY (with feature negotiation);
-/// when the answer says `auth_required`, AUTH with the configured secret (none configured:
-/// go-nsq's "Auth Required").
-struct Handshake {
-    identify: serde_json::Value,
-    secret: String,
-    state: HandshakeState,
-}
-
-#[derive(PartialEq)]
-enum HandshakeState {
-    Identifying,
-    Authing,
-    Done,
-}
-
-impl Handshake {
-    fn new(cfg: &ClientConfig) -> Self {
-        Handshake {
-            identify: serde_json::json!({
-                "client_id": crate::nsqd::options::hostname(),
-                "hostname": crate::nsqd::options::hostname(),
-                "feature_negotiation": true,
-                "heartbeat_interval": cfg.heartbeat_interval.as_millis() as i64,
-                "user_agent": cfg.user_agent,
-            }),
-            secret: cfg.auth_secret.clone(),
-            state: HandshakeState::Identifying,
-        }
-    }
-
-    /// What to send first.
-    fn start(&self) -> Vec<u8> {
-        let mut out = b"  V2".to_vec();
-        let body = serde_json::to_vec(&self.identify).expect("identify");
-        Command::Identify(body).encode(&mut out);
-        out
-    }
-
-    fn done(&self) -> bool {
-        self.state == HandshakeState::Done
-    }
-
-    /// Take the next frame: what to send next, if anything; an error ends the connection.
-    fn next(&mut self, f: Frame) -> Result<Option<Vec<u8>>, String> {
-        let body = match f {
-            Frame::Response(b) if b == b"_heartbeat_" => {
-                return Ok(Some(Command::Nop.to_bytes()));
-            }
-            Frame::Response(b) => b,
-            Frame::Error(e) => return Err(String::from_utf8_lossy(&e).into_owned()),
-            _ => return Ok(None),
-        };
-        match self.state {
-            HandshakeState::Identifying => {
-                let answer: serde_json::Value =
-                    serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
-                if answer["auth_required"] == true {
-                    if self.secret.is_empty() {
-                        return Err("Auth Required".into());
-                    }
-                    self.state = HandshakeState::Authing;
-                    return Ok(Some(
-                        Command::Auth(self.secret.clone().into_bytes()).to_bytes(),
-                    ));
-                }
-                self.state = HandshakeState::Done;
-            }
-            HandshakeState::Authing | HandshakeState::Done => self.state = HandshakeState::Done,
-        }
-        Ok(None)
-    }
-}
-
-/// A publisher to one nsqd (connected on first use), as go-nsq's `Producer.Publish`.
+/// A publisher to one nsqd (connected on first use), as go-nsq's `Producer.Publish`. Its
+/// calls block; the connection runs on a runtime of its own.
 pub struct Producer {
     addr: String,
     cfg: ClientConfig,
-    conn: Option<std::net::TcpStream>,
-    buf: Vec<u8>,
+    conn: Option<conn::Conn>,
+    rt: tokio::runtime::Runtime,
 }
 
 impl Producer {
@@ -487,7 +400,10 @@ impl Producer {
             addr,
             cfg,
             conn: None,
-            buf: Vec::new(),
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
         }
     }
 
@@ -497,62 +413,32 @@ impl Producer {
 
     /// PUB and wait for the answer.
     pub fn publish(&mut self, topic: &str, body: &[u8]) -> Result<(), String> {
-        use std::io::{Read, Write};
-        if self.conn.is_none() {
-            let mut s = std::net::TcpStream::connect(&self.addr).map_err(|e| e.to_string())?;
-            let _ = s.set_nodelay(true);
-            self.buf.clear();
-            let mut hello = Handshake::new(&self.cfg);
-            s.write_all(&hello.start()).map_err(|e| e.to_string())?;
-            let mut tmp = [0u8; 4096];
-            while !hello.done() {
-                match take_frame(&mut self.buf) {
-                    Some(f) => {
-                        if let Some(send) = hello.next(f)? {
-                            s.write_all(&send).map_err(|e| e.to_string())?;
-                        }
-                    }
-                    None => {
-                        let n = s.read(&mut tmp).map_err(|e| e.to_string())?;
-                        if n == 0 {
-                            return Err("connection closed".into());
-                        }
-                        self.buf.extend_from_slice(&tmp[..n]);
-                    }
-                }
-            }
-            self.conn = Some(s);
-        }
-        let s = self.conn.as_mut().expect("connected");
         let cmd = Command::Pub {
             topic: topic.into(),
-            body: body.into(),
+            body: body.to_vec().into(),
         };
-        s.write_all(&cmd.to_bytes()).map_err(|e| e.to_string())?;
-        let mut tmp = [0u8; 4096];
-        loop {
-            while let Ok(Some((f, k))) = decode_frame(&self.buf) {
-                self.buf.drain(..k);
-                match f {
+        let (addr, cfg, slot) = (&self.addr, &self.cfg, &mut self.conn);
+        let r = self.rt.block_on(async {
+            if slot.is_none() {
+                *slot = Some(conn::Conn::connect(addr, cfg).await?);
+            }
+            let c = slot.as_mut().expect("connected");
+            c.send(&cmd.to_bytes()).await?;
+            loop {
+                match c.frame().await? {
                     Frame::Response(b) if b == b"_heartbeat_" => {
-                        s.write_all(&Command::Nop.to_bytes())
-                            .map_err(|e| e.to_string())?;
+                        c.send(&Command::Nop.to_bytes()).await?;
                     }
                     Frame::Response(_) => return Ok(()),
-                    Frame::Error(e) => {
-                        self.conn = None;
-                        return Err(String::from_utf8_lossy(&e).into_owned());
-                    }
+                    Frame::Error(e) => return Err(String::from_utf8_lossy(&e).into_owned()),
                     _ => {}
                 }
             }
-            let n = s.read(&mut tmp).map_err(|e| e.to_string())?;
-            if n == 0 {
-                self.conn = None;
-                return Err("connection closed".into());
-            }
-            self.buf.extend_from_slice(&tmp[..n]);
+        });
+        if r.is_err() {
+            self.conn = None;
         }
+        r
     }
 }
 
