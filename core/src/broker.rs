@@ -1424,6 +1424,13 @@ impl Broker {
         let t = self.topics.at_mut(slot);
         if t.paused || t.channels.is_empty() {
             let id = msg.id;
+            // An ephemeral topic has no backend either: past --mem-queue-size what it holds
+            // for its channels is dropped, as nsqd drops it.
+            if t.ephemeral && t.queue.len() >= mem {
+                let topic = t.name.clone();
+                self.emit(now, EventKind::TopicDropped { topic, id });
+                return;
+            }
             if let Some(d) = due {
                 t.held_due.insert(id, d);
             }
@@ -1503,10 +1510,18 @@ impl Broker {
     fn queue(&mut self, now: Time, ch: ChannelId, msg: Message) {
         let mem = self.opts.mem_queue_size;
         let evict = self.opts.evict_bodies;
+        let room = if mem == 0 { self.ready_room(ch) } else { 0 };
         let c = self.ch(ch);
         let id = msg.id;
-        // An ephemeral channel has no backend: nsqd drops what does not fit in memory.
-        if c.ephemeral && c.queue.len() >= mem.max(1) {
+        // An ephemeral channel has no backend: nsqd drops what does not fit in memory. With
+        // --mem-queue-size=0 its memory queue is unbuffered: a message is taken only by a
+        // client ready for it at that moment.
+        let full = if mem == 0 {
+            c.paused || c.queue.len() as i64 >= room
+        } else {
+            c.queue.len() >= mem
+        };
+        if c.ephemeral && full {
             let (topic, channel) = (c.topic.clone(), c.name.clone());
             self.emit(now, EventKind::Dropped { topic, channel, id });
             return;
@@ -1555,6 +1570,19 @@ impl Broker {
     }
 
     /// Send queued messages to ready clients, round-robin, as long as both last.
+    /// How many more messages the channel's clients are ready for right now.
+    fn ready_room(&self, ch: ChannelId) -> i64 {
+        let Some(c) = self.channels[ch.0 as usize].as_ref() else {
+            return 0;
+        };
+        c.clients
+            .iter()
+            .filter_map(|id| self.clients.get(id))
+            .filter(|cl| cl.is_ready())
+            .map(|cl| cl.ready_count - cl.in_flight_count as i64)
+            .sum()
+    }
+
     fn pump(&mut self, now: Time, ch: ChannelId) {
         let Broker {
             channels,

@@ -180,6 +180,12 @@ pub enum EventKind {
         channel: Name,
         id: MessageId,
     },
+    /// An ephemeral topic without channels (or paused) already held `--mem-queue-size`
+    /// messages: this one is gone (as in nsqd).
+    TopicDropped {
+        topic: Name,
+        id: MessageId,
+    },
     /// One heap operation, for step-by-step animation (only with `heap_trace`).
     Heap {
         topic: Name,

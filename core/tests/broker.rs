@@ -415,6 +415,47 @@ fn ephemeral_channel_and_topic_go_with_their_last_consumer() {
     assert!(sim.broker.channel("u", "c").is_some());
 }
 
+/// nsqd has no backend for ephemeral queues: an ephemeral topic without channels holds
+/// `--mem-queue-size` messages and drops the rest, and with `--mem-queue-size=0` (an
+/// unbuffered memory queue) an ephemeral channel takes a message only for a client ready for
+/// it then.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn ephemeral_queues_drop_what_does_not_fit_in_memory() {
+    let opts = Options {
+        mem_queue_size: 3,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let p = sim.connect();
+    for i in 0..5 {
+        publish(&mut sim, p, "t#ephemeral", &i.to_string());
+    }
+    assert_eq!(sim.broker.topic("t#ephemeral").unwrap().depth(), 3);
+    let c = sub(&mut sim, "t#ephemeral", "c", 10);
+    let got: Vec<_> = sim.messages(c).iter().map(|m| m.body.to_vec()).collect();
+    assert_eq!(got, [b"0".to_vec(), b"1".to_vec(), b"2".to_vec()]);
+
+    let opts = Options {
+        mem_queue_size: 0,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, 1);
+    let c = sub(&mut sim, "u", "c#ephemeral", 0);
+    let p = sim.connect();
+    publish(&mut sim, p, "u", "nobody ready");
+    assert_eq!(sim.broker.channel("u", "c#ephemeral").unwrap().depth(), 0);
+    sim.send(c, &Command::Rdy(1));
+    assert!(sim.messages(c).is_empty());
+    publish(&mut sim, p, "u", "taken");
+    publish(&mut sim, p, "u", "no room");
+    let got = sim.messages(c);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0].body[..], b"taken");
+    fin(&mut sim, c, &got[0]);
+    assert!(sim.messages(c).is_empty(), "the third was dropped");
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn pause_empty_and_delete() {

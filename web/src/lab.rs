@@ -745,6 +745,10 @@ impl View {
                 "Ephemeral channel {channel} is full: message {} is dropped.",
                 short(*id)
             ),
+            EventKind::TopicDropped { topic, id } => format!(
+                "Ephemeral topic {topic} already holds --mem-queue-size messages for channels it does not have yet: message {} is dropped.",
+                short(*id)
+            ),
             EventKind::Unsampled { id, client, .. } => format!(
                 "Message {} skipped by consumer {client}'s sample rate.",
                 short(*id)
