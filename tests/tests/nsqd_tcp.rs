@@ -515,6 +515,12 @@ fn tcp_and_http_on_unix_sockets() {
     };
     assert_eq!(get("/ping"), "OK");
     assert_eq!(get("/config/broadcast_tcp_port"), "0");
+    // nsqd's /info has no port to give for a unix socket: -1.
+    let info: serde_json::Value = serde_json::from_str(&get("/info")).unwrap();
+    assert_eq!(
+        (&info["tcp_port"], &info["http_port"]),
+        (&(-1).into(), &(-1).into())
+    );
     let stats: serde_json::Value = serde_json::from_str(&get("/stats?format=json")).unwrap();
     assert_eq!(stats["topics"][0]["message_count"], 1, "{stats}");
     nsqlab_tests::sigterm(child.id());

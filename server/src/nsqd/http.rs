@@ -39,8 +39,9 @@ pub struct ServerInfo {
     pub version: String,
     pub broadcast_address: String,
     pub hostname: String,
-    pub http_port: u16,
-    pub tcp_port: u16,
+    /// `/info`'s ports: -1 for a unix socket, as nsqd's `doInfo` gives (0 with HTTP off).
+    pub http_port: i32,
+    pub tcp_port: i32,
     /// Unix seconds.
     pub start_time: i64,
     /// Unix nanoseconds (for the uptime).
@@ -57,6 +58,14 @@ pub struct ServerInfo {
     pub config: Vec<(String, ConfigValue)>,
 }
 
+/// A listener's port as `/info` shows it: -1 for a unix socket.
+fn info_port(l: &crate::net::Local) -> i32 {
+    match l {
+        crate::net::Local::Tcp(a) => a.port().into(),
+        crate::net::Local::Unix(_) => -1,
+    }
+}
+
 impl ServerInfo {
     pub fn new(args: &NsqdArgs, bound: &Bound, now: u64) -> Self {
         ServerInfo {
@@ -66,8 +75,8 @@ impl ServerInfo {
                 .ok()
                 .and_then(|h| h.into_string().ok())
                 .unwrap_or_default(),
-            http_port: bound.http_port(),
-            tcp_port: bound.tcp.port(),
+            http_port: bound.http.as_ref().map_or(0, info_port),
+            tcp_port: info_port(&bound.tcp),
             start_time: (now / 1_000_000_000) as i64,
             start_ns: now,
             max_heartbeat_interval: args.max_heartbeat_interval.as_nanos() as u64,
@@ -245,8 +254,8 @@ async fn info_handler(State(s): State<AppState>) -> Response {
         version: &'a str,
         broadcast_address: &'a str,
         hostname: &'a str,
-        http_port: u16,
-        tcp_port: u16,
+        http_port: i32,
+        tcp_port: i32,
         start_time: i64,
         max_heartbeat_interval: u64,
         max_output_buffer_size: i64,

@@ -176,7 +176,7 @@ pub struct NsqdArgs {
     /// require TLS for client connections (true, false, tcp-https)
     #[arg(long, value_parser = tls_required_arg, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub tls_required: String,
-    /// minimal TLS version ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
+    /// minimum SSL/TLS version acceptable ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
     #[arg(long, value_parser = tls_min_version_arg, default_value = "tls1.0")]
     pub tls_min_version: String,
 
