@@ -2,7 +2,7 @@
 
 use nsqlab_core::protocol::Command;
 use nsqlab_tests::{target_dir, Nsqd};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,34 +17,107 @@ fn auth_server() -> (String, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
-            let mut r = BufReader::new(s.try_clone().unwrap());
-            let mut line = String::new();
-            r.read_line(&mut line).unwrap_or(0);
-            loop {
-                let mut h = String::new();
-                if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
-                    break;
-                }
-            }
-            let query = line.split(' ').nth(1).unwrap_or("").to_string();
-            seen2.lock().unwrap().push(query.clone());
-            let ok = query.contains("secret=good") || query.contains("secret=pynsq-secret");
-            let (status, body) = if ok {
-                (
-                    "200 OK",
-                    r#"{"ttl":3600,"identity":"tester","identity_url":"http://x/tester","authorizations":[{"topic":"^(ok|pynsq)","channels":[".*"],"permissions":["subscribe","publish"]}]}"#,
-                )
-            } else {
-                ("403 Forbidden", r#"{"message":"NOT_AUTHORIZED"}"#)
-            };
-            let _ = write!(
-                s,
-                "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            answer_auth(&mut s, &seen2);
         }
     });
     (addr, seen)
+}
+
+/// The same server over HTTPS, with a certificate for 127.0.0.1 from its own CA; returns the
+/// address and the CA's PEM.
+fn https_auth_server() -> (String, String) {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = ca.self_signed(&ca_key).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&key, &ca, &ca_key)
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = Arc::new(
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
+            )
+            .unwrap(),
+    );
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let seen = Mutex::new(Vec::new());
+        for s in l.incoming() {
+            let Ok(s) = s else { continue };
+            let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, s);
+            answer_auth(&mut tls, &seen);
+        }
+    });
+    (addr, ca.pem())
+}
+
+/// Answer one request on `s` (see [`auth_server`]); a failed handshake or read ends it.
+fn answer_auth(s: &mut (impl std::io::Read + Write), seen: &Mutex<Vec<String>>) {
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => head.push(b[0]),
+            _ => return,
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let line = head.lines().next().unwrap_or_default();
+    let query = line.split(' ').nth(1).unwrap_or("").to_string();
+    seen.lock().unwrap().push(query.clone());
+    let ok = query.contains("secret=good") || query.contains("secret=pynsq-secret");
+    let (status, body) = if ok {
+        (
+            "200 OK",
+            r#"{"ttl":3600,"identity":"tester","identity_url":"http://x/tester","authorizations":[{"topic":"^(ok|pynsq)","channels":[".*"],"permissions":["subscribe","publish"]}]}"#,
+        )
+    } else {
+        ("403 Forbidden", r#"{"message":"NOT_AUTHORIZED"}"#)
+    };
+    let _ = write!(
+        s,
+        "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = s.flush();
+}
+
+/// An `https://` auth server is verified against `--tls-root-ca-file` (nsqd v1.3), else
+/// the system's roots, which do not know the test's CA.
+#[test]
+fn auth_over_https_against_the_root_ca_file() {
+    let (addr, ca_pem) = https_auth_server();
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ca_pem).unwrap();
+    let url = format!("--auth-http-address=https://{addr}/auth");
+    let auth = |d: &Nsqd| {
+        let mut c = d.client();
+        c.cmd(&Command::Identify(
+            br#"{"feature_negotiation":true}"#.to_vec(),
+        ));
+        let reply = c.next_text();
+        assert!(reply.contains(r#""auth_required":true"#), "{reply}");
+        c.cmd(&Command::Auth(b"good".to_vec()));
+        c.next_text()
+    };
+    let d = Nsqd::start(&[&url, &format!("--tls-root-ca-file={}", ca.display())]);
+    assert_eq!(
+        auth(&d),
+        r#"R:{"identity":"tester","identity_url":"http://x/tester","permission_count":1}"#
+    );
+    let d = Nsqd::start(&[&url]);
+    assert_eq!(auth(&d), "E:E_AUTH_FAILED AUTH failed");
 }
 
 #[test]

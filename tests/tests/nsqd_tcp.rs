@@ -367,6 +367,15 @@ fn startup_errors_as_nsqd() {
             ][..],
             "failed to build TLS config - open /nonexistent/c.pem: no such file or directory",
         ),
+        // nsqd v1.3 builds the auth client's TLS config at start, certificate or not.
+        (
+            &["--tls-root-ca-file=/nonexistent/ca.pem"][..],
+            "failed to build client TLS config - open /nonexistent/ca.pem: no such file or directory",
+        ),
+        (
+            &["--tls-root-ca-file=/dev/null"][..],
+            "failed to build client TLS config - failed to append certificate to pool",
+        ),
     ] {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);

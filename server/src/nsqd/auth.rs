@@ -1,7 +1,8 @@
 //! Asking an nsqauthd-compatible server about a client's secret (nsqd's `QueryAnyAuthd`):
 //! `GET http://<addr>/auth?remote_ip=&tls=&secret=&common_name=` (or `POST` with a form body
 //! when `--auth-http-request-method=post`), trying each `--auth-http-address` in turn from a
-//! random start until one answers.
+//! random start until one answers. An address may be a full URL, `https://` too, verified
+//! against `--tls-root-ca-file` (else the system's roots), as nsqd v1.3 does.
 
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -17,6 +18,8 @@ pub struct AuthConfig {
     pub method_post: bool,
     pub connect_timeout: Duration,
     pub request_timeout: Duration,
+    /// For `https://` auth servers ([`super::tls::client_config`]).
+    pub tls: std::sync::Arc<rustls::ClientConfig>,
 }
 
 fn form_encode(pairs: &[(&str, &[u8])]) -> String {
@@ -75,8 +78,14 @@ pub async fn query(
 }
 
 async fn one(cfg: &AuthConfig, endpoint: &str, form: &str) -> Result<AuthResponse, String> {
-    let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    connector.set_connect_timeout(Some(cfg.connect_timeout));
+    let mut http = hyper_util::client::legacy::connect::HttpConnector::new();
+    http.set_connect_timeout(Some(cfg.connect_timeout));
+    http.enforce_http(false);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config((*cfg.tls).clone())
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http);
     let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(connector);
     let request = if cfg.method_post {
         hyper::Request::post(endpoint)

@@ -789,6 +789,15 @@ mod tests {
                 method_post: false,
                 connect_timeout: Duration::from_secs(1),
                 request_timeout: Duration::from_secs(1),
+                tls: Arc::new(
+                    rustls::ClientConfig::builder_with_provider(Arc::new(
+                        rustls::crypto::ring::default_provider(),
+                    ))
+                    .with_safe_default_protocol_versions()
+                    .unwrap()
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth(),
+                ),
             };
             let (registry, _) = mpsc::unbounded_channel();
             let (h, _tasks) = spawn(parts, auth, registry);

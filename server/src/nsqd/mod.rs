@@ -70,6 +70,7 @@ impl Server {
 pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::Result<Server> {
     args.validate().map_err(anyhow::Error::msg)?;
     let tls = tls::server_config(&args)?;
+    let client_tls = tls::client_config(&args)?;
     // As nsqd's New(): the version once the options passed their checks.
     tracing::info!(
         "nsqd v{} (built w/nsqlab {})",
@@ -136,6 +137,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         method_post: args.auth_http_request_method.eq_ignore_ascii_case("post"),
         connect_timeout: args.http_client_connect_timeout,
         request_timeout: args.http_client_request_timeout,
+        tls: client_tls,
     };
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
     let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx);

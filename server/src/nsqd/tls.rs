@@ -90,6 +90,46 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
     Ok(Some(Arc::new(cfg)))
 }
 
+/// The TLS client configuration of nsqd's auth requests (nsqd v1.3's `buildClientTLSConfig`):
+/// `--tls-min-version`, and the roots of `--tls-root-ca-file` in place of the system's when
+/// given. Built at start, with or without a certificate of nsqd's own, so a bad CA file stops
+/// nsqd (`failed to build client TLS config - …`).
+pub fn client_config(args: &super::NsqdArgs) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let fail = |e: String| anyhow::anyhow!("failed to build client TLS config - {e}");
+    let mut roots = RootCertStore::empty();
+    let (file, given) = match args.tls_root_ca_file.as_str() {
+        "" => (system_roots_file(), false),
+        f => (f.to_string(), true),
+    };
+    match std::fs::read(&file) {
+        Ok(pem) => {
+            let mut added = 0;
+            for c in CertificateDer::pem_slice_iter(&pem).flatten() {
+                added += usize::from(roots.add(c).is_ok());
+            }
+            // Go's AppendCertsFromPEM found nothing it could use.
+            if given && added == 0 {
+                return Err(fail("failed to append certificate to pool".into()));
+            }
+        }
+        Err(e) if given => return Err(fail(crate::cli::go_read_error(&file, &e))),
+        // No system bundle: only a CA file would make HTTPS auth verifiable.
+        Err(_) => {}
+    }
+    let versions: &[&rustls::SupportedProtocolVersion] = if args.tls_min_version == "tls1.3" {
+        &[&rustls::version::TLS13]
+    } else {
+        &[&rustls::version::TLS12, &rustls::version::TLS13]
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .map_err(|e| fail(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(cfg))
+}
+
 /// Where the system's CA bundle is (Go looks in the same places on Linux).
 pub(crate) fn system_roots_file() -> String {
     if let Ok(f) = std::env::var("SSL_CERT_FILE") {
