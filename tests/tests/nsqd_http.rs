@@ -123,6 +123,16 @@ fn routing_methods_and_options_as_httprouter() {
     );
     let r = d.http("HEAD", "/ping", b"");
     assert_eq!(r.status, 405);
+    // nsqd v1.3's /debug/freememory frees memory, then answers from its panic handler (its
+    // plain-text decorator has no body to write).
+    let r = d.http("POST", "/debug/freememory", b"");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (500, r#"{"message":"INTERNAL_ERROR"}"#)
+    );
+    assert_eq!(r.header("x-nsq-content-type"), Some("nsq; version=1.0"));
+    let r = d.http("GET", "/debug/freememory", b"");
+    assert_eq!((r.status, r.header("allow")), (405, Some("OPTIONS, POST")));
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! nsqd's HTTP API (v1 responses): `/ping`, `/info`, `/pub`, `/mpub`, `/stats`, topic and
-//! channel administration, `/config/:opt`, and the visualiser page at `/`.
+//! channel administration, `/config/:opt`, `/debug/freememory`, and the visualiser page at
+//! `/`.
 //!
 //! As nsqd: errors are `{"message":"CODE"}` with its status codes and the header
 //! `X-NSQ-Content-Type: nsq; version=1.0`; a known path with the wrong method is 405 with an
@@ -231,6 +232,16 @@ async fn topic_from_query(
 }
 
 /// `OK`, or nsqd's 500 `NOK - <error>` while storage is failing.
+/// `POST /debug/freememory` (nsqd v1.3): give the allocator's free pages back to the system
+/// (Go's `debug.FreeOSMemory`; here glibc's `malloc_trim` in every thread's arena). nsqd's
+/// handler returns no body through its plain-text decorator, which panics on that, so what a
+/// client gets is its panic handler's 500 `INTERNAL_ERROR` — after the memory was freed. The
+/// same bytes here.
+async fn free_memory() -> Response {
+    super::release_free_memory();
+    ApiErr(500, "INTERNAL_ERROR").into_response()
+}
+
 async fn ping(State(s): State<AppState>) -> Response {
     let health = s
         .driver
@@ -961,7 +972,7 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     match path {
         "/" | "/style.css" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events"
         | "/api/queues" | "/metrics" => Some(GET),
-        "/pub" | "/mpub" => Some(POST),
+        "/pub" | "/mpub" | "/debug/freememory" => Some(POST),
         _ => {
             let (dir, leaf) = path.rsplit_once('/')?;
             match dir {
@@ -1095,6 +1106,7 @@ pub fn router(
         .route("/style.css", get(stylesheet))
         .route("/pkg/{file}", get(pkg_file))
         .route("/ping", get(ping))
+        .route("/debug/freememory", post(free_memory))
         .route("/info", get(info_handler))
         .route("/pub", post(pub_handler))
         .route("/mpub", post(mpub_handler))

@@ -252,7 +252,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
 /// queues it leaves (with 2 M held 200-byte messages, 359 MB resident after the restart
 /// against 78 MB before it, without this), and it is spread among what stays, where it is
 /// never at the top of the heap for the allocator to return by itself.
-fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the
