@@ -45,9 +45,31 @@ pub fn value_flags(cmd: &clap::Command) -> Vec<String> {
         .collect()
 }
 
-/// Parse a normalized command line as clap would, except that a flag's value may start with
-/// `-` (as Go's flag package allows).
+/// Parse a normalized command line as Go's `flag` package would (with `ExitOnError`), through
+/// clap: a flag's value may start with `-`; integers take Go's `ParseInt(s, 0, 64)` forms
+/// (`0x10`, `0o17`, `017`, `0b101`, `1_000`); parsing stops at the first argument that is not
+/// a flag (or after `--`), and the rest is ignored; an error is Go's line (`flag provided but
+/// not defined: -foo`, `invalid value "x" for flag -n: parse error`) then Go's usage, exit
+/// status 2; `-h` prints the usage and exits 0.
 pub fn parse<T: clap::Parser>(argv: impl IntoIterator<Item = String>) -> T {
+    parse_showing::<T>(argv, &[])
+}
+
+/// [`parse`], with defaults the usage shows for flags whose default is worked out at run
+/// time (nsqd's `--broadcast-address` is the hostname).
+pub fn parse_showing<T: clap::Parser>(
+    argv: impl IntoIterator<Item = String>,
+    shown: &[(&str, String)],
+) -> T {
+    let usage_cmd = T::command().mut_args(|a| {
+        match shown.iter().find(|(flag, _)| a.get_long() == Some(flag)) {
+            Some((_, value)) => {
+                let value: &'static str = Box::leak(value.clone().into_boxed_str());
+                a.default_value(value)
+            }
+            None => a,
+        }
+    });
     let cmd = T::command().mut_args(|a| {
         if a.get_action().takes_values() && !a.is_require_equals_set() {
             a.allow_hyphen_values(true)
@@ -55,8 +77,254 @@ pub fn parse<T: clap::Parser>(argv: impl IntoIterator<Item = String>) -> T {
             a
         }
     });
-    let mut matches = cmd.get_matches_from(argv);
-    T::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.exit())
+    let argv = match go_args(&cmd, argv.into_iter().collect()) {
+        Ok(a) => a,
+        Err(line) => go_fail(&usage_cmd, &line),
+    };
+    match cmd.clone().try_get_matches_from(argv) {
+        Ok(mut m) => T::from_arg_matches_mut(&mut m).unwrap_or_else(|e| e.exit()),
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp => {
+                eprint!("{}", go_usage(&usage_cmd));
+                std::process::exit(0)
+            }
+            clap::error::ErrorKind::DisplayVersion => e.exit(),
+            _ => go_fail(&usage_cmd, &go_error_line(&cmd, &e)),
+        },
+    }
+}
+
+/// Go's failure: the error line, the usage, exit status 2.
+fn go_fail(cmd: &clap::Command, line: &str) -> ! {
+    eprintln!("{line}");
+    eprint!("{}", go_usage(cmd));
+    std::process::exit(2)
+}
+
+/// What Go's `flag` package makes of each argument: stop at the first non-flag (or after
+/// `--`), and integer values in Go's forms rewritten as decimal for clap.
+fn go_args(cmd: &clap::Command, argv: Vec<String>) -> Result<Vec<String>, String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut it = argv.into_iter();
+    out.extend(it.next());
+    while let Some(a) = it.next() {
+        // (Go reads `-n` as `--n`; `normalize` left one-letter names alone.)
+        let flag = a.strip_prefix("--").or_else(|| a.strip_prefix('-'));
+        let Some(flag) = flag.filter(|f| !f.is_empty() && a != "--") else {
+            // `--`, `-` or a word that is no flag: Go stops here, and what is left is its
+            // `flag.Args()` (the terminator itself not included), for a program that has
+            // positional arguments (nsq_to_file refuses them).
+            if cmd.get_positionals().next().is_some() {
+                out.push("--".to_string());
+                if a != "--" {
+                    out.push(a);
+                }
+                out.extend(it);
+            }
+            break;
+        };
+        let (name, inline) = match flag.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (flag.to_string(), None),
+        };
+        let Some(arg) = cmd
+            .get_arguments()
+            .find(|x| x.get_long() == Some(name.as_str()))
+        else {
+            out.push(a);
+            continue;
+        };
+        let takes_next = arg.get_action().takes_values() && !arg.is_require_equals_set();
+        let value = match inline {
+            Some(v) => Some(v),
+            None if takes_next => match it.next() {
+                Some(v) => Some(v),
+                None => return Err(format!("flag needs an argument: -{name}")),
+            },
+            None => None,
+        };
+        match value {
+            Some(v) => {
+                let v = match go_type(arg) {
+                    "int" => go_parse_int(&v)
+                        .map(|n| n.to_string())
+                        .map_err(|e| format!("invalid value {v:?} for flag -{name}: {e}"))?,
+                    _ => v,
+                };
+                out.push(format!("--{name}={v}"));
+            }
+            None => out.push(a),
+        }
+    }
+    Ok(out)
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`, with `flag`'s error words: an optional sign, then
+/// `0x`/`0X` hex, `0o`/`0O` or a leading `0` octal, `0b`/`0B` binary, else decimal;
+/// underscores only between digits (or after the base prefix).
+pub fn go_parse_int(s: &str) -> Result<i64, &'static str> {
+    const PARSE: &str = "parse error";
+    let (neg, body) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.to_ascii_lowercase();
+    let (radix, digits, prefixed) = if let Some(d) = lower.strip_prefix("0x") {
+        (16, d, true)
+    } else if let Some(d) = lower.strip_prefix("0o") {
+        (8, d, true)
+    } else if let Some(d) = lower.strip_prefix("0b") {
+        (2, d, true)
+    } else if lower.len() > 1 && lower.starts_with('0') {
+        (8, &lower[1..], true)
+    } else {
+        (10, lower.as_str(), false)
+    };
+    // Go's underscoreOK: `_` only between digits, or right after a base prefix.
+    let bytes = digits.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'_' {
+            let after_prefix = i == 0 && prefixed;
+            let between = i > 0 && bytes[i - 1] != b'_' && i + 1 < bytes.len();
+            if !(after_prefix || between) || i + 1 == bytes.len() {
+                return Err(PARSE);
+            }
+        }
+    }
+    let clean: String = digits.chars().filter(|&c| c != '_').collect();
+    if clean.is_empty() || clean.starts_with(['+', '-']) {
+        return Err(PARSE);
+    }
+    let mag = u64::from_str_radix(&clean, radix).map_err(|e| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => "value out of range",
+        _ => PARSE,
+    })?;
+    if neg {
+        if mag > i64::MIN.unsigned_abs() {
+            return Err("value out of range");
+        }
+        Ok((mag as i64).wrapping_neg())
+    } else {
+        i64::try_from(mag).map_err(|_| "value out of range")
+    }
+}
+
+/// Go's type word for a flag in its usage: `""` for a boolean, `duration`, `int`, `float`,
+/// `string`, or `value` for one given several times or with a parser of its own.
+fn go_type(a: &clap::Arg) -> &'static str {
+    use std::any::TypeId;
+    let t = a.get_value_parser().type_id();
+    if !a.get_action().takes_values() || a.is_require_equals_set() {
+        ""
+    } else if a
+        .get_value_names()
+        .is_some_and(|n| n.first().is_some_and(|n| n == "value"))
+    {
+        // One of Go's `flag.Var` types (its own parsing), marked `value_name = "value"`.
+        "value"
+    } else if t == TypeId::of::<Duration>() {
+        "duration"
+    } else if [
+        TypeId::of::<i64>(),
+        TypeId::of::<i32>(),
+        TypeId::of::<u64>(),
+        TypeId::of::<u32>(),
+        TypeId::of::<u16>(),
+        TypeId::of::<usize>(),
+    ]
+    .iter()
+    .any(|id| t == *id)
+    {
+        "int"
+    } else if t == TypeId::of::<f64>() {
+        "float"
+    } else if matches!(a.get_action(), clap::ArgAction::Append) {
+        "value"
+    } else {
+        "string"
+    }
+}
+
+/// Go's `FlagSet.PrintDefaults` after `Usage of <name>:`, from clap's flags: sorted by name,
+/// each `  -name type` then its help on the next line, with `(default …)` unless the
+/// default is the zero value.
+pub fn go_usage(cmd: &clap::Command) -> String {
+    let mut args: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.get_long().is_some_and(|l| l != "help"))
+        .collect();
+    args.sort_by_key(|a| a.get_long());
+    let mut out = format!("Usage of {}:\n", cmd.get_name());
+    for a in args {
+        let ty = go_type(a);
+        out.push_str("  -");
+        out.push_str(a.get_long().unwrap_or_default());
+        if !ty.is_empty() {
+            out.push(' ');
+            out.push_str(ty);
+        }
+        out.push_str("\n    \t");
+        let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+        out.push_str(&help.replace('\n', "\n    \t"));
+        if let Some(d) = a.get_default_values().first() {
+            let d = d.to_string_lossy();
+            let zero = matches!(d.as_ref(), "" | "0" | "0s" | "false");
+            if !zero {
+                if ty == "string" {
+                    out.push_str(&format!(" (default {d:?})"));
+                } else {
+                    out.push_str(&format!(" (default {d})"));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Go's error line for what clap refused.
+fn go_error_line(cmd: &clap::Command, e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let ctx = |k: ContextKind| match e.get(k) {
+        Some(ContextValue::String(s)) => s.clone(),
+        Some(ContextValue::Strings(v)) => v.first().cloned().unwrap_or_default(),
+        _ => String::new(),
+    };
+    let arg = ctx(ContextKind::InvalidArg);
+    let name = arg
+        .trim_start_matches('-')
+        .split(['=', ' ', '['])
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    match e.kind() {
+        ErrorKind::UnknownArgument => format!("flag provided but not defined: -{name}"),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation => {
+            let value = ctx(ContextKind::InvalidValue);
+            let flag = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(name.as_str()));
+            let ty = flag.map_or("string", go_type);
+            let why = match (ty, std::error::Error::source(e)) {
+                ("" | "duration" | "int" | "float", _) => "parse error".to_string(),
+                (_, Some(src)) => src.to_string(),
+                (_, None) => "parse error".to_string(),
+            };
+            if ty.is_empty() {
+                format!("invalid boolean value {value:?} for -{name}: {why}")
+            } else {
+                format!("invalid value {value:?} for flag -{name}: {why}")
+            }
+        }
+        _ => e
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ")
+            .to_string(),
+    }
 }
 
 /// An OS error's text as Go prints it: `connection refused` (Rust's is the C library's,
@@ -202,6 +470,108 @@ mod tests {
         let a: crate::nsqd::NsqdArgs = parse(argv);
         assert_eq!(a.log_prefix, "-x-");
         assert_eq!(a.mem_queue_size, 7);
+    }
+
+    /// Go's `strconv.ParseInt(s, 0, 64)`, as its `flag` package reads an int.
+    #[test]
+    fn ints_in_go_forms() {
+        for (s, n) in [
+            ("10", 10),
+            ("-7", -7),
+            ("+7", 7),
+            ("0x10", 16),
+            ("0X1f", 31),
+            ("0o17", 15),
+            ("017", 15),
+            ("0b101", 5),
+            ("1_000", 1000),
+            ("0x_ff", 255),
+            ("0", 0),
+            ("-9223372036854775808", i64::MIN),
+        ] {
+            assert_eq!(go_parse_int(s), Ok(n), "{s}");
+        }
+        for s in ["", "x", "0x", "1_", "_1", "1__0", "09", "1e3", "--1", "0b2"] {
+            assert_eq!(go_parse_int(s), Err("parse error"), "{s}");
+        }
+        assert_eq!(
+            go_parse_int("9223372036854775808"),
+            Err("value out of range")
+        );
+    }
+
+    /// Go stops at the first argument that is not a flag; ints are rewritten for clap.
+    #[test]
+    fn go_stops_at_the_first_non_flag() {
+        use clap::CommandFactory;
+        let cmd = crate::nsqd::NsqdArgs::command();
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            go_args(
+                &cmd,
+                argv(&[
+                    "nsqd",
+                    "--mem-queue-size",
+                    "0x10",
+                    "--snappy",
+                    "stray",
+                    "--bad"
+                ])
+            ),
+            Ok(argv(&["nsqd", "--mem-queue-size=16", "--snappy"]))
+        );
+        assert_eq!(
+            go_args(&cmd, argv(&["nsqd", "--max-rdy-count=1_0", "--", "--x"])),
+            Ok(argv(&["nsqd", "--max-rdy-count=10"]))
+        );
+        assert_eq!(
+            go_args(&cmd, argv(&["nsqd", "--sync-every=12z"])),
+            Err(r#"invalid value "12z" for flag -sync-every: parse error"#.to_string())
+        );
+        assert_eq!(
+            go_args(&cmd, argv(&["nsqd", "--sync-every"])),
+            Err("flag needs an argument: -sync-every".to_string())
+        );
+    }
+
+    /// `PrintDefaults`' layout: sorted, the type word, the help on its own line, the default
+    /// unless it is the zero value (strings quoted).
+    #[test]
+    fn usage_as_go_prints_it() {
+        let cmd = clap::Command::new("demo")
+            .arg(
+                clap::Arg::new("b")
+                    .long("b-flag")
+                    .help("a bool")
+                    .value_parser(go_bool)
+                    .num_args(0..=1)
+                    .require_equals(true)
+                    .default_value("true"),
+            )
+            .arg(
+                clap::Arg::new("a")
+                    .long("a-flag")
+                    .help("a string")
+                    .default_value("x y"),
+            )
+            .arg(
+                clap::Arg::new("n")
+                    .long("n-flag")
+                    .help("an int")
+                    .value_parser(clap::value_parser!(i64))
+                    .default_value("0"),
+            )
+            .arg(
+                clap::Arg::new("d")
+                    .long("d-flag")
+                    .help("a duration")
+                    .value_parser(duration_arg)
+                    .default_value("1m0s"),
+            );
+        assert_eq!(
+            go_usage(&cmd),
+            "Usage of demo:\n  -a-flag string\n    \ta string (default \"x y\")\n  -b-flag\n    \ta bool (default true)\n  -d-flag duration\n    \ta duration (default 1m0s)\n  -n-flag int\n    \tan int\n"
+        );
     }
 
     #[test]

@@ -92,6 +92,11 @@ pub fn parse_level(s: &str) -> Result<u8, String> {
     }
 }
 
+/// A clap value parser for `--log-level` (nsqd's `LogLevel.Set`: refused at parse time).
+pub fn level_arg(s: &str) -> Result<String, String> {
+    parse_level(s).map(|_| s.to_string())
+}
+
 /// The current level (1–5).
 pub fn level() -> u8 {
     LEVEL.load(Ordering::Relaxed)

@@ -99,7 +99,17 @@ fn main() {
     let rest = nsqlab::cli::normalize(args.into_iter().skip(1), &value_flags);
     match program.as_str() {
         "nsqd" => {
-            let parsed: NsqdArgs = nsqlab::cli::parse(daemon_argv("nsqd", rest));
+            let host = nsqlab::nsqd::options::hostname();
+            let parsed: NsqdArgs = nsqlab::cli::parse_showing(
+                daemon_argv("nsqd", rest),
+                &[
+                    (
+                        "node-id",
+                        nsqlab::nsqd::options::default_node_id(&host).to_string(),
+                    ),
+                    ("broadcast-address", host.clone()),
+                ],
+            );
             if daemon_setup(
                 "nsqd",
                 parsed.version,
@@ -117,10 +127,10 @@ fn main() {
             }
         }
         "nsqlookupd" => {
-            let parsed = nsqlab::cli::parse::<nsqlab::nsqlookupd::LookupdArgs>(daemon_argv(
-                "nsqlookupd",
-                rest,
-            ));
+            let parsed = nsqlab::cli::parse_showing::<nsqlab::nsqlookupd::LookupdArgs>(
+                daemon_argv("nsqlookupd", rest),
+                &[("broadcast-address", nsqlab::nsqd::options::hostname())],
+            );
             if daemon_setup(
                 "nsqlookupd",
                 parsed.version,

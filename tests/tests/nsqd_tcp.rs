@@ -389,9 +389,59 @@ fn startup_errors_as_nsqd() {
             "{line}"
         );
     }
-    for bad in ["--snappy=yes", "--tls-min-version=tls9", "--worker-id=5"] {
-        assert_eq!(run(&[bad]).status.code(), Some(2), "{bad}");
+    // Go's flag package: its error line, then its usage, exit status 2.
+    for (bad, line) in [
+        (
+            &["--snappy=yes"][..],
+            r#"invalid boolean value "yes" for -snappy: parse error"#,
+        ),
+        (
+            &["-tls-min-version=tls9"][..],
+            r#"invalid value "tls9" for flag -tls-min-version: unknown tlsVersionOption "tls9""#,
+        ),
+        (
+            &["--worker-id=5"][..],
+            r#"invalid boolean value "5" for -worker-id: parse error"#,
+        ),
+        (
+            &["-mem-queue-size", "0x1z"][..],
+            r#"invalid value "0x1z" for flag -mem-queue-size: parse error"#,
+        ),
+        (
+            &["-log-level=loud"][..],
+            "invalid value \"loud\" for flag -log-level: invalid log level 'loud' (debug, info, warn, error, fatal)",
+        ),
+        (&["--no-such-flag=1"][..], "flag provided but not defined: -no-such-flag"),
+        (&["-sync-every"][..], "flag needs an argument: -sync-every"),
+    ] {
+        let out = run(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        let mut lines = err.lines();
+        assert_eq!(lines.next(), Some(line), "{err}");
+        assert_eq!(lines.next(), Some("Usage of nsqd:"), "{err}");
+        assert!(err.contains("\n  -mem-queue-size int\n    \tnumber of messages to keep in memory (per topic/channel) (default 10000)\n"), "{err}");
     }
+    let out = run(&["-h"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .starts_with("Usage of nsqd:\n  -auth-http-address value\n"));
+}
+
+/// Go's forms of an int (`0x10`, `010`, `1_0`) are read as its flag package reads them, and
+/// parsing stops at the first argument that is not a flag.
+#[test]
+fn ints_in_go_forms_and_a_stray_argument() {
+    let d = Nsqd::start(&[
+        "-mem-queue-size=0x10",
+        "-max-rdy-count",
+        "010",
+        "stray",
+        "--max-msg-size=x",
+    ]);
+    assert_eq!(d.http("GET", "/config/mem_queue_size", b"").text(), "16");
+    assert_eq!(d.http("GET", "/config/max_rdy_count", b"").text(), "8");
+    assert_eq!(d.http("GET", "/config/max_msg_size", b"").text(), "1048576");
 }
 
 /// `--version` (a Go bool: `--version=true` too) prints before any config file is read; an

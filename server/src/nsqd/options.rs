@@ -5,7 +5,7 @@ use crate::cli::duration_arg;
 use clap::{ArgAction, Parser};
 use std::time::Duration;
 
-pub(crate) fn hostname() -> String {
+pub fn hostname() -> String {
     hostname::get()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -30,7 +30,7 @@ pub struct NsqdArgs {
     #[arg(long)]
     pub config: Option<String>,
     /// set log verbosity: debug, info, warn, error, or fatal
-    #[arg(long, default_value = "info")]
+    #[arg(long, default_value = "INFO", value_name = "value", value_parser = crate::logging::level_arg)]
     pub log_level: String,
     /// log message prefix
     #[arg(long, default_value = "[nsqd] ")]
@@ -42,7 +42,9 @@ pub struct NsqdArgs {
     /// unique part for message IDs, (int) in range [0,1024) (default is hash of hostname)
     #[arg(long)]
     pub node_id: Option<i64>,
-    /// [deprecated] use --node-id (a boolean with no effect, as in nsqd)
+    /// [deprecated] use --node-id
+    ///
+    /// (A boolean with no effect, as in nsqd.)
     #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub worker_id: Option<bool>,
 
@@ -58,10 +60,10 @@ pub struct NsqdArgs {
     /// address that will be registered with lookupd (defaults to the OS hostname)
     #[arg(long)]
     pub broadcast_address: Option<String>,
-    /// TCP port that will be registered with lookupd (defaults to the TCP port)
+    /// TCP port that will be registered with lookupd (defaults to the TCP port that this nsqd is listening to)
     #[arg(long, default_value_t = 0)]
     pub broadcast_tcp_port: u16,
-    /// HTTP port that will be registered with lookupd (defaults to the HTTP port)
+    /// HTTP port that will be registered with lookupd (defaults to the HTTP port that this nsqd is listening to)
     #[arg(long, default_value_t = 0)]
     pub broadcast_http_port: u16,
     /// lookupd TCP address (may be given multiple times)
@@ -90,7 +92,9 @@ pub struct NsqdArgs {
     #[arg(long, default_value = "2s", value_parser = duration_arg)]
     pub sync_timeout: Duration,
 
-    /// max concurrency for checking in-flight and deferred message timeouts (nsqlab: unused, timers are exact)
+    /// max concurrency for checking in-flight and deferred message timeouts
+    ///
+    /// nsqlab: unused, timers are exact.
     #[arg(long, default_value_t = 4)]
     pub queue_scan_worker_pool_max: i64,
     /// number of channels to check per cycle (every 100ms) for in-flight and deferred timeouts
@@ -154,10 +158,10 @@ pub struct NsqdArgs {
     #[arg(long, value_parser = crate::cli::go_bool, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub statsd_exclude_ephemeral: bool,
 
-    /// calculate end to end latency quantiles for this duration of time
+    /// calculate end to end latency quantiles for this duration of time (ie: 60s would only show quantile calculations from the past 60 seconds)
     #[arg(long, default_value = "10m0s", value_parser = duration_arg)]
     pub e2e_processing_latency_window_time: Duration,
-    /// message processing time percentiles (as float (0, 1.0]) to track (can be specified multiple times or comma separated)
+    /// message processing time percentiles (as float (0, 1.0]) to track (can be specified multiple times or comma separated '1.0,0.99,0.95', default none)
     #[arg(long, action = ArgAction::Append)]
     pub e2e_processing_latency_percentile: Vec<String>,
 
@@ -177,7 +181,7 @@ pub struct NsqdArgs {
     #[arg(long, value_parser = tls_required_arg, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub tls_required: String,
     /// minimum SSL/TLS version acceptable ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
-    #[arg(long, value_parser = tls_min_version_arg, default_value = "tls1.0")]
+    #[arg(long, value_parser = tls_min_version_arg, default_value = "tls1.0", value_name = "value")]
     pub tls_min_version: String,
 
     /// enable deflate feature negotiation (client compression)

@@ -29,7 +29,7 @@ pub struct LookupdArgs {
     #[arg(long)]
     pub config: Option<String>,
     /// set log verbosity: debug, info, warn, error, or fatal
-    #[arg(long, default_value = "info")]
+    #[arg(long, default_value = "INFO", value_name = "value", value_parser = crate::logging::level_arg)]
     pub log_level: String,
     /// log message prefix
     #[arg(long, default_value = "[nsqlookupd] ")]
