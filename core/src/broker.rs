@@ -1510,7 +1510,11 @@ impl Broker {
     fn queue(&mut self, now: Time, ch: ChannelId, msg: Message) {
         let mem = self.opts.mem_queue_size;
         let evict = self.opts.evict_bodies;
-        let room = if mem == 0 { self.ready_room(ch) } else { 0 };
+        let room = if mem == 0 && self.ch(ch).ephemeral {
+            self.ready_room(ch)
+        } else {
+            0
+        };
         let c = self.ch(ch);
         let id = msg.id;
         // An ephemeral channel has no backend: nsqd drops what does not fit in memory. With
@@ -1569,7 +1573,6 @@ impl Broker {
         self.pump_topic(now, topic);
     }
 
-    /// Send queued messages to ready clients, round-robin, as long as both last.
     /// How many more messages the channel's clients are ready for right now.
     fn ready_room(&self, ch: ChannelId) -> i64 {
         let Some(c) = self.channels[ch.0 as usize].as_ref() else {
@@ -1583,6 +1586,7 @@ impl Broker {
             .sum()
     }
 
+    /// Send queued messages to ready clients, round-robin, as long as both last.
     fn pump(&mut self, now: Time, ch: ChannelId) {
         let Broker {
             channels,

@@ -61,7 +61,8 @@ pub fn parse_showing<T: clap::Parser>(
     argv: impl IntoIterator<Item = String>,
     shown: &[(&str, String)],
 ) -> T {
-    let usage_cmd = T::command().mut_args(|a| {
+    // As in Go, a flag given again replaces its value (a list flag adds to it).
+    let usage_cmd = T::command().args_override_self(true).mut_args(|a| {
         match shown.iter().find(|(flag, _)| a.get_long() == Some(flag)) {
             Some((_, value)) => {
                 let value: &'static str = Box::leak(value.clone().into_boxed_str());
@@ -70,7 +71,7 @@ pub fn parse_showing<T: clap::Parser>(
             None => a,
         }
     });
-    let cmd = T::command().mut_args(|a| {
+    let cmd = T::command().args_override_self(true).mut_args(|a| {
         if a.get_action().takes_values() && !a.is_require_equals_set() {
             a.allow_hyphen_values(true)
         } else {
@@ -131,8 +132,11 @@ fn go_args(cmd: &clap::Command, argv: Vec<String>) -> Result<Vec<String>, String
             .get_arguments()
             .find(|x| x.get_long() == Some(name.as_str()))
         else {
-            out.push(a);
-            continue;
+            if name == "help" {
+                out.push(a);
+                continue;
+            }
+            return Err(format!("flag provided but not defined: -{name}"));
         };
         let takes_next = arg.get_action().takes_values() && !arg.is_require_equals_set();
         let value = match inline {
@@ -531,6 +535,20 @@ mod tests {
         assert_eq!(
             go_args(&cmd, argv(&["nsqd", "--sync-every"])),
             Err("flag needs an argument: -sync-every".to_string())
+        );
+        // The first unknown flag is the error, before any later value's.
+        assert_eq!(
+            go_args(&cmd, argv(&["nsqd", "--bogus", "--mem-queue-size=0xZ"])),
+            Err("flag provided but not defined: -bogus".to_string())
+        );
+        let tail = crate::tools::tail::TailArgs::command();
+        assert_eq!(
+            go_args(&tail, argv(&["nsq_tail", "-n", "5"])),
+            Ok(argv(&["nsq_tail", "--n=5"]))
+        );
+        assert_eq!(
+            go_args(&tail, argv(&["nsq_tail", "-n5"])),
+            Err("flag provided but not defined: -n5".to_string())
         );
     }
 

@@ -23,18 +23,24 @@ fn auth_server() -> (String, Arc<Mutex<Vec<String>>>) {
     (addr, seen)
 }
 
-/// The same server over HTTPS, with a certificate for 127.0.0.1 from its own CA; returns the
-/// address and the CA's PEM.
-fn https_auth_server() -> (String, String) {
+/// The same server over HTTPS, with a certificate for 127.0.0.1: from its own CA, or (with
+/// `self_signed`) self-signed and marked as a CA, as `openssl req -x509` makes one. Returns
+/// the address, the PEM to trust (the CA's, or the certificate itself) and what it was asked.
+fn https_auth_server(self_signed: bool) -> (String, String, Arc<Mutex<Vec<String>>>) {
     let ca_key = rcgen::KeyPair::generate().unwrap();
     let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
     let ca = ca.self_signed(&ca_key).unwrap();
     let key = rcgen::KeyPair::generate().unwrap();
-    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &ca, &ca_key)
-        .unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let (cert, trust) = if self_signed {
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        let pem = cert.pem();
+        (cert, pem)
+    } else {
+        (params.signed_by(&key, &ca, &ca_key).unwrap(), ca.pem())
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let cfg = Arc::new(
         rustls::ServerConfig::builder_with_provider(provider)
@@ -49,16 +55,17 @@ fn https_auth_server() -> (String, String) {
     );
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
     std::thread::spawn(move || {
-        let seen = Mutex::new(Vec::new());
         for s in l.incoming() {
             let Ok(s) = s else { continue };
             let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
             let mut tls = rustls::StreamOwned::new(conn, s);
-            answer_auth(&mut tls, &seen);
+            answer_auth(&mut tls, &seen2);
         }
     });
-    (addr, ca.pem())
+    (addr, trust, seen)
 }
 
 /// Answer one request on `s` (see [`auth_server`]); a failed handshake or read ends it.
@@ -93,14 +100,10 @@ fn answer_auth(s: &mut (impl std::io::Read + Write), seen: &Mutex<Vec<String>>) 
 }
 
 /// An `https://` auth server is verified against `--tls-root-ca-file` (nsqd v1.3), else
-/// the system's roots, which do not know the test's CA.
+/// the system's roots, which do not know the test's CA; a self-signed certificate given as
+/// the CA file is trusted for itself, as by Go.
 #[test]
 fn auth_over_https_against_the_root_ca_file() {
-    let (addr, ca_pem) = https_auth_server();
-    let dir = nsqlab_tests::tempdir::TempDir::new();
-    let ca = dir.path().join("ca.pem");
-    std::fs::write(&ca, ca_pem).unwrap();
-    let url = format!("--auth-http-address=https://{addr}/auth");
     let auth = |d: &Nsqd| {
         let mut c = d.client();
         c.cmd(&Command::Identify(
@@ -111,13 +114,22 @@ fn auth_over_https_against_the_root_ca_file() {
         c.cmd(&Command::Auth(b"good".to_vec()));
         c.next_text()
     };
-    let d = Nsqd::start(&[&url, &format!("--tls-root-ca-file={}", ca.display())]);
-    assert_eq!(
-        auth(&d),
-        r#"R:{"identity":"tester","identity_url":"http://x/tester","permission_count":1}"#
-    );
-    let d = Nsqd::start(&[&url]);
-    assert_eq!(auth(&d), "E:E_AUTH_FAILED AUTH failed");
+    let granted =
+        r#"R:{"identity":"tester","identity_url":"http://x/tester","permission_count":1}"#;
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    for self_signed in [false, true] {
+        let (addr, trust, seen) = https_auth_server(self_signed);
+        let ca = dir.path().join(format!("ca-{self_signed}.pem"));
+        std::fs::write(&ca, trust).unwrap();
+        let url = format!("--auth-http-address=https://{addr}/auth");
+        let d = Nsqd::start(&[&url, &format!("--tls-root-ca-file={}", ca.display())]);
+        assert_eq!(auth(&d), granted, "self-signed: {self_signed}");
+        assert_eq!(seen.lock().unwrap().len(), 1);
+        // Without the CA file the handshake fails: no request reaches the server.
+        let d = Nsqd::start(&[&url]);
+        assert_eq!(auth(&d), "E:E_AUTH_FAILED AUTH failed");
+        assert_eq!(seen.lock().unwrap().len(), 1, "self-signed: {self_signed}");
+    }
 }
 
 #[test]

@@ -431,10 +431,9 @@ fn the_tools_speak_tls_snappy_and_deflate() {
     );
     stdin.write_all(b"two\n").unwrap();
     drop(stdin);
-    let status = p.wait().unwrap();
-    let mut err = String::new();
-    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(status.success(), "to_nsq: {err}");
+    let done = p.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "to_nsq: {err}");
     let mut out = String::new();
     tail.0
         .stdout
@@ -455,9 +454,41 @@ fn the_tools_speak_tls_snappy_and_deflate() {
         .spawn()
         .unwrap();
     p.stdin.take().unwrap().write_all(b"three\n").unwrap();
-    let status = p.wait().unwrap();
-    let mut err = String::new();
-    p.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(!status.success());
-    assert!(err.contains("certificate"), "{err}");
+    let done = p.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(!done.status.success());
+    // (WebPKI: a CA certificate used as an end entity, and not one of the roots.)
+    assert!(err.contains("invalid peer certificate: "), "{err}");
+}
+
+/// nsqd closes a connection that sends nothing for two heartbeat intervals; to_nsq, idle on
+/// its input, dials again for the next line (as go-nsq's producer reconnects).
+#[test]
+fn to_nsq_dials_again_after_nsqd_closed_its_idle_connection() {
+    let d = Nsqd::start(&[]);
+    let (_n, mut to_nsq) = tool("to_nsq");
+    let mut p = to_nsq
+        .args(["-topic", "idle", "--producer-opt=heartbeat_interval,1s"])
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = p.stdin.take().unwrap();
+    stdin.write_all(b"before\n").unwrap();
+    let depth = |d: &Nsqd| {
+        let s = d.http("GET", "/stats?format=json&topic=idle", b"").json();
+        s["topics"][0]["depth"].as_u64().unwrap_or(0)
+    };
+    wait_until("the first message", Duration::from_secs(10), || {
+        depth(&d) == 1
+    });
+    // Past two heartbeat intervals without a word from the producer.
+    std::thread::sleep(Duration::from_millis(3500));
+    stdin.write_all(b"after\n").unwrap();
+    drop(stdin);
+    let done = p.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "to_nsq: {err}");
+    assert_eq!(depth(&d), 2);
 }

@@ -144,9 +144,7 @@ impl Conn {
             tmp: vec![0u8; 64 * 1024],
         };
         let mut hello = Handshake::new(cfg);
-        c.io.write_all(&hello.start())
-            .await
-            .map_err(|e| e.to_string())?;
+        c.send(&hello.start()).await?;
         loop {
             let f = c.frame().await?;
             match hello.next(f)? {
@@ -181,16 +179,20 @@ impl Conn {
         }
     }
 
-    /// Send plaintext (compressed if the connection is).
+    /// Send plaintext (compressed if the connection is), flushed: TLS holds what the socket
+    /// did not take until flushed.
     pub async fn send(&mut self, plain: &[u8]) -> Result<(), String> {
-        if let Codec::Plain = self.codec {
-            return self.io.write_all(plain).await.map_err(|e| e.to_string());
-        }
-        let mut wire = Vec::with_capacity(plain.len() / 2 + 16);
-        self.codec
-            .encode(plain, &mut wire)
-            .map_err(|e| e.to_string())?;
-        self.io.write_all(&wire).await.map_err(|e| e.to_string())
+        let r = if let Codec::Plain = self.codec {
+            self.io.write_all(plain).await
+        } else {
+            let mut wire = Vec::with_capacity(plain.len() / 2 + 16);
+            self.codec
+                .encode(plain, &mut wire)
+                .map_err(|e| e.to_string())?;
+            self.io.write_all(&wire).await
+        };
+        r.map_err(|e| e.to_string())?;
+        self.io.flush().await.map_err(|e| e.to_string())
     }
 
     /// The frame already read, if there is a whole one.

@@ -411,26 +411,48 @@ impl Producer {
         &self.addr
     }
 
-    /// PUB and wait for the answer.
+    /// PUB and wait for the answer. A connection that died while idle (nsqd closes one that
+    /// sends nothing for two heartbeat intervals, and this one reads nothing between
+    /// publishes) is redialled once, as go-nsq's producer reconnects.
     pub fn publish(&mut self, topic: &str, body: &[u8]) -> Result<(), String> {
         let cmd = Command::Pub {
             topic: topic.into(),
             body: body.to_vec().into(),
-        };
+        }
+        .to_bytes();
+        let reused = self.conn.is_some();
+        let mut r = self.try_publish(&cmd);
+        if let Err(Failure::Io(_)) = &r {
+            if reused {
+                r = self.try_publish(&cmd);
+            }
+        }
+        r.map_err(|(Failure::Io(e) | Failure::Nsqd(e))| e)
+    }
+
+    fn try_publish(&mut self, cmd: &[u8]) -> Result<(), Failure> {
         let (addr, cfg, slot) = (&self.addr, &self.cfg, &mut self.conn);
         let r = self.rt.block_on(async {
             if slot.is_none() {
-                *slot = Some(conn::Conn::connect(addr, cfg).await?);
+                *slot = Some(
+                    conn::Conn::connect(addr, cfg)
+                        .await
+                        .map_err(Failure::Nsqd)?,
+                );
             }
             let c = slot.as_mut().expect("connected");
-            c.send(&cmd.to_bytes()).await?;
+            c.send(cmd).await.map_err(Failure::Io)?;
             loop {
-                match c.frame().await? {
+                match c.frame().await.map_err(Failure::Io)? {
                     Frame::Response(b) if b == b"_heartbeat_" => {
-                        c.send(&Command::Nop.to_bytes()).await?;
+                        c.send(&Command::Nop.to_bytes())
+                            .await
+                            .map_err(Failure::Io)?;
                     }
                     Frame::Response(_) => return Ok(()),
-                    Frame::Error(e) => return Err(String::from_utf8_lossy(&e).into_owned()),
+                    Frame::Error(e) => {
+                        return Err(Failure::Nsqd(String::from_utf8_lossy(&e).into_owned()))
+                    }
                     _ => {}
                 }
             }
@@ -440,6 +462,12 @@ impl Producer {
         }
         r
     }
+}
+
+/// Why a publish failed: the connection (worth a new one), or nsqd's answer (or dialling).
+enum Failure {
+    Io(String),
+    Nsqd(String),
 }
 
 #[cfg(test)]

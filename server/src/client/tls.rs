@@ -53,31 +53,25 @@ impl TlsOptions {
         let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(versions)
             .map_err(|e| e.to_string())?;
-        let builder = if self.insecure_skip_verify {
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyServer(provider)))
+        let webpki = if self.insecure_skip_verify {
+            None
         } else {
             let file = match self.root_ca_file.as_str() {
                 "" => crate::nsqd::tls::system_roots_file(),
                 f => f.to_string(),
             };
             let pem = std::fs::read(&file).map_err(|e| crate::cli::go_read_error(&file, &e))?;
-            let mut roots = RootCertStore::empty();
             let mut ders = Vec::new();
             for c in CertificateDer::pem_slice_iter(&pem) {
-                let c = c.map_err(|e| format!("{file}: {e}"))?;
-                roots.add(c.clone()).map_err(|e| format!("{file}: {e}"))?;
-                ders.push(c);
+                ders.push(c.map_err(|e| format!("{file}: {e}"))?);
             }
-            let inner =
-                rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider)
-                    .build()
-                    .map_err(|e| format!("{file}: {e}"))?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(RootsOrItself { inner, roots: ders }))
+            // A system bundle may hold certificates WebPKI cannot use: those are skipped.
+            let strict = !self.root_ca_file.is_empty();
+            Some(webpki_roots(&provider, ders, strict).map_err(|e| format!("{file}: {e}"))?)
         };
+        let builder = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Verifier { provider, webpki }));
         let cfg = match (self.cert.as_str(), self.key.as_str()) {
             ("", "") => builder.with_no_client_auth(),
             ("", _) | (_, "") => return Err("tls_cert and tls_key must be set together".into()),
@@ -110,18 +104,60 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))
 }
 
-/// WebPKI verification against the roots, except that a certificate which is itself one of
-/// the roots is accepted for the names it carries while it is valid, as Go's verifier accepts
-/// it: a self-signed certificate made as NSQ's docs make one (`openssl req -x509 …`, a CA
-/// certificate) and given as `tls_root_ca_file`, which WebPKI refuses as "CA used as end
-/// entity".
-#[derive(Debug)]
-struct RootsOrItself {
-    inner: Arc<rustls::client::WebPkiServerVerifier>,
-    roots: Vec<CertificateDer<'static>>,
+type WebPki = (
+    Arc<rustls::client::WebPkiServerVerifier>,
+    Vec<CertificateDer<'static>>,
+);
+
+/// WebPKI verification against `ders` (those WebPKI cannot use refused when `strict`, else
+/// skipped), keeping the roots for [`Verifier`]'s own-root rule.
+fn webpki_roots(
+    provider: &Arc<CryptoProvider>,
+    ders: Vec<CertificateDer<'static>>,
+    strict: bool,
+) -> Result<WebPki, String> {
+    let mut roots = RootCertStore::empty();
+    let mut kept = Vec::new();
+    for c in ders {
+        match roots.add(c.clone()) {
+            Ok(()) => kept.push(c),
+            Err(e) if strict => return Err(e.to_string()),
+            Err(_) => {}
+        }
+    }
+    let inner =
+        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider.clone())
+            .build()
+            .map_err(|e| e.to_string())?;
+    Ok((inner, kept))
 }
 
-impl ServerCertVerifier for RootsOrItself {
+/// A server certificate verifier for `ders` as Go verifies against a root pool ([`Verifier`]),
+/// for nsqd's own HTTPS requests (its auth servers).
+pub fn go_verifier(
+    provider: Arc<CryptoProvider>,
+    ders: Vec<CertificateDer<'static>>,
+) -> Result<Arc<dyn ServerCertVerifier>, String> {
+    let webpki = Some(webpki_roots(&provider, ders, false)?);
+    Ok(Arc::new(Verifier { provider, webpki }))
+}
+
+/// How nsqd's certificate is checked.
+///
+/// With roots: WebPKI verification against them, except that a certificate which is itself
+/// one of the roots is accepted for the names it carries while it is valid, as Go's verifier
+/// accepts it: a self-signed certificate made as NSQ's docs make one (`openssl req -x509 …`,
+/// a CA certificate) and given as `tls_root_ca_file`, which WebPKI refuses as "CA used as
+/// end entity". Without (go-nsq's `tls_insecure_skip_verify`): any certificate. Either way
+/// the handshake's signatures are checked, so the peer holds the certificate's key.
+#[derive(Debug)]
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    /// `None`: skip verification.
+    webpki: Option<WebPki>,
+}
+
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -130,15 +166,15 @@ impl ServerCertVerifier for RootsOrItself {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some((inner, roots)) = &self.webpki else {
+            return Ok(ServerCertVerified::assertion());
+        };
         let refused =
-            match self
-                .inner
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-            {
+            match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-        if !self.roots.iter().any(|r| r.as_ref() == end_entity.as_ref()) {
+        if !roots.iter().any(|r| r.as_ref() == end_entity.as_ref()) {
             return Err(refused);
         }
         let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
@@ -163,7 +199,8 @@ impl ServerCertVerifier for RootsOrItself {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls12_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
     }
 
     fn verify_tls13_signature(
@@ -172,61 +209,14 @@ impl ServerCertVerifier for RootsOrItself {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner.verify_tls13_signature(message, cert, dss)
+        let algs = &self.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner.supported_verify_schemes()
-    }
-}
-
-/// go-nsq's `tls_insecure_skip_verify`: any certificate is accepted (the handshake's
-/// signatures are still checked, so the peer holds the certificate's key).
-#[derive(Debug)]
-struct AnyServer(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for AnyServer {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 

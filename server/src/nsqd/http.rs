@@ -231,17 +231,17 @@ async fn topic_from_query(
     Ok(t)
 }
 
-/// `OK`, or nsqd's 500 `NOK - <error>` while storage is failing.
 /// `POST /debug/freememory` (nsqd v1.3): give the allocator's free pages back to the system
 /// (Go's `debug.FreeOSMemory`; here glibc's `malloc_trim` in every thread's arena). nsqd's
 /// handler returns no body through its plain-text decorator, which panics on that, so what a
 /// client gets is its panic handler's 500 `INTERNAL_ERROR` — after the memory was freed. The
 /// same bytes here.
 async fn free_memory() -> Response {
-    super::release_free_memory();
+    let _ = tokio::task::spawn_blocking(super::release_free_memory).await;
     ApiErr(500, "INTERNAL_ERROR").into_response()
 }
 
+/// `OK`, or nsqd's 500 `NOK - <error>` while storage is failing.
 async fn ping(State(s): State<AppState>) -> Response {
     let health = s
         .driver

@@ -96,37 +96,39 @@ pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<Server
 /// nsqd (`failed to build client TLS config - …`).
 pub fn client_config(args: &super::NsqdArgs) -> anyhow::Result<Arc<rustls::ClientConfig>> {
     let fail = |e: String| anyhow::anyhow!("failed to build client TLS config - {e}");
-    let mut roots = RootCertStore::empty();
     let (file, given) = match args.tls_root_ca_file.as_str() {
         "" => (system_roots_file(), false),
         f => (f.to_string(), true),
     };
+    let mut ders = Vec::new();
     match std::fs::read(&file) {
-        Ok(pem) => {
-            let mut added = 0;
-            for c in CertificateDer::pem_slice_iter(&pem).flatten() {
-                added += usize::from(roots.add(c).is_ok());
-            }
-            // Go's AppendCertsFromPEM found nothing it could use.
-            if given && added == 0 {
-                return Err(fail("failed to append certificate to pool".into()));
-            }
-        }
+        Ok(pem) => ders.extend(CertificateDer::pem_slice_iter(&pem).flatten()),
         Err(e) if given => return Err(fail(crate::cli::go_read_error(&file, &e))),
         // No system bundle: only a CA file would make HTTPS auth verifiable.
         Err(_) => {}
     }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    // Go's AppendCertsFromPEM found nothing it could use.
+    let verifier = match crate::client::tls::go_verifier(provider.clone(), ders) {
+        Ok(v) => Some(v),
+        Err(_) if given => return Err(fail("failed to append certificate to pool".into())),
+        Err(_) => None,
+    };
     let versions: &[&rustls::SupportedProtocolVersion] = if args.tls_min_version == "tls1.3" {
         &[&rustls::version::TLS13]
     } else {
         &[&rustls::version::TLS12, &rustls::version::TLS13]
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(versions)
-        .map_err(|e| fail(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .map_err(|e| fail(e.to_string()))?;
+    let cfg = match verifier {
+        // As Go verifies against a pool: a self-signed certificate given as the CA file is
+        // accepted for itself.
+        Some(v) => builder.dangerous().with_custom_certificate_verifier(v),
+        None => builder.with_root_certificates(RootCertStore::empty()),
+    }
+    .with_no_client_auth();
     Ok(Arc::new(cfg))
 }
 

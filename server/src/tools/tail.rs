@@ -24,7 +24,7 @@ pub struct TailArgs {
     #[arg(long, default_value_t = 200)]
     pub max_in_flight: i64,
     /// total messages to show (will wait if starved)
-    #[arg(short = 'n', long = "n", default_value_t = 0)]
+    #[arg(long = "n", default_value_t = 0)]
     pub n: i64,
     /// nsqd TCP address (may be given multiple times)
     #[arg(long, action = ArgAction::Append)]
