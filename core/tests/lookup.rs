@@ -251,3 +251,25 @@ fn identify_decodes_into_peer_info_as_go() {
     assert_eq!(nodes[0].peer.remote_address, "10.0.0.1:2");
     assert_eq!(nodes[0].peer.hostname, "h\u{fffd}");
 }
+
+/// `topic=*` as nsqlookupd's registry matches it: `/lookup` is every topic (all channels, each
+/// producer once), `/topic/tombstone` one topic's registration of the node, `/topic/delete`
+/// every topic.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_star_topic_is_every_topic() {
+    let mut l = lookupd();
+    assert!(l.lookup(0, "*").is_none(), "no topic yet");
+    let a = node(&mut l, 0, "10.0.0.1:1");
+    send(&mut l, 0, a, b"REGISTER t c\nREGISTER u d\n");
+    let all = l.lookup(0, "*").unwrap();
+    assert_eq!(all.channels, vec!["c", "d"]);
+    assert_eq!(all.producers.len(), 1, "the node once");
+    l.tombstone(0, "*", "node1:4151");
+    assert!(l.lookup(0, "t").unwrap().producers.is_empty());
+    assert_eq!(l.lookup(0, "u").unwrap().producers.len(), 1);
+    l.delete_topic("*");
+    assert!(l.topics().is_empty());
+    assert!(l.channels("*").is_empty());
+    assert!(l.lookup(0, "*").is_none());
+}

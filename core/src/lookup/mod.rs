@@ -484,12 +484,15 @@ impl Lookupd {
             .collect()
     }
 
-    /// `/lookup?topic=`; `None` when the topic is not registered (404 TOPIC_NOT_FOUND).
+    /// `/lookup?topic=`; `None` when the topic is not registered (404 TOPIC_NOT_FOUND). As
+    /// nsqlookupd's registry matches them, `topic=*` is every topic: all their channels, and
+    /// each producer once.
     pub fn lookup(&self, now: Time, topic: &str) -> Option<LookupAnswer> {
-        let r = Registration::topic(topic);
-        let producers = self.db.producers(&r)?;
+        self.db
+            .find_registrations(Category::Topic, topic, "")
+            .next()?;
         let producers = active(
-            producers.values(),
+            self.db.find_producers(Category::Topic, topic, ""),
             now,
             self.opts.inactive_producer_timeout,
             self.opts.tombstone_lifetime,
@@ -572,7 +575,8 @@ impl Lookupd {
         self.db.add_registration(Registration::topic(topic));
     }
 
-    /// `/topic/delete`: the topic and its channels, with their producers.
+    /// `/topic/delete`: the topic and its channels, with their producers (`topic=*`: every
+    /// topic, as nsqlookupd's registry matches it).
     pub fn delete_topic(&mut self, topic: &str) {
         for r in self.channel_registrations(topic) {
             self.log.push(LookupLog::Info(format!(
@@ -581,8 +585,12 @@ impl Lookupd {
             )));
             self.db.remove_registration(&r);
         }
-        let r = Registration::topic(topic);
-        if self.db.has(&r) {
+        let topics: Vec<Registration> = self
+            .db
+            .find_registrations(Category::Topic, topic, "")
+            .cloned()
+            .collect();
+        for r in topics {
             self.log
                 .push(LookupLog::Info(format!("DB: removing topic({topic})")));
             self.db.remove_registration(&r);
@@ -590,13 +598,27 @@ impl Lookupd {
     }
 
     /// `/topic/tombstone?topic=&node=`: producers whose `broadcast_address:http_port` is
-    /// `node` leave `/lookup` for this topic for `--tombstone-lifetime`.
+    /// `node` leave `/lookup` for this topic for `--tombstone-lifetime`. With `topic=*`, as
+    /// nsqlookupd (which finds each producer once, in whichever topic it meets it first), one
+    /// topic's registration of that node: here the first topic by name.
     pub fn tombstone(&mut self, now: Time, topic: &str, node: &str) {
         self.log.push(LookupLog::Info(format!(
             "DB: setting tombstone for producer@{node} of topic({topic})"
         )));
-        if let Some(ps) = self.db.producers_mut(&Registration::topic(topic)) {
-            for p in ps.values_mut() {
+        let regs: Vec<Registration> = self
+            .db
+            .find_registrations(Category::Topic, topic, "")
+            .cloned()
+            .collect();
+        let mut seen = std::collections::BTreeSet::new();
+        for r in regs {
+            let Some(ps) = self.db.producers_mut(&r) else {
+                continue;
+            };
+            for (id, p) in ps.iter_mut() {
+                if !seen.insert(id.clone()) {
+                    continue;
+                }
                 if format!("{}:{}", p.peer.broadcast_address, p.peer.http_port) == node {
                     p.tombstoned = true;
                     p.tombstoned_at = now;
