@@ -557,17 +557,40 @@ const LIST_FLAGS: &[&str] = &["lookupd-tcp-address", "auth-http-address"];
 /// As go-options resolves them: keys are nsqd's config names (unknown ones are ignored), an
 /// integer duration is in milliseconds, and a list may be one comma-separated string.
 pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
+    // The program (argv[0]) decides which options exist.
+    let command = match args.first().map(String::as_str) {
+        Some("nsqlookupd") => <crate::nsqlookupd::LookupdArgs as clap::CommandFactory>::command(),
+        _ => <NsqdArgs as clap::CommandFactory>::command(),
+    };
+    // Only what Go's flag package reads counts: up to the first argument that is not a flag.
+    let value_flags = crate::cli::value_flags(&command);
+    let mut read = args.len();
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" || a == "-" || !a.starts_with('-') {
+            read = i;
+            break;
+        }
+        let name = a.trim_start_matches('-');
+        i += if value_flags.iter().any(|f| f == name) {
+            2
+        } else {
+            1
+        };
+    }
+    let flags = &args[..read.min(args.len())];
     let mut path = None;
-    for (i, a) in args.iter().enumerate() {
+    for (i, a) in flags.iter().enumerate() {
         if let Some(p) = a.strip_prefix("--config=") {
             path = Some(p.to_string());
         } else if a == "--config" {
-            path = args.get(i + 1).cloned();
+            path = flags.get(i + 1).cloned();
         }
     }
     // As nsqd's main: `--version` prints before any config is read, and an empty path reads
     // none. (The last `--version` counts, as on the command line.)
-    let version = args
+    let version = flags
         .iter()
         .rev()
         .find_map(|a| match a.as_str() {
@@ -591,13 +614,9 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
         .map_err(|e| format!("failed to load config file {path} - {e}"))?;
     let given = |flag: &str| {
         let long = format!("--{flag}");
-        args.iter()
+        flags
+            .iter()
             .any(|a| a == &long || a.starts_with(&format!("{long}=")))
-    };
-    // The program (argv[0]) decides which options exist.
-    let command = match args.first().map(String::as_str) {
-        Some("nsqlookupd") => <crate::nsqlookupd::LookupdArgs as clap::CommandFactory>::command(),
-        _ => <NsqdArgs as clap::CommandFactory>::command(),
     };
     let known: Vec<String> = command
         .get_arguments()
@@ -701,9 +720,21 @@ mod tests {
             .chain(flags)
             .map(|s| s.to_string())
             .collect();
-        let a = NsqdArgs::parse_from(with_config_file(argv).unwrap());
+        let a: NsqdArgs = crate::cli::parse(with_config_file(argv).unwrap());
         std::fs::remove_dir_all(&dir).ok();
         a
+    }
+
+    /// Go's flag package stops at the first argument that is not a flag: what follows neither
+    /// sets an option nor keeps the config file from setting it.
+    #[test]
+    fn flags_after_a_stray_argument_do_not_count() {
+        let a = parse_with_config(
+            "cfg3",
+            "max_rdy_count = 10\n",
+            &["--mem-queue-size", "7", "stray", "--max-rdy-count=20"],
+        );
+        assert_eq!((a.mem_queue_size, a.max_rdy_count), (7, 10));
     }
 
     #[test]
