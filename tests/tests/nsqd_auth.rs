@@ -10,6 +10,12 @@ use std::time::Duration;
 /// Serves `GET /auth?...`: the secret "pynsq-secret" or "good" gets publish+subscribe on
 /// topics starting with "ok" or "pynsq"; anything else gets 403. Records the query strings.
 fn auth_server() -> (String, Arc<Mutex<Vec<String>>>) {
+    spawn_auth(None)
+}
+
+/// The auth server on a port of its own, over TLS with `tls`; its address and what it was
+/// asked.
+fn spawn_auth(tls: Option<Arc<rustls::ServerConfig>>) -> (String, Arc<Mutex<Vec<String>>>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -17,7 +23,13 @@ fn auth_server() -> (String, Arc<Mutex<Vec<String>>>) {
     std::thread::spawn(move || {
         for s in l.incoming() {
             let Ok(mut s) = s else { continue };
-            answer_auth(&mut s, &seen2);
+            match &tls {
+                None => answer_auth(&mut s, &seen2),
+                Some(cfg) => {
+                    let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                    answer_auth(&mut rustls::StreamOwned::new(conn, s), &seen2);
+                }
+            }
         }
     });
     (addr, seen)
@@ -53,18 +65,7 @@ fn https_auth_server(self_signed: bool) -> (String, String, Arc<Mutex<Vec<String
             )
             .unwrap(),
     );
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let seen2 = seen.clone();
-    std::thread::spawn(move || {
-        for s in l.incoming() {
-            let Ok(s) = s else { continue };
-            let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
-            let mut tls = rustls::StreamOwned::new(conn, s);
-            answer_auth(&mut tls, &seen2);
-        }
-    });
+    let (addr, seen) = spawn_auth(Some(cfg));
     (addr, trust, seen)
 }
 

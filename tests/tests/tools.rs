@@ -23,6 +23,20 @@ fn channel_stats(d: &Nsqd, topic: &str, channel: &str) -> serde_json::Value {
 /// A child process killed if the test fails first.
 struct KillOnDrop(std::process::Child);
 
+impl KillOnDrop {
+    /// Everything it writes to its (piped) stdout, and whether it then exits 0.
+    fn output_to_end(&mut self) -> (String, bool) {
+        let mut out = String::new();
+        self.0
+            .stdout
+            .take()
+            .expect("stdout piped")
+            .read_to_string(&mut out)
+            .unwrap();
+        (out, self.0.wait().unwrap().success())
+    }
+}
+
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -36,6 +50,19 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// to_nsq publishing to `d` with `args`, its stdin and stderr piped (keep the directory).
+fn spawn_to_nsq(d: &Nsqd, args: &[&str]) -> (TempDir, std::process::Child) {
+    let (dir, mut to_nsq) = tool("to_nsq");
+    let child = to_nsq
+        .args(args)
+        .arg(format!("-nsqd-tcp-address={}", d.tcp))
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (dir, child)
 }
 
 #[test]
@@ -82,14 +109,8 @@ fn to_nsq_publishes_every_line_and_tail_prints_them() {
         .unwrap();
     assert!(p.0.wait().unwrap().success(), "to_nsq exits 0 at EOF");
 
-    let mut out = String::new();
-    tail.0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    assert!(tail.0.wait().unwrap().success(), "tail -n exits 0");
+    let (out, ok) = tail.output_to_end();
+    assert!(ok, "tail -n exits 0");
     let mut want: Vec<String> = (0..100).map(|i| format!("lines | line {i}")).collect();
     want.push("lines | last, without a newline".into());
     assert_eq!(out.lines().collect::<Vec<_>>(), want);
@@ -403,19 +424,17 @@ fn the_tools_speak_tls_snappy_and_deflate() {
         "{t}"
     );
 
-    let (_n, mut to_nsq) = tool("to_nsq");
-    let mut p = to_nsq
-        .args(["-topic", "sealed", "--producer-opt=tls_v1,true"])
-        .args(["--producer-opt=tls_insecure_skip_verify,true"])
-        .args([
+    let (_n, mut p) = spawn_to_nsq(
+        &d,
+        &[
+            "-topic",
+            "sealed",
+            "--producer-opt=tls_v1,true",
+            "--producer-opt=tls_insecure_skip_verify,true",
             "--producer-opt=deflate,true",
             "--producer-opt=deflate_level,3",
-        ])
-        .arg(format!("-nsqd-tcp-address={}", d.tcp))
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let mut stdin = p.stdin.take().unwrap();
     stdin.write_all(b"one\n").unwrap();
     wait_until("the producer's connection", Duration::from_secs(10), || {
@@ -434,25 +453,12 @@ fn the_tools_speak_tls_snappy_and_deflate() {
     let done = p.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
     assert!(done.status.success(), "to_nsq: {err}");
-    let mut out = String::new();
-    tail.0
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    assert!(tail.0.wait().unwrap().success());
+    let (out, ok) = tail.output_to_end();
+    assert!(ok);
     assert_eq!(out, "one\ntwo\n");
 
     // The system's roots do not vouch for the self-signed certificate.
-    let (_n, mut to_nsq) = tool("to_nsq");
-    let mut p = to_nsq
-        .args(["-topic", "sealed", "--producer-opt=tls_v1,true"])
-        .arg(format!("-nsqd-tcp-address={}", d.tcp))
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (_n, mut p) = spawn_to_nsq(&d, &["-topic", "sealed", "--producer-opt=tls_v1,true"]);
     p.stdin.take().unwrap().write_all(b"three\n").unwrap();
     let done = p.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&done.stderr);
@@ -466,14 +472,10 @@ fn the_tools_speak_tls_snappy_and_deflate() {
 #[test]
 fn to_nsq_dials_again_after_nsqd_closed_its_idle_connection() {
     let d = Nsqd::start(&[]);
-    let (_n, mut to_nsq) = tool("to_nsq");
-    let mut p = to_nsq
-        .args(["-topic", "idle", "--producer-opt=heartbeat_interval,1s"])
-        .arg(format!("-nsqd-tcp-address={}", d.tcp))
-        .stdin(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (_n, mut p) = spawn_to_nsq(
+        &d,
+        &["-topic", "idle", "--producer-opt=heartbeat_interval,1s"],
+    );
     let mut stdin = p.stdin.take().unwrap();
     stdin.write_all(b"before\n").unwrap();
     let depth = |d: &Nsqd| {
