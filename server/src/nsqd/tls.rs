@@ -100,12 +100,18 @@ pub fn client_config(args: &super::NsqdArgs) -> anyhow::Result<Arc<rustls::Clien
         "" => (system_roots_file(), false),
         f => (f.to_string(), true),
     };
+    // The system's bundle (hundreds of certificates) is read only if an auth server is
+    // reached over HTTPS.
+    let https = args
+        .auth_http_address
+        .iter()
+        .any(|a| a.to_ascii_lowercase().starts_with("https://"));
     let mut ders = Vec::new();
-    match std::fs::read(&file) {
-        Ok(pem) => ders.extend(CertificateDer::pem_slice_iter(&pem).flatten()),
-        Err(e) if given => return Err(fail(crate::cli::go_read_error(&file, &e))),
-        // No system bundle: only a CA file would make HTTPS auth verifiable.
-        Err(_) => {}
+    match (given || https).then(|| std::fs::read(&file)) {
+        Some(Ok(pem)) => ders.extend(CertificateDer::pem_slice_iter(&pem).flatten()),
+        Some(Err(e)) if given => return Err(fail(crate::cli::go_read_error(&file, &e))),
+        // No system bundle (or none needed): only a CA file makes HTTPS auth verifiable.
+        _ => {}
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     // Go's AppendCertsFromPEM found nothing it could use.
