@@ -61,8 +61,7 @@ pub fn parse_showing<T: clap::Parser>(
     argv: impl IntoIterator<Item = String>,
     shown: &[(&str, String)],
 ) -> T {
-    // As in Go, a flag given again replaces its value (a list flag adds to it).
-    let usage_cmd = T::command().args_override_self(true).mut_args(|a| {
+    let usage_cmd = T::command().mut_args(|a| {
         match shown.iter().find(|(flag, _)| a.get_long() == Some(flag)) {
             Some((_, value)) => {
                 let value: &'static str = Box::leak(value.clone().into_boxed_str());
@@ -71,6 +70,7 @@ pub fn parse_showing<T: clap::Parser>(
             None => a,
         }
     });
+    // As in Go, a flag given again replaces its value (a list flag adds to it).
     let cmd = T::command().args_override_self(true).mut_args(|a| {
         if a.get_action().takes_values() && !a.is_require_equals_set() {
             a.allow_hyphen_values(true)
@@ -102,28 +102,38 @@ fn go_fail(cmd: &clap::Command, line: &str) -> ! {
     std::process::exit(2)
 }
 
+/// How many words of `args` (argv[0] first) Go's `flag` package reads as flags: up to the
+/// first that is not one (`--`, `-` or a plain word), a flag of `value_flags` given without
+/// `=` taking the next word too.
+pub fn go_flag_words(args: &[String], value_flags: &[String]) -> usize {
+    let mut i = 1;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" || a == "-" || !a.starts_with('-') {
+            return i;
+        }
+        let name = a.trim_start_matches('-');
+        i += if value_flags.iter().any(|f| f == name) {
+            2
+        } else {
+            1
+        };
+    }
+    args.len()
+}
+
 /// What Go's `flag` package makes of each argument: stop at the first non-flag (or after
 /// `--`), and integer values in Go's forms rewritten as decimal for clap.
-fn go_args(cmd: &clap::Command, argv: Vec<String>) -> Result<Vec<String>, String> {
-    let mut out = Vec::with_capacity(argv.len());
+fn go_args(cmd: &clap::Command, mut argv: Vec<String>) -> Result<Vec<String>, String> {
+    let end = go_flag_words(&argv, &value_flags(cmd)).min(argv.len());
+    let mut rest = argv.split_off(end);
+    let mut out = Vec::with_capacity(argv.len() + rest.len() + 1);
     let mut it = argv.into_iter();
     out.extend(it.next());
     while let Some(a) = it.next() {
         // (Go reads `-n` as `--n`; `normalize` left one-letter names alone.)
         let flag = a.strip_prefix("--").or_else(|| a.strip_prefix('-'));
-        let Some(flag) = flag.filter(|f| !f.is_empty() && a != "--") else {
-            // `--`, `-` or a word that is no flag: Go stops here, and what is left is its
-            // `flag.Args()` (the terminator itself not included), for a program that has
-            // positional arguments (nsq_to_file refuses them).
-            if cmd.get_positionals().next().is_some() {
-                out.push("--".to_string());
-                if a != "--" {
-                    out.push(a);
-                }
-                out.extend(it);
-            }
-            break;
-        };
+        let flag = flag.unwrap_or_default();
         let (name, inline) = match flag.split_once('=') {
             Some((n, v)) => (n.to_string(), Some(v.to_string())),
             None => (flag.to_string(), None),
@@ -159,6 +169,15 @@ fn go_args(cmd: &clap::Command, argv: Vec<String>) -> Result<Vec<String>, String
             }
             None => out.push(a),
         }
+    }
+    // What is left is Go's `flag.Args()` (the terminator itself not included), for a program
+    // that has positional arguments (nsq_to_file refuses them).
+    if rest.first().is_some_and(|a| a == "--") {
+        rest.remove(0);
+    }
+    if cmd.get_positionals().next().is_some() && !rest.is_empty() {
+        out.push("--".to_string());
+        out.extend(rest);
     }
     Ok(out)
 }

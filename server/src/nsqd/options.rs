@@ -563,22 +563,7 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
         _ => <NsqdArgs as clap::CommandFactory>::command(),
     };
     // Only what Go's flag package reads counts: up to the first argument that is not a flag.
-    let value_flags = crate::cli::value_flags(&command);
-    let mut read = args.len();
-    let mut i = 1;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--" || a == "-" || !a.starts_with('-') {
-            read = i;
-            break;
-        }
-        let name = a.trim_start_matches('-');
-        i += if value_flags.iter().any(|f| f == name) {
-            2
-        } else {
-            1
-        };
-    }
+    let read = crate::cli::go_flag_words(&args, &crate::cli::value_flags(&command));
     let flags = &args[..read.min(args.len())];
     let mut path = None;
     for (i, a) in flags.iter().enumerate() {
