@@ -35,6 +35,10 @@ fi
 if ! "$VENV/bin/python" -c 'import snappy' 2>/dev/null; then
   "$VENV/bin/pip" install -q 'python-snappy'
 fi
+if ! "$VENV/bin/python" -c 'import gnsq' 2>/dev/null; then
+  log "installing gnsq into $VENV"
+  "$VENV/bin/pip" install -q 'gnsq==1.0.2'
+fi
 
 # nsqjs from npm (unchanged) for the interop tests.
 NODE_DIR=target/node-interop
