@@ -446,27 +446,9 @@ impl Broker {
         let c = self.clients.get_mut(&id).expect("client exists");
         let sub = matches!(cmd, Command::Sub { .. });
         if sub || (c.state == ClientState::Init && !c.moved_to_publish) {
-            // Its held output must go out from here first, and its last move must be over.
-            if c.hold.is_some() || c.settling {
-                c.migrate_wait = true;
-                return Routed::Wait;
-            }
-            c.moved_to_publish |= !sub;
-            self.flush_ordered(id);
-            let mut state = self.clients.remove(&id).expect("client exists");
-            self.timers.remove(TIMER_HEARTBEAT | id.0);
-            self.timers.remove(TIMER_READ | id.0);
-            state.inbuf = rest.to_vec();
-            state.last_pub = None;
-            state.read_armed = None;
-            state.out_queued = false;
-            self.migrations.push_back(Migration {
-                client: id,
-                to,
-                state: Box::new(state),
-            });
-            return Routed::Moved;
+            return self.move_client(id, to, rest, !sub);
         }
+        let c = self.clients.get_mut(&id).expect("client exists");
         let (topic, bodies, defer, name) = match cmd {
             Command::Pub { topic, body } => (topic, vec![body], None, "PUB"),
             Command::Mpub { topic, bodies } => (topic, bodies, None, "MPUB"),
@@ -492,6 +474,32 @@ impl Broker {
             cmd: name,
         });
         Routed::Forwarded
+    }
+
+    /// Move client `id` to partition `to`, which runs `rest`, its input from the command on
+    /// (`to_publish`: a publisher's first move, after which it forwards instead).
+    fn move_client(&mut self, id: ClientId, to: u32, rest: &[u8], to_publish: bool) -> Routed {
+        let c = self.clients.get_mut(&id).expect("client exists");
+        // Its held output must go out from here first, and its last move must be over.
+        if c.hold.is_some() || c.settling {
+            c.migrate_wait = true;
+            return Routed::Wait;
+        }
+        c.moved_to_publish |= to_publish;
+        self.flush_ordered(id);
+        let mut state = self.clients.remove(&id).expect("client exists");
+        self.timers.remove(TIMER_HEARTBEAT | id.0);
+        self.timers.remove(TIMER_READ | id.0);
+        state.inbuf = rest.to_vec();
+        state.last_pub = None;
+        state.read_armed = None;
+        state.out_queued = false;
+        self.migrations.push_back(Migration {
+            client: id,
+            to,
+            state: Box::new(state),
+        });
+        Routed::Moved
     }
 
     /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).
@@ -815,6 +823,23 @@ impl Broker {
                     if upgraded {
                         return input.len();
                     }
+                }
+                Ok(Decoded::Refused { topic, error }) => {
+                    // nsqd makes the topic before it reads the messages. One another partition
+                    // owns is made there: a client that is not subscribed moves there (it is
+                    // closed anyway) and meets the same refusal; a subscribed one stays with
+                    // its channel and the topic is not made.
+                    let owner = partition_of(&topic, self.opts.partitions.max(1));
+                    if self.opts.partitions <= 1 || owner == self.opts.partition {
+                        self.topic_slot(now, &topic);
+                    } else if self.clients[&id].state == ClientState::Init {
+                        return match self.move_client(id, owner, &input[pos..], true) {
+                            Routed::Wait => pos,
+                            _ => input.len(),
+                        };
+                    }
+                    self.fail(now, id, error);
+                    return pos;
                 }
                 Err(e) => {
                     self.fail(now, id, e);

@@ -233,3 +233,73 @@ fn topics_are_stored_by_partition_and_restored_with_any_count() {
     assert_eq!(depth(&ta), Some(10));
     assert_eq!(depth(&tb), Some(0));
 }
+
+/// The names of the topics `/stats` lists.
+fn stats_topics(d: &Nsqd) -> Vec<String> {
+    let stats = d.http("GET", "/stats?format=json", b"").json();
+    let mut names: Vec<String> = stats["topics"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| t["topic_name"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[test]
+fn an_mpub_refused_for_its_messages_makes_its_topic_in_its_partition() {
+    let d = Nsqd::start(&["-partitions=2"]);
+    // A message of size 0 in an MPUB whose body size is fine: nsqd makes the topic, then
+    // refuses (fatally). Connections start in either partition; each topic is made once,
+    // wherever the connection started, and also by one that published elsewhere first.
+    let bad = |topic: &str| {
+        let mut b = format!("MPUB {topic}\n").into_bytes();
+        b.extend_from_slice(&8u32.to_be_bytes());
+        b.extend_from_slice(&1u32.to_be_bytes());
+        b.extend_from_slice(&0u32.to_be_bytes());
+        b
+    };
+    let (t0, t1) = topics("refused_");
+    let mut want = Vec::new();
+    for (i, topic) in [&t0, &t1, &t0, &t1].into_iter().enumerate() {
+        let mut c = d.client();
+        c.send(&bad(topic));
+        assert_eq!(
+            c.next_text(),
+            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
+        );
+        assert!(c.closed_within(Duration::from_secs(5)), "closed after {i}");
+        want.push(topic.clone());
+    }
+    let (p0, p1) = topics("published_");
+    for (first, then) in [(&p0, format!("{t1}_x")), (&p1, format!("{t0}_y"))] {
+        let mut c = d.client();
+        c.cmd(&Command::Pub {
+            topic: first.as_str().into(),
+            body: b"x".as_slice().into(),
+        });
+        assert_eq!(c.next_text(), "R:OK");
+        c.send(&bad(&then));
+        assert_eq!(
+            c.next_text(),
+            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
+        );
+        assert!(c.closed_within(Duration::from_secs(5)));
+        want.push(first.clone());
+        want.push(then);
+    }
+    want.sort();
+    want.dedup();
+    assert_eq!(stats_topics(&d), want);
+    // A body size out of range is refused before: no topic.
+    let mut c = d.client();
+    let mut b = b"MPUB never_made\n".to_vec();
+    b.extend_from_slice(&0u32.to_be_bytes());
+    c.send(&b);
+    assert_eq!(c.next_text(), "E:E_BAD_BODY MPUB invalid body size 0");
+    assert!(c.closed_within(Duration::from_secs(5)));
+    assert_eq!(stats_topics(&d), want);
+}

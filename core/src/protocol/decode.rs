@@ -58,6 +58,13 @@ pub enum Decoded {
     Ignored(usize),
     /// nsqd closes the connection without a frame (a line longer than its read buffer).
     Close,
+    /// An MPUB whose body size passed but whose messages did not: nsqd has made the topic by
+    /// then (`GetTopic` comes before `readMPUB`), so the broker makes it too, then sends the
+    /// (fatal) error.
+    Refused {
+        topic: TopicName,
+        error: ProtocolError,
+    },
 }
 
 type Res = Result<Decoded, ProtocolError>;
@@ -466,7 +473,11 @@ fn mpub(buf: &[u8], params: &[&[u8]], at: usize, ctx: &DecodeContext<'_>) -> Res
         ));
     }
     // nsqd then reads the messages straight from the stream (the body size is only checked).
-    match read_mpub(&buf[at + 4..], ctx.limits)? {
+    let read = match read_mpub(&buf[at + 4..], ctx.limits) {
+        Ok(read) => read,
+        Err(error) => return Ok(Decoded::Refused { topic, error }),
+    };
+    match read {
         MpubRead::Done(bodies, n) => Ok(Decoded::Command(
             Command::Mpub { topic, bodies },
             at + 4 + n,
@@ -576,8 +587,39 @@ mod tests {
         }
     }
 
+    /// The error frame's text: a decode error, or the error of a refused MPUB.
     fn err(buf: &[u8], state: ClientState) -> String {
-        decode(buf, &ctx(state)).unwrap_err().to_string()
+        match decode(buf, &ctx(state)) {
+            Err(e) | Ok(Decoded::Refused { error: e, .. }) => e.to_string(),
+            Ok(other) => panic!("{other:?} is not an error"),
+        }
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn an_mpub_refused_for_its_messages_names_its_topic_and_one_for_its_size_does_not() {
+        // Count 0, a message of size 0, one too big: nsqd has made the topic by then.
+        for buf in [
+            &b"MPUB t\n\x00\x00\x00\x08\x00\x00\x00\x00"[..],
+            b"MPUB t\n\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x00",
+            b"MPUB t\n\x00\x00\x00\x08\x00\x00\x00\x01\x00\x20\x00\x00",
+        ] {
+            match decode(buf, &ctx(ClientState::Init)) {
+                Ok(Decoded::Refused { topic, error }) => {
+                    assert_eq!(&*topic, "t");
+                    assert!(error.fatal, "{error}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // A body size out of range, a bad name: refused before nsqd makes the topic.
+        for buf in [
+            &b"MPUB t\n\x00\x00\x00\x00"[..],
+            b"MPUB t\n\x00\x60\x00\x00",
+            b"MPUB t!\n",
+        ] {
+            assert!(decode(buf, &ctx(ClientState::Init)).is_err(), "{buf:?}");
+        }
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]
