@@ -13,7 +13,6 @@ gnsq speaks to nsqd three ways, and each is checked:
   status as its NSQHttpError; LookupdClient and a Consumer given only nsqlookupd.
 Prints "gnsq: N passed, 0 failed" and exits 0 on success.
 """
-import ssl
 import sys
 import time
 
@@ -21,30 +20,13 @@ import gevent
 import gnsq
 from gnsq import errors
 
+from checks import check, conn_options, finish
+
 tcp, http_addr, lookupd, topic = sys.argv[1:5]
 mode = sys.argv[5] if len(sys.argv) > 5 else "plain"
 host, port = tcp.split(":")
 port = int(port)
-conn_opts = {}
-if "tls" in mode:
-    conn_opts["tls_v1"] = True
-    conn_opts["tls_options"] = {"cert_reqs": ssl.CERT_NONE}
-if "snappy" in mode:
-    conn_opts["snappy"] = True
-if "deflate" in mode:
-    conn_opts["deflate"] = True
-    conn_opts["deflate_level"] = 3
-
-failures = []
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
+conn_opts = conn_options(mode, deflate_level=3)
 
 
 def read_frame(conn, want_type, what):
@@ -285,5 +267,4 @@ if mode == "plain":
     http_checks()
 if lookupd != "-":
     lookupd_checks()
-print("gnsq (%s): %d passed, %d failed" % (mode, checks - len(failures), len(failures)), flush=True)
-sys.exit(1 if failures else 0)
+finish("gnsq (%s)" % mode)

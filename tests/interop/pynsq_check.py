@@ -6,42 +6,23 @@ every message arrives; FIN finishes; REQ redelivers with attempts+1; TOUCH exten
 the handler never answers times out and comes back with attempts+1; DPUB is not early.
 Prints "pynsq: N passed, 0 failed" and exits 0 on success.
 """
-import ssl
 import sys
 import time
 
 import nsq
 import tornado.ioloop
 
+from checks import check, conn_options, finish
+
 addr, topic = sys.argv[1], sys.argv[2]
 mode = sys.argv[3] if len(sys.argv) > 3 else "plain"
-conn_opts = {}
-if "tls" in mode:
-    conn_opts["tls_v1"] = True
-    conn_opts["tls_options"] = {"cert_reqs": ssl.CERT_NONE}
-if "snappy" in mode:
-    conn_opts["snappy"] = True
-if "deflate" in mode:
-    conn_opts["deflate"] = True
-    conn_opts["deflate_level"] = 6
-if "auth" in mode:
-    conn_opts["auth_secret"] = b"pynsq-secret"
+conn_opts = conn_options(mode)
 io = tornado.ioloop.IOLoop.current()
-failures = []
 published = {}
 seen = {}
 done = set()
 dpub_due = {}
 expected = set()
-checks = 0
-
-
-def check(cond, what):
-    global checks
-    checks += 1
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what, flush=True)
 
 
 def on_pub(conn, data):
@@ -129,5 +110,4 @@ check(seen.get(b"touch-me") == [1], "TOUCHed message delivered once: %r" % seen.
 for body, attempts in seen.items():
     if body not in (b"req-me", b"timeout-me"):
         check(attempts == [1], "%r delivered once: %r" % (body, attempts))
-print("pynsq: %d passed, %d failed" % (checks - len(failures), len(failures)), flush=True)
-sys.exit(1 if failures else 0)
+finish("pynsq")

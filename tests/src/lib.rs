@@ -83,6 +83,47 @@ pub mod tempdir {
     }
 }
 
+/// A fresh self-signed certificate (for `localhost` and `127.0.0.1`) and its key, written to
+/// `dir`: nsqd's `-tls-cert=…` and `-tls-key=…` flags.
+pub fn tls_flags(dir: &Path) -> [String; 2] {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .expect("cert");
+    let (cert_path, key_path) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_path, cert.cert.pem()).expect("write cert");
+    std::fs::write(&key_path, cert.key_pair.serialize_pem()).expect("write key");
+    [
+        format!("-tls-cert={}", cert_path.display()),
+        format!("-tls-key={}", key_path.display()),
+    ]
+}
+
+/// Run `tests/interop/<script>` with `args` in the interop venv (pynsq and gnsq, installed by
+/// the README's test command) and assert it passed every check ("N passed, 0 failed").
+pub fn python_check(script: &str, args: &[String]) {
+    let python = target_dir().join("venv-interop/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh (it installs pynsq and gnsq)",
+        python.display()
+    );
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("interop")
+        .join(script);
+    let out = Command::new(python)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .arg(path)
+        .args(args)
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{script} {args:?} failed:\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
+
 /// A running nsqd.
 pub struct Nsqd {
     child: Child,
