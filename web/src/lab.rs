@@ -624,7 +624,7 @@ impl View {
                 }
                 self.highlight = Some(*id);
                 format!(
-                    "Message {} goes into channel {channel}'s deferred heap, due at {}.",
+                    "Message {} is deferred on channel {channel} until {}: next it is pushed into the channel's deferred min-heap.",
                     short(*id),
                     self.fmt(*due)
                 )
