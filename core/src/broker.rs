@@ -828,7 +828,8 @@ impl Broker {
                     // nsqd makes the topic before it reads the messages. One another partition
                     // owns is made there: a client that is not subscribed moves there (it is
                     // closed anyway) and meets the same refusal; a subscribed one stays with
-                    // its channel and the topic is not made.
+                    // its channel and forwards a publish of nothing, which makes the topic
+                    // (its answer finds no client waiting).
                     let owner = partition_of(&topic, self.opts.partitions.max(1));
                     if self.opts.partitions <= 1 || owner == self.opts.partition {
                         self.topic_slot(now, &topic);
@@ -837,6 +838,15 @@ impl Broker {
                             Routed::Wait => pos,
                             _ => input.len(),
                         };
+                    } else {
+                        self.forwards.push_back(Forward {
+                            client: id,
+                            to: owner,
+                            topic: topic.to_string(),
+                            bodies: Vec::new(),
+                            defer: None,
+                            cmd: "MPUB",
+                        });
                     }
                     self.fail(now, id, error);
                     return pos;
@@ -932,6 +942,11 @@ impl Broker {
         }
         if self.health.is_some() {
             return Err(AdminError::Exiting);
+        }
+        if bodies.is_empty() {
+            // (`/mpub` of no lines, or a forwarded refused MPUB): the topic is made, as nsqd's.
+            self.get_or_create_topic(now, topic);
+            return Ok(Vec::new());
         }
         let mut ids = Vec::with_capacity(bodies.len());
         self.publish_inner(now, topic, bodies.into_iter(), defer, None, Some(&mut ids));

@@ -49,7 +49,8 @@ pub struct Migration {
     pub(crate) state: Box<Client>,
 }
 
-/// A publish to run on partition `to` on behalf of `client`.
+/// A publish to run on partition `to` on behalf of `client` (with no bodies it only makes the
+/// topic: an MPUB the client's partition refused for its messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Forward {
     pub client: ClientId,

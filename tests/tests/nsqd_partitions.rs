@@ -291,8 +291,25 @@ fn an_mpub_refused_for_its_messages_makes_its_topic_in_its_partition() {
         want.push(first.clone());
         want.push(then);
     }
+    // A subscribed client stays with its channel; the topic is made in its own partition.
+    let (s0, s1) = topics("subscribed_");
+    for (sub_to, then) in [(&s0, format!("{t1}_s")), (&s1, format!("{t0}_s"))] {
+        let mut c = sub(&d, sub_to, 0);
+        c.send(&bad(&then));
+        assert_eq!(
+            c.next_text(),
+            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
+        );
+        assert!(c.closed_within(Duration::from_secs(5)));
+        want.push(sub_to.clone());
+        want.push(then);
+    }
     want.sort();
     want.dedup();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stats_topics(&d) != want && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(stats_topics(&d), want);
     // A body size out of range is refused before: no topic.
     let mut c = d.client();
