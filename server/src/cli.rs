@@ -55,21 +55,43 @@ pub fn parse<T: clap::Parser>(argv: impl IntoIterator<Item = String>) -> T {
     parse_showing::<T>(argv, &[])
 }
 
+/// [`parse`] for a program on Go's global `flag.CommandLine` (nsq_tail, to_nsq, nsq_stat):
+/// its usage names the program as it was invoked, `os.Args[0]` (here `argv`'s first word),
+/// not a fixed name as a `flag.NewFlagSet` does (nsqd, nsqlookupd, nsq_to_file).
+pub fn parse_command_line<T: clap::Parser>(argv: Vec<String>) -> T {
+    let name = argv.first().cloned().unwrap_or_default();
+    parse_named::<T>(argv, &[], Some(name))
+}
+
 /// [`parse`], with defaults the usage shows for flags whose default is worked out at run
 /// time (nsqd's `--broadcast-address` is the hostname).
 pub fn parse_showing<T: clap::Parser>(
     argv: impl IntoIterator<Item = String>,
     shown: &[(&str, String)],
 ) -> T {
-    let usage_cmd = T::command().mut_args(|a| {
-        match shown.iter().find(|(flag, _)| a.get_long() == Some(flag)) {
-            Some((_, value)) => {
-                let value: &'static str = Box::leak(value.clone().into_boxed_str());
-                a.default_value(value)
-            }
-            None => a,
-        }
-    });
+    parse_named::<T>(argv, shown, None)
+}
+
+/// The parser: `usage_name` replaces the command's name in the usage.
+fn parse_named<T: clap::Parser>(
+    argv: impl IntoIterator<Item = String>,
+    shown: &[(&str, String)],
+    usage_name: Option<String>,
+) -> T {
+    let named = match usage_name {
+        Some(n) => T::command().name(Box::leak(n.into_boxed_str()) as &'static str),
+        None => T::command(),
+    };
+    let usage_cmd =
+        named.mut_args(
+            |a| match shown.iter().find(|(flag, _)| a.get_long() == Some(flag)) {
+                Some((_, value)) => {
+                    let value: &'static str = Box::leak(value.clone().into_boxed_str());
+                    a.default_value(value)
+                }
+                None => a,
+            },
+        );
     // As in Go, a flag given again replaces its value (a list flag adds to it).
     let cmd = T::command().args_override_self(true).mut_args(|a| {
         if a.get_action().takes_values() && !a.is_require_equals_set() {

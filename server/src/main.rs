@@ -53,8 +53,12 @@ fn daemon_setup(name: &str, version: bool, prefix: &str, level: &str) -> bool {
     true
 }
 
-fn tool_argv(name: &str, rest: Vec<String>) -> Vec<String> {
-    std::iter::once(name.to_string()).chain(rest).collect()
+/// A tool's argv: its first word is what the tool was invoked as through a symlink (as Go's
+/// `os.Args[0]`: `nsq_tail`, `./nsq_tail`, `/usr/bin/nsq_tail`), else its NSQ name.
+fn tool_argv(name: &str, invoked: Option<&str>, rest: Vec<String>) -> Vec<String> {
+    std::iter::once(invoked.unwrap_or(name).to_string())
+        .chain(rest)
+        .collect()
 }
 
 /// A daemon that could not start: Go's `logFatal("failed to instantiate nsqd - %s", err)`
@@ -69,13 +73,16 @@ fn failed_to_instantiate(prefix: &str, program: &str, e: anyhow::Error) -> ! {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().collect();
+    let invoked_as = args[0].clone();
     let argv0 = std::path::Path::new(&args[0])
         .file_name()
         .and_then(|s| s.to_str())
         .unwrap_or("nsqlab")
         .to_string();
     // Called as `nsqd` (a symlink): behave as `nsqlab nsqd`; likewise for NSQ's other programs.
-    let program = if let Some((_, sub)) = PROGRAMS.iter().find(|(name, _)| *name == argv0) {
+    let symlinked = PROGRAMS.iter().find(|(name, _)| *name == argv0);
+    let invoked = symlinked.map(|_| invoked_as.as_str());
+    let program = if let Some((_, sub)) = symlinked {
         sub.to_string()
     } else {
         if args.len() < 2 {
@@ -148,10 +155,10 @@ fn main() {
                 }
             }
         }
-        "tail" => nsqlab::tools::tail::main(tool_argv("nsq_tail", rest)),
-        "to_file" => nsqlab::tools::to_file::main(tool_argv("nsq_to_file", rest)),
-        "to_nsq" => nsqlab::tools::to_nsq::main(tool_argv("to_nsq", rest)),
-        "stat" => nsqlab::tools::stat::main(tool_argv("nsq_stat", rest)),
+        "tail" => nsqlab::tools::tail::main(tool_argv("nsq_tail", invoked, rest)),
+        "to_file" => nsqlab::tools::to_file::main(tool_argv("nsq_to_file", invoked, rest)),
+        "to_nsq" => nsqlab::tools::to_nsq::main(tool_argv("to_nsq", invoked, rest)),
+        "stat" => nsqlab::tools::stat::main(tool_argv("nsq_stat", invoked, rest)),
         "demo" => nsqlab::demo::run(),
         "bench" => {
             #[derive(clap::Parser)]

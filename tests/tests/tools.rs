@@ -494,3 +494,30 @@ fn to_nsq_dials_again_after_nsqd_closed_its_idle_connection() {
     assert!(done.status.success(), "to_nsq: {err}");
     assert_eq!(depth(&d), 2);
 }
+
+#[test]
+fn usage_names_the_program_as_go_flag_does() {
+    // nsq_tail, to_nsq and nsq_stat parse Go's global flag.CommandLine: the usage names
+    // os.Args[0], the path they were invoked by; nsq_to_file's own FlagSet is named "nsqd".
+    for (name, usage_of) in [
+        ("nsq_tail", None),
+        ("to_nsq", None),
+        ("nsq_stat", None),
+        ("nsq_to_file", Some("nsqd")),
+    ] {
+        let (_dir, mut cmd) = tool(name);
+        let invoked = cmd.get_program().to_string_lossy().into_owned();
+        let out = cmd.arg("-no-such-flag").output().expect("run the tool");
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let mut lines = err.lines();
+        assert_eq!(
+            lines.next(),
+            Some("flag provided but not defined: -no-such-flag"),
+            "{err}"
+        );
+        let want = format!("Usage of {}:", usage_of.unwrap_or(&invoked));
+        assert_eq!(lines.next(), Some(want.as_str()), "{name}: {err}");
+        assert!(invoked.ends_with(name), "{invoked}");
+    }
+}

@@ -56,7 +56,7 @@ struct ChannelStats {
 }
 
 pub fn main(args: Vec<String>) {
-    let a = crate::cli::parse::<StatArgs>(args);
+    let a = crate::cli::parse_command_line::<StatArgs>(args);
     if a.version {
         println!("nsq_stat v{}", nsqlab_core::VERSION);
         return;

@@ -41,7 +41,7 @@ pub struct TailArgs {
 }
 
 pub fn main(args: Vec<String>) {
-    let mut a = crate::cli::parse::<TailArgs>(args);
+    let mut a = crate::cli::parse_command_line::<TailArgs>(args);
     if a.version {
         println!("nsq_tail v{}", nsqlab_core::VERSION);
         return;

@@ -29,7 +29,7 @@ pub struct ToNsqArgs {
 }
 
 pub fn main(args: Vec<String>) {
-    let a = crate::cli::parse::<ToNsqArgs>(args);
+    let a = crate::cli::parse_command_line::<ToNsqArgs>(args);
     let mut cfg = ClientConfig::default();
     for o in &a.producer_opt {
         if let Err(e) = cfg.set(o) {
