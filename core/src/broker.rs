@@ -436,6 +436,15 @@ impl Broker {
             Command::Sub { topic, .. } => topic,
             _ => return None,
         };
+        self.owner_elsewhere(topic)
+    }
+
+    /// The partition that owns `topic`, when it is not this one.
+    #[inline]
+    fn owner_elsewhere(&self, topic: &str) -> Option<u32> {
+        if self.opts.partitions <= 1 {
+            return None;
+        }
         let p = partition_of(topic, self.opts.partitions);
         (p != self.opts.partition).then_some(p)
     }
@@ -830,23 +839,24 @@ impl Broker {
                     // closed anyway) and meets the same refusal; a subscribed one stays with
                     // its channel and forwards a publish of nothing, which makes the topic
                     // (its answer finds no client waiting).
-                    let owner = partition_of(&topic, self.opts.partitions.max(1));
-                    if self.opts.partitions <= 1 || owner == self.opts.partition {
-                        self.topic_slot(now, &topic);
-                    } else if self.clients[&id].state == ClientState::Init {
-                        return match self.move_client(id, owner, &input[pos..], true) {
-                            Routed::Wait => pos,
-                            _ => input.len(),
-                        };
-                    } else {
-                        self.forwards.push_back(Forward {
+                    match self.owner_elsewhere(&topic) {
+                        None => {
+                            self.topic_slot(now, &topic);
+                        }
+                        Some(owner) if self.clients[&id].state == ClientState::Init => {
+                            return match self.move_client(id, owner, &input[pos..], true) {
+                                Routed::Wait => pos,
+                                _ => input.len(),
+                            };
+                        }
+                        Some(owner) => self.forwards.push_back(Forward {
                             client: id,
                             to: owner,
                             topic: topic.to_string(),
                             bodies: Vec::new(),
                             defer: None,
                             cmd: "MPUB",
-                        });
+                        }),
                     }
                     self.fail(now, id, error);
                     return pos;

@@ -255,23 +255,26 @@ fn an_mpub_refused_for_its_messages_makes_its_topic_in_its_partition() {
     // A message of size 0 in an MPUB whose body size is fine: nsqd makes the topic, then
     // refuses (fatally). Connections start in either partition; each topic is made once,
     // wherever the connection started, and also by one that published elsewhere first.
-    let bad = |topic: &str| {
+    let refused = |c: &mut Client, topic: &str| {
         let mut b = format!("MPUB {topic}\n").into_bytes();
         b.extend_from_slice(&8u32.to_be_bytes());
         b.extend_from_slice(&1u32.to_be_bytes());
         b.extend_from_slice(&0u32.to_be_bytes());
-        b
+        c.send(&b);
+        assert_eq!(
+            c.next_text(),
+            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0",
+            "{topic}"
+        );
+        assert!(
+            c.closed_within(Duration::from_secs(5)),
+            "closed after {topic}"
+        );
     };
     let (t0, t1) = topics("refused_");
     let mut want = Vec::new();
-    for (i, topic) in [&t0, &t1, &t0, &t1].into_iter().enumerate() {
-        let mut c = d.client();
-        c.send(&bad(topic));
-        assert_eq!(
-            c.next_text(),
-            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
-        );
-        assert!(c.closed_within(Duration::from_secs(5)), "closed after {i}");
+    for topic in [&t0, &t1, &t0, &t1] {
+        refused(&mut d.client(), topic);
         want.push(topic.clone());
     }
     let (p0, p1) = topics("published_");
@@ -282,25 +285,14 @@ fn an_mpub_refused_for_its_messages_makes_its_topic_in_its_partition() {
             body: b"x".as_slice().into(),
         });
         assert_eq!(c.next_text(), "R:OK");
-        c.send(&bad(&then));
-        assert_eq!(
-            c.next_text(),
-            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
-        );
-        assert!(c.closed_within(Duration::from_secs(5)));
+        refused(&mut c, &then);
         want.push(first.clone());
         want.push(then);
     }
     // A subscribed client stays with its channel; the topic is made in its own partition.
     let (s0, s1) = topics("subscribed_");
     for (sub_to, then) in [(&s0, format!("{t1}_s")), (&s1, format!("{t0}_s"))] {
-        let mut c = sub(&d, sub_to, 0);
-        c.send(&bad(&then));
-        assert_eq!(
-            c.next_text(),
-            "E:E_BAD_MESSAGE MPUB invalid message(0) body size 0"
-        );
-        assert!(c.closed_within(Duration::from_secs(5)));
+        refused(&mut sub(&d, sub_to, 0), &then);
         want.push(sub_to.clone());
         want.push(then);
     }
