@@ -564,7 +564,12 @@ impl View {
                 format!("Consumer {client} subscribed to {topic}/{channel}.")
             }
             EventKind::ClientReady { client, count } => {
-                format!("Consumer {client} sent RDY {count}: it accepts up to {count} messages in flight at once.")
+                let what = match count {
+                    0 => "it accepts no messages until it sends RDY again".to_string(),
+                    1 => "it accepts one message in flight at a time".to_string(),
+                    n => format!("it accepts up to {n} messages in flight at once"),
+                };
+                format!("Consumer {client} sent RDY {count}: {what}.")
             }
             EventKind::Published { topic, id, due, .. } => {
                 self.highlight = Some(*id);
@@ -605,10 +610,10 @@ impl View {
                 });
                 self.highlight = Some(*id);
                 if disk {
-                    format!("Channel {channel}'s memory queue is full: message {} goes to the disk backlog.", short(*id))
+                    format!("The memory queue of channel {channel} is full: message {} goes to the disk backlog.", short(*id))
                 } else {
                     format!(
-                        "Message {} joins channel {channel}'s memory queue, ready to send.",
+                        "Message {} joins the memory queue of channel {channel}, ready to send.",
                         short(*id)
                     )
                 }
@@ -958,6 +963,29 @@ mod tests {
     /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
     /// crashed consumer's message times out and goes to the other consumer; deleting the
     /// channel removes it and its consumers from the view.
+    #[test]
+    fn rdy_and_queue_steps_read_as_plain_english() {
+        let mut lab = Lab::new(Options::default(), 3);
+        let a = lab.add_consumer_by_hand("t", "workers", 1);
+        lab.set_behaviour(a, 100, 0);
+        lab.publish_by_hand("t", "one", 0, 1);
+        lab.run_until(ms(500));
+        lab.set_rdy_by_hand(a, 0);
+        lab.run_until(ms(600));
+        lab.set_rdy_by_hand(a, 5);
+        lab.run_until(ms(700));
+        let said = |part: &str| lab.log.iter().any(|s| s.text.contains(part));
+        for part in [
+            "RDY 1: it accepts one message in flight at a time.",
+            "RDY 0: it accepts no messages until it sends RDY again.",
+            "RDY 5: it accepts up to 5 messages in flight at once.",
+            "joins the memory queue of channel workers, ready to send.",
+        ] {
+            assert!(said(part), "no step says {part:?}");
+        }
+        assert!(!said("1 messages") && !said("workers's"));
+    }
+
     #[test]
     fn changes_by_hand() {
         let mut lab = Lab::new(Options::default(), 7);
