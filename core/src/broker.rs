@@ -82,6 +82,10 @@ pub enum AdminError {
     Exiting,
 }
 
+/// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
+/// their way (see `Broker::pump`).
+const READ_AHEAD: usize = 256;
+
 const TIMER_CHANNEL: u64 = 1 << 56;
 const TIMER_HEARTBEAT: u64 = 2 << 56;
 const TIMER_READ: u64 = 3 << 56;
@@ -266,9 +270,10 @@ impl Broker {
         };
         match body {
             Ok(body) if !body.is_empty() => {
-                // Next to go: it was on its way to a client when its body was fetched.
+                // Next to go (after those fetched before it): it was on its way to a client,
+                // or read ahead for one, when its body was fetched.
                 msg.body = body;
-                self.ch(ch).queue.memory.push_front(msg);
+                self.ch(ch).queue.put_fetched(msg);
                 self.pump(now, ch);
             }
             _ => {
@@ -1653,16 +1658,17 @@ impl Broker {
             return;
         };
         let mut sent = false;
-        // Bodies fetched from the store are for clients with room: no more at once than that.
-        // (Only evicted bodies are fetched; without eviction the clients' RDY is the bound.)
-        let mut room: i64 = if opts.evict_bodies && opts.durable {
+        // The clients' room for messages now. Bodies fetched from the store are for it: no
+        // more on their way at once than that (besides the read-ahead below). (Only evicted
+        // bodies are fetched; without eviction the clients' RDY is the bound.)
+        let fetching = opts.evict_bodies && opts.durable;
+        let mut room: i64 = if fetching {
             c.clients
                 .iter()
                 .filter_map(|id| clients.get(id))
                 .filter(|cl| cl.is_ready())
                 .map(|cl| cl.ready_count - cl.in_flight_count as i64)
                 .sum::<i64>()
-                - c.loading.len() as i64
         } else {
             i64::MAX
         };
@@ -1677,19 +1683,23 @@ impl Broker {
                 }
             }
             let Some(idx) = found else { break };
+            if c.queue.next_is_evicted() {
+                // Its body is in the store: fetch it; it is sent when it comes back (to
+                // whichever client is ready then).
+                if c.loading.len() as i64 >= room {
+                    break; // those on their way fill the room
+                }
+                let msg = c.queue.pop().expect("queue not empty");
+                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
+                c.loading.insert(id, msg);
+                loads.push_back(LoadRequest { topic, channel, id });
+                continue;
+            }
             c.next_client = (idx + 1) % n;
             let cid = c.clients[idx];
             let cl = clients.get_mut(&cid).expect("ready client exists");
             let mut msg = c.queue.pop().expect("queue not empty");
             room -= 1;
-            if msg.is_evicted() {
-                // Its body is in the store: fetch it; it is sent when it comes back.
-                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
-                c.loading.insert(id, msg);
-                loads.push_back(LoadRequest { topic, channel, id });
-                c.next_client = idx;
-                continue;
-            }
             let rate = cl.settings.sample_rate;
             if rate > 0 && (rng.next_u64() % 100) as i32 > rate {
                 // Not sampled: gone for this channel, as in nsqd; the store lets it go too.
@@ -1745,6 +1755,24 @@ impl Broker {
                 },
             );
             sent = true;
+        }
+        // Read ahead: while a consumer is ready, the bodies of the next messages are fetched
+        // before it asks, so one that finishes a message finds the next in memory rather
+        // than waiting for the store (a round trip to its thread). Up to READ_AHEAD of them
+        // at a time, fetched or on their way.
+        if fetching
+            && !c.paused
+            && c.clients
+                .iter()
+                .any(|id| clients.get(id).is_some_and(|cl| cl.is_ready()))
+        {
+            while c.loading.len() + c.queue.fetched_len() < READ_AHEAD && c.queue.next_is_evicted()
+            {
+                let msg = c.queue.pop().expect("a next message");
+                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
+                c.loading.insert(id, msg);
+                loads.push_back(LoadRequest { topic, channel, id });
+            }
         }
         if sent {
             self.drain_heap_trace(now, ch);

@@ -35,8 +35,12 @@ impl HeapItem for InFlight {
 /// queue's backlog keeps its bodies in the store (nsqd's disk queue), so a long backlog
 /// costs its entries only (a whole [`Message`] is twice that), and a memory-only one keeps
 /// the bodies beside them, in `bodies`.
+///
+/// In front of both, `fetched`: messages whose bodies came back from the store (see
+/// [`MessageQueue::put_fetched`]), next to go, in the order they were fetched.
 #[derive(Debug, Default, Clone)]
 pub struct MessageQueue {
+    fetched: std::collections::VecDeque<Message>,
     pub memory: ChunkedDeque<Message>,
     backend: ChunkedDeque<Spilled>,
     /// The bodies of the backend's entries that have theirs in memory, in the same order.
@@ -75,6 +79,28 @@ impl MessageQueue {
         true
     }
 
+    /// A message taken with [`MessageQueue::pop`] whose body was fetched from the store:
+    /// it goes before the rest, after those fetched before it.
+    pub fn put_fetched(&mut self, msg: Message) {
+        self.fetched.push_back(msg);
+    }
+
+    /// Whether the next message [`MessageQueue::pop`] gives has its body in the store.
+    pub fn next_is_evicted(&self) -> bool {
+        if !self.fetched.is_empty() {
+            return false;
+        }
+        match self.memory.front() {
+            Some(m) => m.is_evicted(),
+            None => self.backend.front().is_some_and(|s| !s.in_memory),
+        }
+    }
+
+    /// Messages in front whose bodies came back from the store.
+    pub fn fetched_len(&self) -> usize {
+        self.fetched.len()
+    }
+
     /// Whether the next [`MessageQueue::put`] goes to the backend.
     pub fn spills(&self, mem_queue_size: usize) -> bool {
         !(self.backend.is_empty() && self.memory.len() < mem_queue_size)
@@ -83,6 +109,9 @@ impl MessageQueue {
     /// The next message; one from the backend whose body is in the store comes with an
     /// evicted body ([`Message::is_evicted`]).
     pub fn pop(&mut self) -> Option<Message> {
+        if let Some(m) = self.fetched.pop_front() {
+            return Some(m);
+        }
         if let Some(m) = self.memory.pop_front() {
             return Some(m);
         }
@@ -98,7 +127,7 @@ impl MessageQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.memory.len() + self.backend.len()
+        self.fetched.len() + self.memory.len() + self.backend.len()
     }
 
     /// Messages in the backend (nsqd's `backend_depth`).
@@ -112,10 +141,11 @@ impl MessageQueue {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.memory.is_empty() && self.backend.is_empty()
+        self.fetched.is_empty() && self.memory.is_empty() && self.backend.is_empty()
     }
 
     pub fn clear(&mut self) {
+        self.fetched.clear();
         self.memory.clear();
         self.backend.clear();
         self.bodies.clear();
@@ -124,8 +154,9 @@ impl MessageQueue {
     /// The bodies of the queued messages, in order: `None` for one that waits in the store.
     pub fn bodies(&self) -> impl Iterator<Item = Option<&Body>> + '_ {
         let mut bodies = self.bodies.iter();
-        self.memory
+        self.fetched
             .iter()
+            .chain(self.memory.iter())
             .map(|m| (!m.is_evicted()).then_some(&m.body))
             .chain(
                 self.backend
@@ -136,8 +167,9 @@ impl MessageQueue {
 
     /// The IDs of the queued messages, in order.
     pub fn ids(&self) -> impl Iterator<Item = MessageId> + '_ {
-        self.memory
+        self.fetched
             .iter()
+            .chain(self.memory.iter())
             .map(|m| m.id)
             .chain(self.backend.iter().map(|s| s.id))
     }
@@ -158,7 +190,8 @@ pub struct Channel {
     pub in_flight: IndexedQueue<InFlight>,
     /// End-to-end latencies of finished messages (with e2e percentiles configured).
     pub e2e: Option<crate::e2e::E2eWindow>,
-    /// Due messages whose bodies are being loaded from storage.
+    /// Messages taken from the queue whose bodies are being loaded from storage (next to
+    /// go, or read ahead of the consumers: see `Broker::pump`).
     pub loading: FxHashMap<MessageId, Message>,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
     pub clients: Vec<ClientId>,
@@ -199,8 +232,9 @@ impl Channel {
     }
 
     /// nsqd's `depth`: ready messages (memory and backend), not in flight, not deferred.
+    /// Ready messages: queued, or being loaded to be sent.
     pub fn depth(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.loading.len()
     }
 
     /// The IDs of every message the channel holds (ready, deferred and in flight).

@@ -68,6 +68,10 @@ pub struct SimStore {
     pub hold: bool,
     /// Fail every write with this reason (nothing is applied).
     pub fail: Option<String>,
+    /// Leave body loads unanswered, in `held_loads` (call [`Sim::answer_loads`]), as a host
+    /// reading them on another thread does for a while.
+    pub hold_loads: bool,
+    pub held_loads: Vec<crate::LoadRequest>,
 }
 
 impl Sim {
@@ -103,6 +107,22 @@ impl Sim {
         };
         sim.flush();
         sim
+    }
+
+    /// Answer the held body loads, in the order they were asked for (see `hold_loads`).
+    pub fn answer_loads(&mut self) {
+        for req in std::mem::take(&mut self.store.held_loads) {
+            let body = self.body(&req);
+            self.broker.handle_loaded(self.now, &req, body);
+        }
+        self.flush();
+    }
+
+    fn body(&self, req: &crate::LoadRequest) -> Result<crate::Body, String> {
+        self.store
+            .replay
+            .body(&req.topic, req.id)
+            .ok_or_else(|| format!("message {} not in the store", req.id))
     }
 
     /// Acknowledge (or fail, with `fail`) every publish the store has seen.
@@ -198,11 +218,11 @@ impl Sim {
             self.broker.handle_stored(self.now, through, result);
         }
         while let Some(req) = self.broker.poll_load() {
-            let body = self
-                .store
-                .replay
-                .body(&req.topic, req.id)
-                .ok_or_else(|| format!("message {} not in the store", req.id));
+            if self.store.hold_loads {
+                self.store.held_loads.push(req);
+                continue;
+            }
+            let body = self.body(&req);
             self.broker.handle_loaded(self.now, &req, body);
         }
         while let Some(t) = self.broker.poll_transmit() {

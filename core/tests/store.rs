@@ -439,3 +439,74 @@ fn past_mem_queue_size_bodies_wait_in_the_store() {
         assert!(sim.broker.channel("t", "c").unwrap().loading.is_empty());
     }
 }
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn bodies_are_read_ahead_for_a_ready_consumer_and_go_in_order() {
+    let mut sim = Sim::new(
+        Options {
+            mem_queue_size: 0,
+            ..durable()
+        },
+        1,
+    );
+    let now = sim.now();
+    sim.broker.create_channel(now, "t", "c").unwrap();
+    let p = sim.connect();
+    for i in 0..300 {
+        sim.send(p, &pub_cmd("t", &format!("m{i}")));
+    }
+    // The host reads bodies on another thread: their answers come later.
+    sim.store.hold_loads = true;
+    // A consumer at RDY 0 has nothing read ahead for it.
+    let c = sub(&mut sim, "t", "c", 0);
+    assert!(sim.store.held_loads.is_empty());
+    // At RDY 1: its message and the read-ahead are on their way, nothing is sent yet, and
+    // the messages being read still count in the depth.
+    sim.send(c, &Command::Rdy(1));
+    assert_eq!(sim.store.held_loads.len(), 256);
+    assert!(sim.messages(c).is_empty());
+    assert_eq!(sim.broker.channel("t", "c").unwrap().depth(), 300);
+    sim.answer_loads();
+    // Then each FIN finds the next body in memory, without waiting for the store: 256 go
+    // before any further answer, in publish order.
+    let mut got = Vec::new();
+    for _ in 0..256 {
+        let ms = sim.messages(c);
+        assert_eq!(ms.len(), 1, "after {got:?}");
+        got.push(String::from_utf8_lossy(&ms[0].body).into_owned());
+        sim.send(c, &Command::Fin(ms[0].id.to_hex()));
+    }
+    assert!(sim.messages(c).is_empty(), "the rest is still being read");
+    assert_eq!(sim.broker.channel("t", "c").unwrap().depth(), 300 - 256);
+    sim.answer_loads();
+    while let Some(m) = sim.messages(c).pop() {
+        got.push(String::from_utf8_lossy(&m.body).into_owned());
+        sim.send(c, &Command::Fin(m.id.to_hex()));
+        sim.answer_loads();
+    }
+    let want: Vec<String> = (0..300).map(|i| format!("m{i}")).collect();
+    assert_eq!(got, want);
+    let ch = sim.broker.channel("t", "c").unwrap();
+    assert_eq!((ch.depth(), ch.loading.len()), (0, 0));
+
+    // A consumer with room for many: as many loads as its room, and the rest read ahead;
+    // they go in publish order.
+    for i in 300..320 {
+        sim.send(p, &pub_cmd("t", &format!("m{i}")));
+    }
+    sim.send(c, &Command::Rdy(0));
+    let d = sub(&mut sim, "t", "c", 0);
+    sim.send(d, &Command::Rdy(10));
+    assert_eq!(
+        sim.store.held_loads.len(),
+        20,
+        "10 for its room, 10 read ahead"
+    );
+    sim.answer_loads();
+    let first: Vec<String> = bodies(&mut sim, d);
+    assert_eq!(
+        first,
+        (300..310).map(|i| format!("m{i}")).collect::<Vec<_>>()
+    );
+}
