@@ -343,6 +343,24 @@ impl Ctx {
     }
 }
 
+/// The next batch of bodies the store's loader thread read (never, without a store).
+async fn loaded(store: &mut Option<super::store::Store>) -> Vec<super::store::Loaded> {
+    match store {
+        Some(s) => s.loaded().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Bodies read back from the store (or why not: the message is then dropped), in order.
+fn handle_loaded(broker: &mut Broker, batch: Vec<super::store::Loaded>) {
+    for l in batch {
+        if let Err(e) = &l.body {
+            tracing::error!("storage: {e}");
+        }
+        broker.handle_loaded(crate::clock::now(), &l.req, l.body);
+    }
+}
+
 async fn run(
     mut broker: Broker,
     mut rx: mpsc::Receiver<ToDriver>,
@@ -374,6 +392,10 @@ async fn run(
                 if let Some(p) = p {
                     handle_peer(&mut broker, &mut ctx, p);
                 }
+                Some(ToDriver::Tick)
+            }
+            batch = loaded(&mut store) => {
+                handle_loaded(&mut broker, batch);
                 Some(ToDriver::Tick)
             }
             m = rx.recv() => m,
@@ -411,14 +433,15 @@ async fn run(
         for reply in ctx.after_store.drain(..) {
             reply(stored.clone());
         }
-        // Bodies of deferred messages that became due come back from the files.
+        // Evicted bodies (deferred messages coming due, a backlog past --mem-queue-size) are
+        // read back on the loader thread; they arrive as a wake-up of their own.
         if let Some(s) = store.as_mut() {
-            while let Some(req) = broker.poll_load() {
-                let body = s.load(&req.topic, req.id);
-                if let Err(e) = &body {
-                    tracing::error!("storage: {e}");
+            loop {
+                let failed = s.request_loads(std::iter::from_fn(|| broker.poll_load()));
+                if failed.is_empty() {
+                    break;
                 }
-                broker.handle_loaded(crate::clock::now(), &req, body);
+                handle_loaded(&mut broker, failed);
             }
         }
         if let Some(s) = store.as_mut() {

@@ -32,9 +32,11 @@
 //! sync thread (so is a deleted topic's directory): freeing a file's blocks is slow.
 
 mod index;
+pub mod loader;
 pub mod record;
 
-use nsqlab_core::{Body, Broker, MessageId, Name, Replay, StoreOp, Time};
+pub use loader::Loaded;
+use nsqlab_core::{Broker, LoadRequest, MessageId, Name, Replay, StoreOp, Time};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -81,8 +83,9 @@ struct TopicMeta {
 
 #[derive(Debug)]
 struct Segment {
-    /// Opened on the first load from it.
-    reader: Option<File>,
+    /// Opened on the first load from it (shared with the loader thread's jobs), with its
+    /// path.
+    reader: Option<(Arc<File>, Arc<Path>)>,
     num: u64,
     /// Every message in this segment has an ID above this.
     mark: u64,
@@ -116,8 +119,8 @@ struct TopicStore {
     last_id: u64,
     /// Where the stored messages are, sparsely (see `index`).
     index: index::Index,
-    /// The last stretch read for loads, for the loads of the records after it.
-    ahead: record::ReadAhead,
+    /// This topic's name with the loader thread, which keeps what it last read of the log.
+    reads: Reads,
     /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
     meta_dirty: bool,
 }
@@ -164,6 +167,44 @@ pub struct Store {
     /// Asks the thread that makes next segments (see [`Prepared`]); `None` once closed.
     prep: Option<mpsc::Sender<Prep>>,
     prep_thread: Option<std::thread::JoinHandle<()>>,
+    /// Asks the thread that reads evicted bodies back (see [`loader`]); `None` once closed.
+    loader: Option<mpsc::Sender<loader::Msg>>,
+    loader_thread: Option<std::thread::JoinHandle<()>>,
+    /// What it read, in batches.
+    loaded: tokio::sync::mpsc::UnboundedReceiver<Vec<Loaded>>,
+    /// The loader's name for the next topic store.
+    next_reads: u64,
+}
+
+/// A topic store's name with the loader thread: what that thread read of a deleted segment
+/// (or of a log cut back after a failed write) is forgotten, and all it keeps of the topic
+/// when the topic store goes.
+#[derive(Debug)]
+struct Reads {
+    topic: u64,
+    loader: Option<mpsc::Sender<loader::Msg>>,
+}
+
+impl Reads {
+    fn forget(&self, seg: u64) {
+        if let Some(l) = &self.loader {
+            let _ = l.send(loader::Msg::Forget {
+                topic: self.topic,
+                seg: Some(seg),
+            });
+        }
+    }
+}
+
+impl Drop for Reads {
+    fn drop(&mut self) {
+        if let Some(l) = &self.loader {
+            let _ = l.send(loader::Msg::Forget {
+                topic: self.topic,
+                seg: None,
+            });
+        }
+    }
 }
 
 /// A segment open for appending, shared with the sync thread.
@@ -280,6 +321,11 @@ impl Store {
         let sync_thread = spawn_sync_thread(rx, cfg.sync_timeout);
         let (prep, prep_rx) = mpsc::channel();
         let prep_thread = spawn_prep_thread(prep_rx);
+        let (loader, loader_rx) = mpsc::channel();
+        let (loaded_tx, loaded) = tokio::sync::mpsc::unbounded_channel();
+        let loader_thread = loader::spawn(loader_rx, move |batch| {
+            let _ = loaded_tx.send(batch);
+        });
         let mut store = Store {
             cfg,
             root,
@@ -292,6 +338,10 @@ impl Store {
             sync_thread: Some(sync_thread),
             prep: Some(prep),
             prep_thread: Some(prep_thread),
+            loader: Some(loader),
+            loader_thread: Some(loader_thread),
+            loaded,
+            next_reads: 0,
         };
         let rec = store.recover(broker, now)?;
         Ok((store, rec))
@@ -531,7 +581,7 @@ impl Store {
             pending_copies: 0,
             last_id,
             index,
-            ahead: record::ReadAhead::default(),
+            reads: self.reads(),
             meta_dirty: false,
             next: Prepared::default(),
             next_asked: false,
@@ -745,6 +795,7 @@ impl Store {
         }
         let dir = self.root.join(&**topic);
         let pending_meta = self.missing.get(topic).cloned().unwrap_or_default();
+        let reads = self.reads();
         let made = (|| {
             fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
             let path = seg_path(&dir, 0);
@@ -774,7 +825,7 @@ impl Store {
                 pending_copies: 0,
                 last_id: 0,
                 index: index::Index::default(),
-                ahead: record::ReadAhead::default(),
+                reads,
                 meta_dirty: false,
                 next: Prepared::default(),
                 next_asked: false,
@@ -851,37 +902,114 @@ impl Store {
         result
     }
 
-    /// The body of stored message `id` of `topic` (evicted from memory: deferred, or in a
-    /// backlog past `--mem-queue-size`). Its segment is read forward from the index entry at
+    /// A name with the loader thread for a new topic store.
+    fn reads(&mut self) -> Reads {
+        self.next_reads += 1;
+        Reads {
+            topic: self.next_reads,
+            loader: self.loader.clone(),
+        }
+    }
+
+    /// Ask for the bodies of stored messages (evicted from memory: deferred, or in a backlog
+    /// past `--mem-queue-size`): the loader thread reads them and [`Store::loaded`] hands
+    /// them back, in this order. Those that cannot be asked for (the topic, message or
+    /// segment is gone, or the file does not open) are answered here, at once.
+    pub fn request_loads(&mut self, reqs: impl IntoIterator<Item = LoadRequest>) -> Vec<Loaded> {
+        let mut jobs = Vec::new();
+        let mut failed = Vec::new();
+        for req in reqs {
+            match self.job(req) {
+                Ok(job) => jobs.push(job),
+                Err(l) => failed.push(l),
+            }
+        }
+        if !jobs.is_empty() {
+            let sent = match &self.loader {
+                Some(l) => l.send(loader::Msg::Load(jobs)).map_err(|e| e.0),
+                None => Err(loader::Msg::Load(jobs)),
+            };
+            if let Err(loader::Msg::Load(jobs)) = sent {
+                failed.extend(jobs.into_iter().map(|j| Loaded {
+                    req: j.req,
+                    body: Err("storage is closed".to_string()),
+                }));
+            }
+        }
+        failed
+    }
+
+    /// The next batch of bodies the loader thread read (see [`Store::request_loads`]).
+    pub async fn loaded(&mut self) -> Vec<Loaded> {
+        match self.loaded.recv().await {
+            Some(batch) => batch,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Where to read message `req.id`: its segment is read forward from the index entry at
     /// or before it, or from the last load when that lies between.
-    pub fn load(&mut self, topic: &str, id: MessageId) -> Result<Body, StoreError> {
+    fn job(&mut self, req: LoadRequest) -> Result<loader::Job, Loaded> {
+        match self.locate(&req) {
+            Ok(at) => Ok(loader::Job { at, req }),
+            Err(e) => Err(Loaded { req, body: Err(e) }),
+        }
+    }
+
+    fn locate(&mut self, req: &LoadRequest) -> Result<loader::Where, StoreError> {
         let ts = self
             .topics
-            .get_mut(topic)
-            .ok_or_else(|| format!("topic {topic} has no storage"))?;
-        let not_stored = || format!("message {id} of {topic} is not stored");
-        let at = ts.index.locate(id.0).ok_or_else(not_stored)?;
-        let dir = ts.dir.clone();
+            .get_mut(&req.topic)
+            .ok_or_else(|| format!("topic {} has no storage", req.topic))?;
+        let at = ts
+            .index
+            .locate(req.id.0)
+            .ok_or_else(|| format!("message {} of {} is not stored", req.id, req.topic))?;
         let seg = ts
             .segments
             .iter_mut()
             .find(|s| s.num == at.seg as u64)
-            .ok_or_else(|| format!("message {id} of {topic}: segment {} is gone", at.seg))?;
-        if seg.reader.is_none() {
-            let path = seg_path(&dir, seg.num);
-            seg.reader = Some(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+            .ok_or_else(|| {
+                format!(
+                    "message {} of {}: segment {} is gone",
+                    req.id, req.topic, at.seg
+                )
+            })?;
+        let (file, path) = match &seg.reader {
+            Some((f, p)) => (f.clone(), p.clone()),
+            None => {
+                let path = seg_path(&ts.dir, seg.num);
+                let f = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+                let path: Arc<Path> = path.into();
+                seg.reader = Some((f.clone(), path.clone()));
+                (f, path)
+            }
+        };
+        Ok(loader::Where {
+            topic: ts.reads.topic,
+            seg: seg.num,
+            file,
+            path,
+            from_id: at.id,
+            from_off: at.off as u64,
+            end: seg.len,
+        })
+    }
+
+    /// The body of stored message `id` of `topic`, read now (waiting for the loader thread).
+    #[cfg(test)]
+    fn load(&mut self, topic: &str, id: MessageId) -> Result<nsqlab_core::Body, StoreError> {
+        let req = LoadRequest {
+            topic: topic.into(),
+            channel: "c".into(),
+            id,
+        };
+        if let Some(l) = self.request_loads([req]).pop() {
+            return l.body;
         }
-        let file = seg.reader.as_ref().expect("reader open");
-        let from = ts
-            .ahead
-            .resume(seg.num, at.id, id.0)
-            .unwrap_or(at.off as u64);
-        let exact = at.id == id.0;
-        match ts.ahead.find(file, seg.num, from, seg.len, id, exact) {
-            Ok(Some(body)) => Ok(body),
-            Ok(None) => Err(not_stored()),
-            Err(e) => Err(io_err("read", &seg_path(&dir, seg.num), e)),
-        }
+        let mut batch = self.loaded.blocking_recv().expect("the loader thread runs");
+        assert_eq!(batch.len(), 1);
+        batch.pop().expect("one body").body
     }
 
     /// After a failure: can the store write again? Creates what could not be created and
@@ -932,6 +1060,12 @@ impl Store {
         }
         let _ = self.sync.send(SyncMsg::Stop);
         if let Some(t) = self.sync_thread.take() {
+            let _ = t.join();
+        }
+        // Bodies still being read are not needed: their messages stay in the log.
+        self.topics.clear();
+        self.loader = None;
+        if let Some(t) = self.loader_thread.take() {
             let _ = t.join();
         }
     }
@@ -1002,7 +1136,7 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
                     .unwritten(first, ts.last_id, tail.num as u32, tail.len);
             }
             // What was read of the tail may be rewritten now.
-            ts.ahead.forget(tail.num);
+            ts.reads.forget(tail.num);
             ts.pending.clear();
             ts.pending_msgs = 0;
             Err(io_err("write", &path, e))
@@ -1195,7 +1329,7 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
             return;
         }
         let s = ts.segments.pop_front().expect("a segment");
-        ts.ahead.forget(s.num);
+        ts.reads.forget(s.num);
         ts.index.drop_segment(s.num as u32);
         let _ = sync.send(SyncMsg::RemoveSegment(
             ts.dir_fd.clone(),
@@ -1690,6 +1824,87 @@ mod tests {
         for id in [1, 3001, 4501, 9001, 9004] {
             assert!(store.load(&topic, MessageId(id)).is_err(), "ID {id}");
         }
+        close_and_remove(store, &dir);
+    }
+
+    fn load_request(topic: &Name, id: u64) -> LoadRequest {
+        LoadRequest {
+            topic: topic.clone(),
+            channel: "c".into(),
+            id: MessageId(id),
+        }
+    }
+
+    /// The next `n` bodies from the loader thread, in the order they came.
+    fn loaded_bodies(store: &mut Store, n: usize) -> Vec<(u64, Result<Vec<u8>, StoreError>)> {
+        let mut got = Vec::new();
+        while got.len() < n {
+            let batch = store
+                .loaded
+                .blocking_recv()
+                .expect("the loader thread runs");
+            got.extend(
+                batch
+                    .into_iter()
+                    .map(|l| (l.req.id.0, l.body.map(|b| b.to_vec()))),
+            );
+        }
+        got
+    }
+
+    #[test]
+    fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone() {
+        let (mut store, _rx, dir) = store_with_sync_channel("loader");
+        let topic = new_topic(&mut store);
+        for id in 1..=60u64 {
+            store.apply(StoreOp::Publish {
+                ticket: 0,
+                topic: topic.clone(),
+                held: true,
+                copies: 1,
+                due: None,
+                msg: nsqlab_core::Message::new(MessageId(id), id, body_of(id).into()),
+            });
+        }
+        store.commit().unwrap();
+        // Asked for in two batches (with one the store never had, answered at once), read
+        // in order; the second batch is asked for once the segment's file is unlinked (as
+        // the sync thread does once its messages are finished): the loads hold it open.
+        let failed = store.request_loads((1..=30).map(|id| load_request(&topic, id)));
+        assert!(failed.is_empty(), "{failed:?}");
+        let failed = store.request_loads([load_request(&topic, 999)]);
+        assert_eq!(failed.len(), 1);
+        assert_eq!(
+            failed[0].body,
+            Err("message 00000000000003e7 of t is not stored".into())
+        );
+        fs::remove_file(seg_path(&store.topics[&topic].dir, 0)).unwrap();
+        let failed = store.request_loads((31..=60).map(|id| load_request(&topic, id)));
+        assert!(failed.is_empty(), "{failed:?}");
+        let want: Vec<_> = (1..=60u64).map(|id| (id, Ok(body_of(id)))).collect();
+        assert_eq!(loaded_bodies(&mut store, 60), want);
+
+        // A topic deleted and made again under its name reads its own new log, not what the
+        // loader kept of the old one at the same offsets (the start of its first segment,
+        // read last).
+        assert!(store.request_loads([load_request(&topic, 1)]).is_empty());
+        assert_eq!(loaded_bodies(&mut store, 1), vec![(1, Ok(body_of(1)))]);
+        store.apply(StoreOp::TopicDeleted {
+            topic: topic.clone(),
+        });
+        store.commit().unwrap();
+        let topic = new_topic(&mut store);
+        for id in 61..=70u64 {
+            publish(&mut store, &topic, id, 100 + id as usize);
+        }
+        store.commit().unwrap();
+        assert!(store
+            .request_loads((61..=70).map(|id| load_request(&topic, id)))
+            .is_empty());
+        let want: Vec<_> = (61..=70u64)
+            .map(|id| (id, Ok(vec![b'a'; 100 + id as usize])))
+            .collect();
+        assert_eq!(loaded_bodies(&mut store, 10), want);
         close_and_remove(store, &dir);
     }
 

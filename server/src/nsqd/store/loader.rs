@@ -1,0 +1,109 @@
+//! The loader thread: reads evicted bodies (deferred messages coming due, a backlog past
+//! `--mem-queue-size`) back from the log, off the broker thread.
+//!
+//! The broker side knows where a message's record is (the sparse index, a segment's length
+//! and open file) and sends a [`Job`] per body; this thread reads it, keeping each topic's
+//! last stretch ([`ReadAhead`]) so a consumer draining a backlog costs one `pread` per
+//! stretch, and hands the bodies back in order, a batch per batch of jobs. Reading on the
+//! broker made every publisher of the partition wait for the disk: with a backlog older than
+//! the page cache keeps, a consumer's loads held the broker for 0.5–1 ms in a wake-up out of
+//! ten, and up to 19 ms at times, which was every publisher's round trip too.
+//!
+//! Jobs and [`Msg::Forget`]s arrive in the order the broker sent them, so what the broker
+//! forgets is forgotten before any later job reads. A job holds its segment's file open, so
+//! the segment may be deleted meanwhile; only bytes the log had written when the job was
+//! made (its `end`) are read.
+
+use super::record::ReadAhead;
+use super::StoreError;
+use nsqlab_core::{Body, LoadRequest};
+use rustc_hash::FxHashMap;
+use std::fs::File;
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+
+/// One body to read: where, and for which request.
+pub(super) struct Job {
+    pub at: Where,
+    pub req: LoadRequest,
+}
+
+/// Where a message's record is to be looked for.
+pub(super) struct Where {
+    /// Which topic's files (a number per topic store, never reused: a topic made again under
+    /// the same name starts from nothing).
+    pub topic: u64,
+    pub seg: u64,
+    pub file: Arc<File>,
+    /// For error texts.
+    pub path: Arc<Path>,
+    /// The index entry at or before the message: its ID and offset.
+    pub from_id: u64,
+    pub from_off: u64,
+    /// The segment's length when the job was made (its records are written up to there).
+    pub end: u64,
+}
+
+pub(super) enum Msg {
+    Load(Vec<Job>),
+    /// What was read of segment `seg` of a topic goes (it is deleted, or its end cut back);
+    /// with `None`, all of the topic's (it is gone).
+    Forget {
+        topic: u64,
+        seg: Option<u64>,
+    },
+}
+
+/// A body read back (or why it could not be), for `Broker::handle_loaded`.
+#[derive(Debug)]
+pub struct Loaded {
+    pub req: LoadRequest,
+    pub body: Result<Body, StoreError>,
+}
+
+/// Start the thread; `done` gets each batch's bodies, in the order of its jobs. It ends when
+/// the sender is dropped.
+pub(super) fn spawn(
+    rx: mpsc::Receiver<Msg>,
+    mut done: impl FnMut(Vec<Loaded>) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("nsqlab-load".into())
+        .spawn(move || {
+            let mut ahead: FxHashMap<u64, ReadAhead> = FxHashMap::default();
+            while let Ok(msg) = rx.recv() {
+                match msg {
+                    Msg::Load(jobs) => {
+                        done(jobs.into_iter().map(|j| read(&mut ahead, j)).collect())
+                    }
+                    Msg::Forget { topic, seg: None } => {
+                        ahead.remove(&topic);
+                    }
+                    Msg::Forget {
+                        topic,
+                        seg: Some(seg),
+                    } => {
+                        if let Some(a) = ahead.get_mut(&topic) {
+                            a.forget(seg);
+                        }
+                    }
+                }
+            }
+        })
+        .expect("spawn the loader thread")
+}
+
+fn read(ahead: &mut FxHashMap<u64, ReadAhead>, Job { at, req }: Job) -> Loaded {
+    let ahead = ahead.entry(at.topic).or_default();
+    let id = req.id;
+    let from = ahead
+        .resume(at.seg, at.from_id, id.0)
+        .unwrap_or(at.from_off);
+    let exact = at.from_id == id.0;
+    let body = match ahead.find(&at.file, at.seg, from, at.end, id, exact) {
+        Ok(Some(body)) => Ok(body),
+        Ok(None) => Err(format!("message {id} of {} is not stored", req.topic)),
+        Err(e) => Err(format!("read {}: {e}", at.path.display())),
+    };
+    Loaded { req, body }
+}
