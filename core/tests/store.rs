@@ -231,7 +231,7 @@ fn owed(sim: &Sim) -> BTreeMap<(String, String, MessageId), Option<Time>> {
             if c.ephemeral {
                 continue;
             }
-            for id in c.queue.ids() {
+            for id in c.queue.ids().chain(c.loading.keys().copied()) {
                 out.insert((t.name.to_string(), c.name.to_string(), id), None);
             }
             for e in c.deferred.entries() {
@@ -330,6 +330,14 @@ fn a_restart_owes_exactly_what_the_crashed_broker_owed() {
                 }
                 14 => {
                     let _ = sim.broker.create_channel(now, t, ch);
+                }
+                // Bodies read on another thread: held for a while, then answered (or lost
+                // in the crash).
+                15 if rng.next_u64() % 2 == 0 => {
+                    sim.store.hold_loads = !sim.store.hold_loads;
+                    if !sim.store.hold_loads {
+                        sim.answer_loads();
+                    }
                 }
                 _ => sim.sleep(ms(rng.next_u64() % 1500)),
             }

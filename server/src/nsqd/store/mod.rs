@@ -26,6 +26,11 @@
 //! after each sync (see `PageCache`). Publishing never waits for the disk on the broker
 //! thread (later metadata changes, rare, are written and synced there).
 //!
+//! # Reading
+//! Bodies evicted from memory (deferred messages, a backlog past `--mem-queue-size`) are read
+//! back on a loader thread ([`loader`]): [`Store::request_loads`] says where each record is,
+//! [`Store::loaded`] hands the bodies back in order. The broker thread never waits for a read.
+//!
 //! # Deleting
 //! Each segment counts the live copies of the messages it holds (`copies` on publish, minus
 //! FINs and drops). The oldest segments are deleted once their count is zero, in order, by the
