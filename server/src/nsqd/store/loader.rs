@@ -2,14 +2,14 @@
 //! `--mem-queue-size`) back from the log, off the broker thread.
 //!
 //! The broker side knows where a message's record is (the sparse index, a segment's length
-//! and open file) and sends a [`Job`] per body; this thread reads it, keeping each topic's
+//! and open file) and sends a `Job` per body; this thread reads it, keeping each topic's
 //! last stretch ([`ReadAhead`]) so a consumer draining a backlog costs one `pread` per
 //! stretch, and hands the bodies back in order, a batch per batch of jobs. Reading on the
 //! broker made every publisher of the partition wait for the disk: with a backlog older than
 //! the page cache keeps, a consumer's loads held the broker for 0.5–1 ms in a wake-up out of
 //! ten, and up to 19 ms at times, which was every publisher's round trip too.
 //!
-//! Jobs and [`Msg::Forget`]s arrive in the order the broker sent them, so what the broker
+//! Jobs and `Msg::Forget`s arrive in the order the broker sent them, so what the broker
 //! forgets is forgotten before any later job reads. A job holds its segment's file open, so
 //! the segment may be deleted meanwhile; only bytes the log had written when the job was
 //! made (its `end`) are read.
