@@ -1762,6 +1762,8 @@ impl Broker {
         // at a time, fetched or on their way.
         if fetching
             && !c.paused
+            && c.queue.next_is_evicted()
+            && c.loading.len() + c.queue.fetched_len() < READ_AHEAD
             && c.clients
                 .iter()
                 .any(|id| clients.get(id).is_some_and(|cl| cl.is_ready()))

@@ -231,8 +231,8 @@ impl Channel {
         }
     }
 
-    /// nsqd's `depth`: ready messages (memory and backend), not in flight, not deferred.
-    /// Ready messages: queued, or being loaded to be sent.
+    /// nsqd's `depth`: ready messages (memory and backend, and those whose bodies are being
+    /// loaded to be sent), not in flight, not deferred.
     pub fn depth(&self) -> usize {
         self.queue.len() + self.loading.len()
     }

@@ -1749,13 +1749,17 @@ mod tests {
     }
 
     fn publish(store: &mut Store, topic: &Name, id: u64, size: usize) {
+        publish_body(store, topic, id, vec![b'a'; size]);
+    }
+
+    fn publish_body(store: &mut Store, topic: &Name, id: u64, body: Vec<u8>) {
         store.apply(StoreOp::Publish {
             ticket: 0,
             topic: topic.clone(),
             held: true,
             copies: 1,
             due: None,
-            msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; size].into()),
+            msg: nsqlab_core::Message::new(MessageId(id), 0, body.into()),
         });
     }
 
@@ -1862,14 +1866,7 @@ mod tests {
         let (mut store, _rx, dir) = store_with_sync_channel("loader");
         let topic = new_topic(&mut store);
         for id in 1..=60u64 {
-            store.apply(StoreOp::Publish {
-                ticket: 0,
-                topic: topic.clone(),
-                held: true,
-                copies: 1,
-                due: None,
-                msg: nsqlab_core::Message::new(MessageId(id), id, body_of(id).into()),
-            });
+            publish_body(&mut store, &topic, id, body_of(id));
         }
         store.commit().unwrap();
         // Asked for in two batches (with one the store never had, answered at once), read
