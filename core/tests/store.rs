@@ -409,23 +409,30 @@ fn deferred_bodies_wait_in_the_store_and_come_back_when_due() {
     assert!(sim.messages(c).is_empty());
 }
 
+/// A durable broker with `--mem-queue-size=mem` and channel `t/c` holding `m0`..`m<n-1>`,
+/// published by the client returned.
+fn backlog(mem: usize, n: usize) -> (Sim, ClientId) {
+    let mut sim = Sim::new(
+        Options {
+            mem_queue_size: mem,
+            ..durable()
+        },
+        1,
+    );
+    let now = sim.now();
+    sim.broker.create_channel(now, "t", "c").unwrap();
+    let p = sim.connect();
+    for i in 0..n {
+        sim.send(p, &pub_cmd("t", &format!("m{i}")));
+    }
+    (sim, p)
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn past_mem_queue_size_bodies_wait_in_the_store() {
     for mem in [0, 3] {
-        let mut sim = Sim::new(
-            Options {
-                mem_queue_size: mem,
-                ..durable()
-            },
-            1,
-        );
-        let now = sim.now();
-        sim.broker.create_channel(now, "t", "c").unwrap();
-        let p = sim.connect();
-        for i in 0..10 {
-            sim.send(p, &pub_cmd("t", &format!("m{i}")));
-        }
+        let (mut sim, _) = backlog(mem, 10);
         let ch = sim.broker.channel("t", "c").unwrap();
         assert_eq!(ch.queue.memory.len(), mem);
         assert_eq!(ch.queue.backend_len(), 10 - mem);
@@ -451,19 +458,7 @@ fn past_mem_queue_size_bodies_wait_in_the_store() {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn bodies_are_read_ahead_for_a_ready_consumer_and_go_in_order() {
-    let mut sim = Sim::new(
-        Options {
-            mem_queue_size: 0,
-            ..durable()
-        },
-        1,
-    );
-    let now = sim.now();
-    sim.broker.create_channel(now, "t", "c").unwrap();
-    let p = sim.connect();
-    for i in 0..300 {
-        sim.send(p, &pub_cmd("t", &format!("m{i}")));
-    }
+    let (mut sim, p) = backlog(0, 300);
     // The host reads bodies on another thread: their answers come later.
     sim.store.hold_loads = true;
     // A consumer at RDY 0 has nothing read ahead for it.

@@ -960,9 +960,6 @@ mod tests {
         assert!(lab.log.iter().any(|s| s.text.contains("never answered")));
     }
 
-    /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
-    /// crashed consumer's message times out and goes to the other consumer; deleting the
-    /// channel removes it and its consumers from the view.
     #[test]
     fn rdy_and_queue_steps_read_as_plain_english() {
         let mut lab = Lab::new(Options::default(), 3);
@@ -986,6 +983,9 @@ mod tests {
         assert!(!said("1 messages") && !said("workers's"));
     }
 
+    /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
+    /// crashed consumer's message times out and goes to the other consumer; deleting the
+    /// channel removes it and its consumers from the view.
     #[test]
     fn changes_by_hand() {
         let mut lab = Lab::new(Options::default(), 7);
