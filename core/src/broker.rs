@@ -1848,6 +1848,9 @@ impl Broker {
                 id,
                 due,
             });
+            // Its pop (take, move, each sift swap) before it is queued, so the event stream
+            // tells the story in the order it happened.
+            self.drain_heap_trace(now, ch);
             // An evicted body stays in the store while the message queues; the pump fetches
             // it when a consumer has room (so many falling due at once are not all loaded).
             self.queue(now, ch, e.item);
@@ -1870,6 +1873,7 @@ impl Broker {
                 id,
                 client,
             });
+            self.drain_heap_trace(now, ch);
             self.queue(now, ch, msg);
         }
         if dirty {
