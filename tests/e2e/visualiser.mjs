@@ -1,185 +1,413 @@
-// The visualiser in real headless Chromium (Debian's, driven by playwright-core):
-// every scenario runs, the heap drawn is a valid min-heap at every step, counters and
-// explanations make sense; live mode follows a real DPUB. Screenshots go to target/screenshots.
-// usage: NODE_TOOLS=<dir with node_modules> node visualiser.mjs <base-url> <screenshot-dir>
+// The visualiser as a learner meets it, in real headless Chromium (Debian's, driven by
+// playwright-core), against the real server:
+// 1. every scenario stepped to its end: at each step the drawing is what the text says (each
+//    claim of the step holds in the DOM, the message the text names is drawn where it says),
+//    the counters equal the core's, the heap is in order between operations; the end is a
+//    state of its own; a screenshot per scenario;
+// 2. then 30 virtual minutes at 100×, and a publish is still consumed;
+// 3. forms and controls as a learner uses them (bad input is refused next to its field);
+// 4. layout at 390 px and 1920 px, a 10 000-message heap without overlap;
+// 5. live mode against this server, compared card by card with /stats.
+// usage: NODE_TOOLS=<dir with node_modules> node visualiser.mjs <base-url> <screenshot-dir> <tcp-addr>
 // Prints "visualiser: N passed, M failed".
 import { createRequire } from 'module';
 const require = createRequire(process.env.NODE_TOOLS + '/');
 const { chromium } = require('playwright-core');
-const os = require('os'), fs = require('fs'), path = require('path');
+const os = require('os'), fs = require('fs'), path = require('path'), net = require('net');
 
-const [base, shots] = process.argv.slice(2);
+const [base, shots, tcpAddr] = process.argv.slice(2);
 fs.mkdirSync(shots, { recursive: true });
 let passed = 0;
 const failures = [];
 const check = (cond, what) => { if (cond) passed++; else { failures.push(what); console.log('FAIL:', what); } };
+const only = process.env.ONLY ? process.env.ONLY.split(',') : null;
+const part = (name) => !only || only.includes(name);
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nsqlab-chromium-'));
 const ctx = await chromium.launchPersistentContext(dir, {
   executablePath: '/usr/bin/chromium', headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1280, height: 800 },
+  viewport: { width: 1280, height: 900 },
 });
-const page = await ctx.newPage();
 const errors = [];
-page.on('pageerror', (e) => errors.push(String(e)));
-page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-
-const heapArray = () => page.$$eval('[data-testid=heap-array] .cell[data-due]', (cells) =>
-  cells.map((c) => ({ due: Number(c.dataset.due), mark: c.classList.contains('mark') })));
-// Pairs (parent, child) out of heap order.
-const violations = (a) => a.flatMap((v, i) => (i > 0 && a[Math.floor((i - 1) / 2)].due > v.due ? [[Math.floor((i - 1) / 2), i]] : []));
-const counter = async (name) => {
-  const texts = await page.$$eval(`[data-testid=${name}]`, (els) => els.map((e) => e.textContent));
-  return texts.reduce((s, t) => s + Number(t.replace(/[^0-9]/g, '')), 0);
+const newPage = async (w = 1280, h = 900) => {
+  const page = await ctx.newPage();
+  await page.setViewportSize({ width: w, height: h });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  return page;
 };
-const explain = () => page.textContent('[data-testid=explain]');
 
-// 1. DPUB through the heap, one step at a time: a valid min-heap after every single swap.
-await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
-await page.waitForSelector('[data-testid=explain]');
-let sawSwap = false, maxHeap = 0;
-for (let i = 0; i < 60; i++) {
-  await page.click('[data-testid=step]');
-  const text = await explain();
-  if (text.startsWith('Swap index')) sawSwap = true;
-  const heap = await heapArray();
-  maxHeap = Math.max(maxHeap, heap.length);
-  // Mid-sift the heap may be out of order, but only around the entry being sifted (marked);
-  // between heap operations it is a valid min-heap.
-  const bad = violations(heap);
-  const heapStep = /^(Push|Swap|Pop|The last entry)/.test(text);
-  const marked = new Set(heap.flatMap((c, j) => (c.mark ? [j] : [])));
-  check(bad.every(([p, c]) => heapStep && (marked.has(p) || marked.has(c))),
-    `heap order after step ${i} (${text}): ${JSON.stringify(heap.map((c) => c.due))}`);
-  if (i === 29) await page.screenshot({ path: `${shots}/dpub-heap-step30.png` });
+// Everything the walk-through checks about one step, read in the page in one go. Returns a
+// list of problems (empty when the picture is what the text says).
+function audit() {
+  const problems = [];
+  const q = (sel, root = document) => [...root.querySelectorAll(sel)];
+  for (const pane of q('[data-testid=pane]')) {
+    const explain = pane.querySelector('[data-testid=explain]');
+    const text = explain.textContent;
+    const claims = JSON.parse(explain.dataset.claims || '[]');
+    const card = (c) => pane.querySelector(`.node.channel[data-key="${c.topic}/${c.channel}"]`);
+    const heap = (c) => pane.querySelector(`.heap[data-channel="${c.topic}/${c.channel}"]`);
+    const flight = (c) => pane.querySelector(`.inflight[data-channel="${c.topic}/${c.channel}"]`);
+    const labelOf = (id) => {
+      const el = pane.querySelector(`[data-id="${id}"] .lbl, .chip[data-id="${id}"], [data-id="${id}"] .l`);
+      return el ? el.textContent : null;
+    };
+    for (const c of claims) {
+      const where = `${c.topic}/${c.channel}`;
+      const spot = c.spot;
+      if (c.id) {
+        const label = labelOf(c.id);
+        const drawn = !(spot.at === 'heap' && spot.n >= 64);
+        if (spot.at !== 'gone' && drawn && label === null) problems.push(`${text}: ${c.id} (${spot.at}) is not drawn`);
+        if (label !== null && !text.includes(label)) problems.push(`${text}: names no "${label}"`);
+      }
+      if (spot.at === 'heap') {
+        const h = heap(c);
+        if (!h) { problems.push(`${text}: no heap drawn for ${where}`); continue; }
+        if (c.id) {
+          const node = h.querySelector(`g.hnode[data-id="${c.id}"]`);
+          if (node && node.dataset.index !== String(spot.n)) problems.push(`${text}: tree node at ${node.dataset.index}, text says ${spot.n}`);
+          const cell = h.querySelector(`.cell[data-index="${spot.n}"]`);
+          if (spot.n < 64 && (!cell || cell.dataset.id !== c.id)) problems.push(`${text}: array cell ${spot.n} holds ${cell && cell.dataset.id}`);
+          if (!node && spot.n < 7) problems.push(`${text}: no tree node for index ${spot.n}`);
+        } else {
+          const hole = h.querySelector(`.cell.hole[data-index="${spot.n}"]`);
+          if (!hole) problems.push(`${text}: no hole drawn at ${spot.n}`);
+        }
+      } else if (spot.at === 'memory' || spot.at === 'disk') {
+        const box = card(c) && card(c).querySelector(`[data-testid=${spot.at}]`);
+        const chip = box && box.querySelector(`.chip[data-id="${c.id}"]`);
+        const more = box && box.querySelector('.more');
+        if (!chip && !more) problems.push(`${text}: not in the ${spot.at} of ${where}`);
+        if (heap(c) && heap(c).querySelector(`[data-id="${c.id}"]`)) problems.push(`${text}: still drawn in the heap`);
+      } else if (spot.at === 'in_flight') {
+        const f = flight(c);
+        const row = f && f.querySelector(`.row[data-id="${c.id}"]`);
+        if (!row || row.dataset.client !== String(spot.n)) problems.push(`${text}: no in-flight row for ${c.id} to ${spot.n}`);
+        if (card(c) && card(c).querySelector(`.chip[data-id="${c.id}"]`)) problems.push(`${text}: still drawn in the queue`);
+      } else if (spot.at === 'gone') {
+        for (const el of [card(c), heap(c), flight(c)]) {
+          if (el && el.querySelector(`[data-id="${c.id}"]`)) problems.push(`${text}: ${c.id} is still drawn in ${where}`);
+        }
+      }
+    }
+    // The counters shown equal the core's own, between instants.
+    for (const cc of q('.node.channel[data-core]', pane)) {
+      const [d, f, i] = cc.dataset.core.split(',').map(Number);
+      const shown = (k) => Number(cc.querySelector(`[data-testid=${k}]`).dataset.value);
+      if (shown('depth') !== d || shown('deferred') !== f || shown('in-flight') !== i) {
+        problems.push(`${text}: ${cc.dataset.key} shows ${shown('depth')}/${shown('deferred')}/${shown('in-flight')}, the core has ${d}/${f}/${i}`);
+      }
+    }
+    // Tree and array agree, and between heap operations the heap is in order.
+    for (const h of q('.heap', pane)) {
+      for (const node of q('g.hnode[data-id]', h)) {
+        const cell = h.querySelector(`.cell[data-index="${node.dataset.index}"]`);
+        if (!cell || cell.dataset.id !== node.dataset.id) problems.push(`${text}: tree and array disagree at ${node.dataset.index}`);
+      }
+      const dues = q('.cell[data-due]', h).map((c) => Number(c.dataset.due));
+      const heapStep = /^(\d+\.\d+ s)?\s*(Push|Sift|Pop|The last entry|.* leaves the heap)/.test(text);
+      if (!heapStep && !h.querySelector('.cell.hole')) {
+        for (let k = 1; k < dues.length; k++) if (dues[Math.floor((k - 1) / 2)] > dues[k]) { problems.push(`${text}: heap out of order at ${k}`); break; }
+      }
+    }
+  }
+  return problems;
 }
-check(sawSwap, 'a sift swap was shown as its own step');
-check(maxHeap === 7, `all seven DPUBs reached the heap (max ${maxHeap})`);
-// Jumping timer by timer delivers them; the explanation names the exact firing.
-for (let i = 0; i < 40 && (await counter('finished')) < 7; i++) await page.click('[data-testid=next]');
-check((await counter('finished')) === 7, `all seven finished (${await counter('finished')})`);
-check(page.url().includes('scenario=dpub-heap'), 'URL keeps the scenario');
 
-// 2. Every scenario plays to the end at 100×.
-const ids = await page.$$eval('button.scenario', (bs) => bs.map((b) => b.dataset.scenario));
-check(ids.length >= 7, `at least 7 scenarios (${ids.length})`);
-for (const id of ids) {
-  await page.goto(`${base}/?scenario=${id}&seed=1&speed=100`);
+const stepOnce = async (page) => {
+  await page.click('[data-testid=step]');
+};
+
+async function walk(page, id, limit) {
+  await page.goto(`${base}/?scenario=${id}&seed=1&speed=1`);
   await page.waitForSelector('[data-testid=explain]');
-  await page.click('[data-testid=play]');
-  await page.waitForTimeout(1500);
-  await page.click('[data-testid=play]');
-  const finished = await counter('finished');
-  check(finished > 0, `${id}: messages finished (${finished})`);
-  check((await counter('depth')) === 0 && (await counter('in-flight')) === 0, `${id}: drained`);
-  check((await explain()).length > 10, `${id}: explains the last step`);
-  if (id === 'crash-timeout') check((await counter('timed-out')) === 1, 'crash scenario: one timeout');
-  if (id === 'overflow-disk') {
-    const log = await page.textContent('.log');
-    check(log !== null, 'overflow scenario has a log');
+  let steps = 0, bad = [], texts = new Set(), last = '';
+  while (steps < limit) {
+    if (await page.isDisabled('[data-testid=step]')) break;
+    await stepOnce(page);
+    steps++;
+    const problems = await page.evaluate(audit);
+    if (problems.length) bad.push(`step ${steps}: ${problems.join(' | ')}`);
+    const t = await page.textContent('[data-testid=pane] [data-testid=explain]');
+    texts.add(t); last = t;
   }
-  if (id === 'scan-vs-exact') {
-    const lates = await page.$$eval('[data-testid=lateness] .series', (ss) => ss.map((s) => [...s.querySelectorAll('rect')].map((r) => Number(r.dataset.lateMs))));
-    check(lates.length === 2 && lates[0].length === 20 && lates[1].length === 20, `two lateness series of 20: ${JSON.stringify(lates)}`);
-    check(lates[0].every((x) => x === 0), `exact timers are on time: ${lates[0]}`);
-    check(lates[1].some((x) => x > 0), `the scan loop is late: ${lates[1]}`);
-  }
-  await page.screenshot({ path: `${shots}/${id}.png` });
+  return { steps, bad, texts, last };
 }
 
-// 3. Changes by hand: add a consumer, change its behaviour, crash it, delete its channel;
-// messages glide between places (FLIP transforms while they move).
-await page.goto(`${base}/?scenario=load-balance&seed=3&speed=1`);
-await page.waitForSelector('[data-testid=explain]');
-const consumers = () => page.$$eval('.node.consumer', (els) => els.length);
-const before = await consumers();
-await page.fill('#m-topic', 'jobs');
-await page.fill('#m-channel', 'work');
-await page.fill('#m-rdy', '2');
-await page.click('[data-testid=add-consumer]');
-check((await consumers()) === before + 1, `add consumer: ${before} -> ${await consumers()}`);
-for (let i = 0; i < 10 && !(await page.$('.node.channel[data-channel=work]')); i++) await page.click('[data-testid=step]');
-check(await page.$('.node.channel[data-channel=work]') !== null, `its channel is drawn (${await explain()})`);
-const mine = page.locator('.node.consumer').last();
-check((await mine.textContent()).includes('work · RDY 2'), `its RDY shows: ${await mine.textContent()}`);
-await mine.locator('[data-testid=rdy]').fill('0');
-await mine.locator('[data-testid=rdy]').dispatchEvent('change');
-check((await mine.textContent()).includes('RDY 0'), 'RDY changed by hand');
-await mine.locator('[data-testid=crash]').click();
-check(await mine.evaluate((el) => el.classList.contains('crashed')), 'crash marks it');
-await mine.locator('[data-testid=crash]').click();
-check(!(await mine.evaluate((el) => el.classList.contains('crashed'))), 'recover unmarks it');
-await page.fill('#m-channel', 'no such!');
-await page.click('[data-testid=delete-channel]');
-check((await page.textContent('[data-testid=manage-status]')).includes('names'), 'a bad name is refused');
-await page.fill('#m-channel', 'work');
-await page.click('[data-testid=delete-channel]');
-await page.click('[data-testid=step]');
-for (let i = 0; i < 20 && (await page.$('.node.channel[data-channel=work]')); i++) await page.click('[data-testid=step]');
-check(await page.$('.node.channel[data-channel=work]') === null, `the deleted channel is gone (${await page.textContent('[data-testid=manage-status]')} / ${await explain()})`);
-check((await consumers()) === before, `its consumer went with it (${await consumers()})`);
-await page.fill('#m-topic', 'audit');
-await page.click('[data-testid=create-topic]');
-for (let i = 0; i < 10 && !(await page.$('.node.topic[data-topic=audit]')); i++) await page.click('[data-testid=step]');
-check(await page.$('.node.topic[data-topic=audit]') !== null, 'create topic draws it');
-await page.click('[data-testid=delete-topic]');
-for (let i = 0; i < 10 && (await page.$('.node.topic[data-topic=audit]')); i++) await page.click('[data-testid=step]');
-check(await page.$('.node.topic[data-topic=audit]') === null, 'delete topic removes it');
-await page.fill('#m-topic', 'orders');
-await page.fill('#m-channel', 'billing');
-await page.click('[data-testid=create-channel]');
-for (let i = 0; i < 10 && !(await page.$('.node.channel[data-channel=billing]')); i++) await page.click('[data-testid=step]');
-check(await page.$('.node.channel[data-channel=billing]') !== null, 'create channel draws it');
-// Publish a few and step: a chip that moved is drawn at its old place first (a transform),
-// then glides to its new one.
-await page.fill('#pub-defer', '0');
-await page.fill('#pub-count', '3');
-await page.click('[data-testid=publish]');
-let glided = false;
-for (let i = 0; i < 30 && !glided; i++) {
-  await page.click('[data-testid=step]');
-  glided = await page.evaluate(() => [...document.querySelectorAll('[data-flip]')].some((e) => e.style.transform === '' && e.style.transition.includes('transform')));
+// 1 + 2. Every scenario, stepped to its end (the 10 000-message heap: its first 600 steps,
+// then played to the end), then 30 virtual minutes at 100× and one more message.
+if (part('scenarios')) {
+  const page = await newPage(1280, 1300);
+  await page.goto(`${base}/`);
+  await page.waitForSelector('[data-testid=explain]');
+  const all = await page.$$eval('button.scenario', (bs) => bs.map((b) => b.dataset.scenario));
+  check(all.length >= 8, `at least 8 scenarios (${all.length})`);
+  const ids = process.env.SCENARIOS ? process.env.SCENARIOS.split(',') : all;
+  for (const id of ids) {
+    const big = id === 'big-heap';
+    const { steps, bad, texts, last } = await walk(page, id, big ? 600 : 5000);
+    check(bad.length === 0, `${id}: the picture is what the text says at every step (${steps} steps): ${bad.slice(0, 5).join('\n  ')}`);
+    check(texts.size > steps / 3, `${id}: steps say new things (${texts.size} texts in ${steps} steps)`);
+    if (big) {
+      await page.selectOption('[data-testid=speed]', '100');
+      await page.click('[data-testid=play]');
+      await page.waitForSelector('[data-testid=scenario-finished]', { timeout: 60000 }).catch(() => {});
+      await page.click('[data-testid=play]');
+    }
+    const finished = await page.$('[data-testid=scenario-finished]');
+    check(finished !== null, `${id}: the end is shown as such (last step: ${last})`);
+    check(await page.isDisabled('[data-testid=step]'), `${id}: Step is off at the end (${await page.textContent('[data-testid=clock]')}, playing: ${await page.textContent('[data-testid=play]')})`);
+    const before = await page.$$eval('[data-testid=log] .log-row', (r) => r.length);
+    await page.keyboard.press('ArrowRight');
+    const after = await page.$$eval('[data-testid=log] .log-row', (r) => r.length);
+    check(before === after, `${id}: nothing repeats after the end`);
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: `${shots}/${id}.png` });
+  }
+  await page.close();
+
+  // 30 virtual minutes at 100× in every scenario at once (one page each), then one more
+  // message is published and consumed.
+  const pages = await Promise.all(ids.map(async (id) => {
+    const p = await newPage(1000, 700);
+    await p.goto(`${base}/?scenario=${id}&seed=1&speed=100`);
+    await p.waitForSelector('[data-testid=explain]');
+    await p.click('[data-testid=play]');
+    return p;
+  }));
+  const clock = (p) => p.$eval('[data-testid=clock]', (e) => Number(e.textContent.replace(/[^0-9.]/g, '')));
+  const t0 = Date.now();
+  while (Date.now() - t0 < 60000) {
+    const ts = await Promise.all(pages.map(clock));
+    if (ts.every((t) => t >= 1800)) break;
+    await pages[0].waitForTimeout(1000);
+  }
+  for (const [k, p] of pages.entries()) {
+    const id = ids[k];
+    check((await clock(p)) >= 1800, `${id}: 30 virtual minutes played (${await clock(p)} s)`);
+    const finished = () => p.$$eval('.node.channel [data-testid=finished]', (els) => els.reduce((s, e) => s + Number(e.dataset.value), 0));
+    const before = await finished();
+    await p.click('[data-testid=publish]');
+    const told = await p.textContent('[data-testid=pane] [data-testid=explain]');
+    check(/producer publishes hello/.test(told), `${id}: the publish is told at once, by the producer: ${told}`);
+    const t1 = await clock(p);
+    while ((await clock(p)) < t1 + 60) await p.waitForTimeout(200);
+    await p.click('[data-testid=play]');
+    const after = await finished();
+    const log = await p.$$eval('[data-testid=log] .log-row', (r) => r.map((x) => x.title));
+    check(after > before, `${id}: a message published after 30 minutes is consumed (${before} → ${after})`);
+    check(!log.some((t) => t.includes('disconnected')), `${id}: nobody was disconnected`);
+    await p.close();
+  }
 }
-check(glided, 'a message glided to its new place');
-await page.waitForTimeout(500);
-await page.evaluate(() => window.scrollTo(0, 0));
-await page.screenshot({ path: `${shots}/manage.png`, fullPage: true });
 
-// 4. Phone-sized screen.
-await page.setViewportSize({ width: 390, height: 844 });
-await page.goto(`${base}/?scenario=load-balance&seed=1&speed=1`);
-await page.waitForSelector('[data-testid=explain]');
-for (let i = 0; i < 12; i++) await page.keyboard.press('ArrowRight');
-check((await page.textContent('[data-testid=clock]')).startsWith('t = '), 'keyboard stepping works');
-const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-check(overflow <= 1, `no sideways scrolling on a phone (${overflow}px)`);
-await page.waitForTimeout(500);
-await page.screenshot({ path: `${shots}/phone-load-balance.png`, fullPage: true });
+// 3. Controls and forms as a learner uses them.
+if (part('forms')) {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  // By hand at the current instant: step to the first pop, publish: the clock stays.
+  for (let i = 0; i < 200 && !(await page.textContent('[data-testid=explain]')).includes('Pop:'); i++) await stepOnce(page);
+  const clockText = () => page.textContent('[data-testid=clock]');
+  const at = await clockText();
+  check(at === 't = 1.250 s', `the first pop is at 1.250 s (${at})`);
+  await page.click('[data-testid=publish]');
+  check((await clockText()) === at, `publishing by hand keeps the clock (${at} → ${await clockText()})`);
+  check((await page.textContent('[data-testid=explain]')).includes('publishes hello'), 'the publish is shown at once');
+  check((await page.inputValue('#pub-topic')) === 'orders' && (await page.inputValue('#m-channel')) === 'billing', 'the forms start with the scenario\'s topic and channel');
+  for (const [field, value, want] of [
+    ['#pub-defer', '-500', 'E_INVALID DPUB could not parse timeout -500'],
+    ['#pub-defer', '99999999', 'E_INVALID DPUB timeout 99999999 out of range 0-3600000'],
+    ['#pub-body', '', 'E_BAD_MESSAGE PUB invalid message body size 0'],
+    ['#pub-topic', 'no such!', 'E_BAD_TOPIC PUB topic name "no such!" is not valid'],
+    ['#pub-count', '1000000', 'at most 1000'],
+  ]) {
+    await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
+    await page.waitForSelector('[data-testid=explain]');
+    await page.fill(field, value);
+    await page.click('[data-testid=publish]');
+    const refusal = await page.$(`[data-testid=${field.slice(1)}-refusal]`);
+    const said = refusal ? await refusal.textContent() : '(nothing)';
+    check(said.includes(want), `${field} = ${JSON.stringify(value)} is refused next to the field: ${said}`);
+    check((await page.$$eval('[data-testid=log] .log-row', (r) => r.length)) === 0, `${field} = ${JSON.stringify(value)}: nothing was published`);
+  }
+  // A delay with a count: that many DPUBs.
+  await page.fill('#pub-defer', '3000');
+  await page.fill('#pub-count', '3');
+  await page.fill('#pub-body', 'hello');
+  await page.fill('#pub-topic', 'orders');
+  await page.click('[data-testid=publish]');
+  const published = () => page.$eval('.node.producer .meta', (e) => e.textContent);
+  for (let i = 0; i < 30 && !(await published()).includes('published 3'); i++) await stepOnce(page);
+  check((await published()).startsWith('published 3'), `count 3 with delay 3000 is three messages: ${await published()}`);
+  for (let i = 0; i < 30 && Number(await page.$eval('.node.channel [data-testid=deferred]', (e) => e.dataset.value)) < 3; i++) await stepOnce(page);
+  check(Number(await page.$eval('.node.channel [data-testid=deferred]', (e) => e.dataset.value)) === 3, 'all three are deferred (DPUB)');
+  await page.screenshot({ path: `${shots}/forms.png`, fullPage: true });
+  await page.close();
+}
 
-// 5. Live mode against this server: the snapshot on connect, then a real DPUB entering the
-// channel's deferred heap and leaving it when due.
-await page.setViewportSize({ width: 1280, height: 800 });
+// 4. Layout: a phone and a wide screen; a big heap without overlap; empty panels hidden.
+if (part('layout')) {
+  const phone = await newPage(390, 844);
+  await phone.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
+  await phone.waitForSelector('[data-testid=explain]');
+  for (let i = 0; i < 30; i++) await phone.keyboard.press('ArrowRight');
+  await phone.waitForTimeout(600);
+  const m = await phone.evaluate(() => {
+    const r = (s) => document.querySelector(s).getBoundingClientRect();
+    const sizes = [...document.querySelectorAll('.hnode text.lbl')].map((t) => t.getBoundingClientRect().height);
+    return { overflow: document.documentElement.scrollWidth - window.innerWidth, gap: r('[data-testid=heap]').top - r('[data-testid=explain]').bottom, minText: Math.min(...sizes) };
+  });
+  check(m.overflow <= 1, `no sideways scrolling on a phone (${m.overflow}px)`);
+  check(m.gap < 80, `on a phone the heap comes right after the explanation (${m.gap}px below)`);
+  check(m.minText >= 11, `tree labels are readable on a phone (${m.minText}px)`);
+  await phone.screenshot({ path: `${shots}/phone-dpub-heap.png`, fullPage: true });
+  // While messages glide, the page never grows sideways.
+  await phone.goto(`${base}/?scenario=load-balance&seed=1&speed=1`);
+  await phone.waitForSelector('[data-testid=explain]');
+  let widest = 0;
+  for (let i = 0; i < 60; i++) {
+    await phone.keyboard.press('ArrowRight');
+    widest = Math.max(widest, await phone.evaluate(() => document.documentElement.scrollWidth));
+  }
+  check(widest <= 391, `gliding messages never widen the phone page (${widest}px)`);
+  await phone.close();
+
+  const wide = await newPage(1920, 1080);
+  await wide.goto(`${base}/?scenario=load-balance&seed=1&speed=1`);
+  await wide.waitForSelector('[data-testid=explain]');
+  for (let i = 0; i < 40 && !(await wide.$('[data-testid=in-flight-window]')); i++) await wide.keyboard.press('ArrowRight');
+  const w = await wide.evaluate(() => ({
+    width: document.querySelector('.app').getBoundingClientRect().width,
+    flight: document.querySelector('[data-testid=in-flight-window]').getBoundingClientRect().top,
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+  }));
+  check(w.width > 1800, `a wide screen is used (${w.width}px)`);
+  check(w.flight < 1080 - 60, `the in-flight window is above the fold at 1920×1080 (${w.flight}px)`);
+  check(w.overflow <= 1, `no sideways scrolling at 1920 (${w.overflow}px)`);
+  check((await wide.$('[data-testid=heap]')) === null, 'a scenario without deferred messages shows no empty heap');
+  await wide.screenshot({ path: `${shots}/wide-load-balance.png` });
+
+  await wide.goto(`${base}/?scenario=big-heap&seed=1&speed=1`);
+  await wide.waitForSelector('[data-testid=explain]');
+  await wide.selectOption('[data-testid=speed]', '2');
+  await wide.click('[data-testid=play]');
+  await wide.waitForFunction(() => Number(document.querySelector('.node.channel [data-testid=deferred]')?.dataset.value) >= 10000, null, { timeout: 30000 }).catch(() => {});
+  await wide.click('[data-testid=play]');
+  await wide.waitForTimeout(600);
+  const o = await wide.evaluate(() => {
+    const boxes = [...document.querySelectorAll('g.hnode rect')].map((r) => r.getBoundingClientRect());
+    let overlaps = 0;
+    for (let a = 0; a < boxes.length; a++) for (let b = a + 1; b < boxes.length; b++) {
+      const x = boxes[a], y = boxes[b];
+      if (x.left < y.right - 1 && y.left < x.right - 1 && x.top < y.bottom - 1 && y.top < x.bottom - 1) overlaps++;
+    }
+    return { nodes: boxes.length, overlaps, more: document.querySelector('[data-testid=heap-more]')?.textContent || '' };
+  });
+  check(o.nodes >= 15 && o.overlaps === 0, `the 10 000-message tree has no overlapping nodes (${o.nodes} drawn, ${o.overlaps} overlaps)`);
+  check(/more in levels/.test(o.more), `deeper levels are summarised: ${o.more}`);
+  await wide.screenshot({ path: `${shots}/wide-big-heap.png` });
+
+  // The lateness chart has axes with units.
+  await wide.goto(`${base}/?scenario=scan-vs-exact&seed=1&speed=100`);
+  await wide.waitForSelector('[data-testid=explain]');
+  await wide.click('[data-testid=play]');
+  await wide.waitForSelector('[data-testid=scenario-finished]', { timeout: 20000 }).catch(() => {});
+  await wide.click('[data-testid=play]');
+  const lates = await wide.$$eval('[data-testid=lateness] .series', (ss) => ss.map((s) => [...s.querySelectorAll('rect')].map((r) => Number(r.dataset.lateMs))));
+  check(lates.length === 2 && lates[0].length === 20 && lates[1].length === 20, `two lateness series of 20: ${JSON.stringify(lates)}`);
+  check(lates[0].every((x) => x === 0), `exact timers are on time: ${lates[0]}`);
+  check(lates[1].some((x) => x > 0), `the scan loop is late: ${lates[1]}`);
+  const axes = await wide.$$eval('[data-testid=lateness] .ylab', (t) => t.map((x) => x.textContent));
+  check(axes.length >= 3 && axes.every((t) => t.endsWith(' ms')), `the chart's axis has units: ${axes}`);
+  const clocks = await wide.$$eval('[data-testid=pane]', (ps) => ps.map((p) => p.querySelector('[data-testid=explain]').dataset.at));
+  check(clocks.length === 2, 'two panes side by side');
+  await wide.screenshot({ path: `${shots}/wide-scan-vs-exact.png`, fullPage: true });
+  await wide.close();
+}
+
+// 5. Live mode against this server: state published before the page opened, and after.
 const post = (p, body = '') => fetch(`${base}${p}`, { method: 'POST', body });
-await post('/topic/create?topic=live');
-await post('/channel/create?topic=live&channel=c');
-await post('/pub?topic=live&defer=60000', 'already waiting');
-await page.goto(`${base}/?mode=live`);
-await page.waitForFunction(() => document.querySelector('[data-testid=status]')?.textContent.startsWith('connected'), null, { timeout: 10000 });
-await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 1, null, { timeout: 5000 })
-  .then(() => check(true, 'snapshot shows the waiting message'), () => check(false, 'snapshot shows the waiting message'));
-const t0 = Date.now();
-await post('/pub?topic=live&defer=1500', 'hi');
-await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 2, null, { timeout: 5000 })
-  .then(() => check(true, 'the DPUB entered the heap'), () => check(false, 'the DPUB entered the heap'));
-await page.screenshot({ path: `${shots}/live-dpub.png` });
-await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 1, null, { timeout: 6000 })
-  .then(() => check(true, 'the DPUB left the heap'), () => check(false, 'the DPUB left the heap'));
-const waited = Date.now() - t0;
-check(waited >= 1400, `it left when due, not before (${waited} ms)`);
-const log = await page.textContent('.app');
-check(/timer fired exactly then/.test(log), 'the live log explains the due time');
-await page.screenshot({ path: `${shots}/live-after.png` });
+const stats = async () => (await (await fetch(`${base}/stats?format=json`)).json());
+
+// A raw NSQ consumer (V2 over TCP) that takes messages and never answers: in flight.
+function holdInFlight(topic, channel, rdy) {
+  const [host, port] = tcpAddr.split(':');
+  const s = net.connect(Number(port), host);
+  s.write('  V2');
+  s.write(`SUB ${topic} ${channel}\n`);
+  s.write(`RDY ${rdy}\n`);
+  s.on('data', () => {});
+  s.on('error', () => {});
+  return s;
+}
+
+// The channel cards against /stats: exactly, or (while messages keep moving) within `slack`.
+async function compareCards(page, what, slack = 0) {
+  // Wait for a stats snapshot taken after now (the page gets one every second).
+  await page.waitForTimeout(2300);
+  const st = await stats();
+  const want = {};
+  for (const t of st.topics) for (const c of t.channels) {
+    want[`${t.topic_name}/${c.channel_name}`] = { depth: c.depth, deferred: c.deferred_count, 'in-flight': c.in_flight_count, messages: c.message_count, requeued: c.requeue_count, 'timed-out': c.timeout_count, clients: c.client_count };
+  }
+  const shown = await page.$$eval('.live-channels .node.channel', (cards) => Object.fromEntries(cards.map((c) => [c.dataset.key,
+    Object.fromEntries([...c.querySelectorAll('[data-testid]')].filter((e) => e.dataset.value !== undefined).map((e) => [e.dataset.testid, Number(e.dataset.value)]))])));
+  check(Object.keys(want).length > 0, `${what}: /stats has channels`);
+  for (const [k, w] of Object.entries(want)) {
+    const got = shown[k] || {};
+    const ok = Object.keys(w).every((f) => Math.abs((got[f] ?? -1e9) - w[f]) <= slack);
+    check(ok, `${what}: ${k} shows ${JSON.stringify(shown[k])}, /stats has ${JSON.stringify(w)}${slack ? ` (±${slack})` : ''}`);
+  }
+}
+
+if (part('live')) {
+  await post('/topic/create?topic=live');
+  await post('/channel/create?topic=live&channel=c');
+  for (let i = 0; i < 6; i++) await post('/pub?topic=live', `ready ${i}`);
+  for (let i = 0; i < 3; i++) await post(`/pub?topic=live&defer=${60000 + i * 1000}`, `later ${i}`);
+  const consumer = holdInFlight('live', 'c', 2);
+  await new Promise((r) => setTimeout(r, 300));
+  const page = await newPage();
+  await page.goto(`${base}/?mode=live`);
+  await page.waitForFunction(() => document.querySelector('[data-testid=status]')?.textContent.startsWith('connected'), null, { timeout: 10000 });
+  await compareCards(page, 'before the page opened');
+  const cells = await page.$$eval('[data-testid=heap-array] .cell[data-due]', (c) => c.length);
+  check(cells === 3, `the deferred messages published before the page opened are drawn (${cells})`);
+  const rows = await page.$$eval('[data-testid=in-flight-window] .row', (r) => r.length);
+  check(rows === 2, `the in-flight messages are drawn (${rows})`);
+  // While it is open: a DPUB enters the heap and leaves it when due, not before.
+  const t0 = Date.now();
+  await post('/pub?topic=live&defer=1500', 'soon');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 4, null, { timeout: 5000 })
+    .then(() => check(true, 'the DPUB entered the heap'), () => check(false, 'the DPUB entered the heap'));
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=heap-array] .cell[data-due]').length === 3, null, { timeout: 6000 })
+    .then(() => check(true, 'the DPUB left the heap'), () => check(false, 'the DPUB left the heap'));
+  check(Date.now() - t0 >= 1400, `it left when due, not before (${Date.now() - t0} ms)`);
+  await compareCards(page, 'after publishing while open');
+  // Under load: thousands of DPUBs with 1–10 s delays; due labels stay right, the cards
+  // follow /stats, and once every message is due they equal it exactly.
+  const batch = [];
+  for (let i = 0; i < 3000; i++) batch.push(post(`/pub?topic=live&defer=${1000 + (i * 7919) % 9000}`, `load ${i}`));
+  await Promise.all(batch);
+  await page.waitForTimeout(1500);
+  const dues = await page.$$eval('[data-testid=heap] g.hnode .due', (t) => t.map((x) => x.textContent));
+  const now = dues.filter((d) => d === 'due now').length;
+  check(dues.length >= 7 && now <= 1, `due labels under load are times left, not all "due now": ${dues.slice(0, 8)}`);
+  await compareCards(page, 'while 3000 DPUBs come due', 400);
+  for (let i = 0; i < 40; i++) {
+    const st = await stats();
+    if (st.topics.every((t) => t.channels.every((c) => c.deferred_count === 0))) break;
+    await page.waitForTimeout(500);
+  }
+  await compareCards(page, 'once the 3000 DPUBs are all due');
+  await page.screenshot({ path: `${shots}/live.png`, fullPage: true });
+  consumer.destroy();
+  await page.close();
+}
 
 check(errors.length === 0, `no page errors: ${errors.join(' | ')}`);
 await ctx.close();

@@ -1,20 +1,31 @@
 //! The laboratory: the real broker core in virtual time, with scripted producers and
 //! consumers, played one event at a time so a learner can follow each step.
 //!
-//! `Lab::step` shows exactly one broker event (a publish, a heap swap, a delivery, a timeout…)
-//! and says in plain words what it did; `Lab::run_until` plays everything up to a virtual
-//! instant. The display state ([`View`]) is rebuilt from the events themselves, so a heap is
-//! drawn as it was after each single swap, not only as it ends up.
+//! # Time
+//!
+//! A lab has one clock, [`Lab::now`]. It moves only forward, one *instant* at a time: the next
+//! scripted [`Cue`] or broker timer. Everything the broker does at an instant is queued as
+//! events and shown one [`Step`] at a time ([`Lab::step`]); the clock does not move while any
+//! is left. Instants where nothing visible happens (a heartbeat) pass silently.
+//!
+//! A change by hand ([`Lab::publish_by_hand`], [`Lab::set_rdy_by_hand`], …) applies at the
+//! current instant: what is left of the instant is shown first (no time passes), then the
+//! change, whose first consequence is shown at once and the rest as the next steps.
+//!
+//! Simulated clients behave like real ones: they answer heartbeats (NOP), and a consumer
+//! handles every message it gets, from its first frame, after its processing time.
 
-use nsqlab_core::event::{CloseReason, Event, EventKind, HeapKind, Place};
-use nsqlab_core::pqueue::HeapOp;
+use crate::view::{Role, Told, View};
+use nsqlab_core::event::{Event, EventKind};
 use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::sim::Sim;
-use nsqlab_core::time::{ms, Time, MILLISECOND};
-use nsqlab_core::{ClientId, MessageId, Options};
+use nsqlab_core::time::{ms, Time};
+use nsqlab_core::{Body, ClientId, MessageId, Options, TimerStrategy};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{BTreeMap, VecDeque};
+
+pub use crate::view::{secs, short, time_of_day, Claim, Spot};
 
 /// A simulated consumer's behaviour.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,9 +46,16 @@ pub struct Consumer {
     pub msg_timeout_ms: u64,
 }
 
+/// A simulated producer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Producer {
+    pub id: ClientId,
+    pub name: String,
+}
+
 /// Something scripted to happen at a virtual instant.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Action {
+pub enum Cue {
     /// A producer sends a command (PUB, MPUB, DPUB).
     Send { producer: usize, cmd: Command },
     /// A consumer answers a message.
@@ -46,7 +64,7 @@ pub enum Action {
         id: MessageId,
         attempts: u16,
     },
-    /// A consumer connects (index into `Lab::consumers` to activate).
+    /// A consumer connects (index into `Lab::waiting`).
     Join { consumer: usize },
     /// A consumer crashes: it stops answering (and its messages will time out).
     Crash { consumer: ClientId },
@@ -54,105 +72,46 @@ pub enum Action {
     SetRdy { consumer: ClientId, rdy: i64 },
 }
 
-/// One message as the view places it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chip {
-    pub id: MessageId,
-    pub on_disk: bool,
+/// How a message is answered by hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Fin,
+    Req,
+    Touch,
 }
 
-/// A message in flight, for the countdown bars.
-#[derive(Debug, Clone, PartialEq)]
-pub struct InFlightChip {
-    pub id: MessageId,
-    pub client: ClientId,
-    pub sent: Time,
-    pub deadline: Time,
-    pub attempts: u16,
-}
-
-/// One channel as drawn.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChannelView {
-    pub topic: String,
-    pub name: String,
-    pub queue: Vec<Chip>,
-    /// The deferred heap in array order: (message, due time).
-    pub heap: Vec<(MessageId, Time)>,
-    pub in_flight: Vec<InFlightChip>,
-    pub finished: u64,
-    pub requeued: u64,
-    pub timed_out: u64,
-    pub consumers: Vec<ClientId>,
-}
-
-/// The display state, rebuilt event by event.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct View {
-    pub now: Time,
-    /// Topics with the messages they hold (no channel yet, or paused).
-    pub topics: BTreeMap<String, Vec<Chip>>,
-    /// Channels by (topic, channel).
-    pub channels: BTreeMap<(String, String), ChannelView>,
-    /// The message the last step was about.
-    pub highlight: Option<MessageId>,
-    /// Heap indices the last step touched (for the tree view).
-    pub heap_marks: Vec<usize>,
-    /// The channel whose heap the last step touched.
-    pub heap_channel: Option<(String, String)>,
-    /// When each deferred message was due, and when it was delivered (lateness chart).
-    pub lateness: Vec<(MessageId, Time, Time)>,
-    due_of: BTreeMap<MessageId, Time>,
-    /// Times are Unix time (live mode): show them as a UTC time of day.
-    pub wall_clock: bool,
-}
-
-/// What a step did, in plain words.
+/// What a step did, in plain words, and what the words claim about the picture.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub at: Time,
     pub text: String,
+    pub claims: Vec<Claim>,
 }
+
+/// Something waiting to be shown.
+#[derive(Debug, Clone)]
+enum Pending {
+    Event(Event),
+    /// Words of the lab's own (a broker error a client received).
+    Note(Time, String),
+}
+
+/// At most this many instants are passed in one call (a safety net: the browser never hangs).
+const MAX_INSTANTS: usize = 1_000_000;
 
 /// The playback engine.
 pub struct Lab {
     pub sim: Sim,
-    agenda: BTreeMap<(Time, u64), Action>,
+    agenda: BTreeMap<(Time, u64), Cue>,
     seq: u64,
     pub consumers: Vec<Consumer>,
     /// Consumers not connected yet (joined by a scripted `Join`).
     pub waiting: Vec<Consumer>,
-    pub producers: Vec<ClientId>,
-    pending: VecDeque<Event>,
-    seen: usize,
+    pub producers: Vec<Producer>,
+    pending: VecDeque<Pending>,
     pub view: View,
     pub log: Vec<Step>,
     rng: Xoshiro256PlusPlus,
-}
-
-/// Short form of an ID for text: the last 8 hex digits (nsqd's layout puts the time in the
-/// high bits and the node and sequence in the low ones, so these tell messages apart).
-pub fn short(id: MessageId) -> String {
-    let s = id.to_string();
-    format!("…{}", &s[s.len() - 8..])
-}
-
-/// Seconds with millisecond precision, for text.
-pub fn secs(t: Time) -> String {
-    format!("{:.3} s", t as f64 / 1e9)
-}
-
-/// A Unix time as a UTC time of day, `HH:MM:SS.mmm`.
-pub fn time_of_day(t: Time) -> String {
-    let ms_total = t / 1_000_000;
-    let s = (ms_total / 1000) % 86_400;
-    format!(
-        "{:02}:{:02}:{:02}.{:03}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60,
-        ms_total % 1000
-    )
 }
 
 impl Lab {
@@ -160,6 +119,10 @@ impl Lab {
     pub fn new(mut opts: Options, seed: u64) -> Lab {
         opts.events = true;
         opts.heap_trace = true;
+        let view = View::new(
+            opts.mem_queue_size,
+            opts.timer_strategy == TimerStrategy::ScanLoop,
+        );
         Lab {
             sim: Sim::new(opts, seed),
             agenda: BTreeMap::new(),
@@ -168,27 +131,33 @@ impl Lab {
             waiting: Vec::new(),
             producers: Vec::new(),
             pending: VecDeque::new(),
-            seen: 0,
-            view: View::default(),
+            view,
             log: Vec::new(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x1ab),
         }
     }
 
+    /// The lab's clock.
     pub fn now(&self) -> Time {
         self.view.now
     }
 
     /// Schedule an action.
-    pub fn at(&mut self, t: Time, a: Action) {
+    pub fn at(&mut self, t: Time, a: Cue) {
         self.seq += 1;
         self.agenda.insert((t, self.seq), a);
     }
 
     /// Add a producer connection; returns its index.
     pub fn add_producer(&mut self) -> usize {
+        let name = match self.producers.len() {
+            0 => "producer".to_string(),
+            n => format!("producer {}", n + 1),
+        };
         let id = self.sim.connect();
-        self.producers.push(id);
+        self.view.name_actor(id, &name, Role::Producer);
+        self.producers.push(Producer { id, name });
+        self.collect();
         self.producers.len() - 1
     }
 
@@ -196,12 +165,13 @@ impl Lab {
     pub fn add_consumer(&mut self, mut c: Consumer) -> ClientId {
         let id = self.sim.connect();
         c.id = id;
-        let identify = format!(
-            r#"{{"msg_timeout":{},"client_id":"{}"}}"#,
-            c.msg_timeout_ms.max(1000),
-            c.name
-        );
-        self.sim.send(id, &Command::Identify(identify.into_bytes()));
+        self.view.name_actor(id, &c.name, Role::Consumer);
+        let identify = serde_json::json!({
+            "msg_timeout": c.msg_timeout_ms.max(1000),
+            "client_id": c.name,
+        });
+        self.sim
+            .send(id, &Command::Identify(identify.to_string().into_bytes()));
         self.sim.send(
             id,
             &Command::Sub {
@@ -210,8 +180,9 @@ impl Lab {
             },
         );
         self.sim.send(id, &Command::Rdy(c.rdy));
-        self.sim.frames(id);
         self.consumers.push(c);
+        // Messages it gets at once (it joined while some waited) are handled like any other.
+        self.collect();
         id
     }
 
@@ -231,10 +202,40 @@ impl Lab {
         }
     }
 
-    /// When the next step happens, if anything is left to do.
+    /// Make a channel before anyone subscribes (nsqd's `/channel/create`).
+    pub fn create_channel(&mut self, topic: &str, channel: &str) {
+        let now = self.sim.now();
+        self.sim
+            .broker
+            .create_channel(now, topic, channel)
+            .expect("valid names");
+        self.sim.flush();
+        self.collect();
+    }
+
+    /// Whether anything will happen without the learner: an event not shown yet, a scripted
+    /// action, or a message whose timer will fire (deferred or in flight).
+    fn has_future(&self) -> bool {
+        !self.pending.is_empty() || !self.agenda.is_empty() || self.timers_with_messages()
+    }
+
+    fn timers_with_messages(&self) -> bool {
+        let b = &self.sim.broker;
+        b.topics().any(|t| {
+            t.channels.values().any(|id| {
+                b.channel_by_id(*id)
+                    .is_some_and(|c| !c.deferred.is_empty() || !c.in_flight.is_empty())
+            })
+        })
+    }
+
+    /// When the next step happens, if anything is left to happen by itself.
     pub fn next_time(&self) -> Option<Time> {
         if !self.pending.is_empty() {
             return Some(self.view.now);
+        }
+        if !self.has_future() {
+            return None;
         }
         let a = self.agenda.keys().next().map(|k| k.0);
         let t = self.sim.next_timer();
@@ -244,93 +245,132 @@ impl Lab {
         }
     }
 
-    /// Whether only heartbeats and idle timers are left (nothing a learner would see).
-    fn only_idle_timers_left(&self) -> bool {
-        self.pending.is_empty()
-            && self.agenda.is_empty()
-            && self
-                .view
-                .channels
-                .values()
-                .all(|c| c.heap.is_empty() && c.in_flight.is_empty())
+    /// Nothing is left to happen by itself: the scenario (or the learner's changes) played out.
+    pub fn is_finished(&self) -> bool {
+        self.next_time().is_none()
     }
 
-    /// Show one event. Returns what it did, or `None` when nothing is left.
+    /// Show the next event of the current instant, if one is left.
+    pub fn show_next(&mut self) -> Option<Step> {
+        while let Some(p) = self.pending.pop_front() {
+            let (at, told) = match p {
+                Pending::Event(e) => match self.view.apply(&e) {
+                    Some(t) => (e.at, t),
+                    None => continue,
+                },
+                Pending::Note(at, text) => (at, Told::from(text)),
+            };
+            let step = Step {
+                at,
+                text: told.text,
+                claims: told.claims,
+            };
+            self.log.push(step.clone());
+            return Some(step);
+        }
+        None
+    }
+
+    /// Show every event left at the current instant (no time passes).
+    pub fn flush_instant(&mut self) {
+        while self.show_next().is_some() {}
+    }
+
+    /// Show one step. `None` when nothing is left to happen by itself.
     pub fn step(&mut self) -> Option<Step> {
-        self.step_until(Time::MAX)
-    }
-
-    /// Show one event, but do not move the clock past `limit`.
-    fn step_until(&mut self, limit: Time) -> Option<Step> {
-        loop {
-            if let Some(e) = self.pending.pop_front() {
-                let text = self.view.apply(&e);
-                let Some(text) = text else { continue };
-                let s = Step { at: e.at, text };
-                self.log.push(s.clone());
+        for _ in 0..MAX_INSTANTS {
+            let t = self.next_time()?;
+            if let Some(s) = self.step_at(t) {
                 return Some(s);
             }
-            if self.only_idle_timers_left() || self.next_time().is_none_or(|t| t > limit) {
-                return None;
-            }
-            self.advance()?;
         }
+        None
     }
 
-    /// Jump past everything at the current instant to the next timer (or action) and show its
-    /// first step.
-    pub fn next_timer(&mut self) -> Option<Step> {
-        let now = self.view.now;
-        while self.pending.front().is_some_and(|e| e.at <= now) {
-            self.step();
+    /// Show the next step if it is at `t` (which must be [`Lab::next_time`]); `None` if the
+    /// instant at `t` had nothing to show.
+    pub fn step_at(&mut self, t: Time) -> Option<Step> {
+        if self.pending.is_empty() {
+            self.advance_to(t);
         }
+        self.show_next()
+    }
+
+    /// Jump past what is left of this instant to the next one, and show its first step.
+    pub fn next_timer(&mut self) -> Option<Step> {
+        self.flush_instant();
         self.step()
     }
 
-    /// Play every step up to virtual time `t`.
+    /// Play every step up to virtual time `t`; the clock ends at `t`.
     pub fn run_until(&mut self, t: Time) -> usize {
         let mut n = 0;
-        while self.next_time().is_some_and(|x| x <= t) {
-            if self.step_until(t).is_none() {
-                break;
+        for _ in 0..MAX_INSTANTS {
+            match self.next_time() {
+                Some(x) if x <= t => {
+                    if self.pending.is_empty() {
+                        self.advance_to(x);
+                    }
+                    while self.show_next().is_some() {
+                        n += 1;
+                    }
+                }
+                _ => break,
             }
-            n += 1;
         }
-        if self.view.now < t && self.pending.is_empty() {
-            self.view.now = t;
-        }
+        self.idle_to(t);
         n
     }
 
-    /// Do the next scripted action or broker timer; queue its events.
-    fn advance(&mut self) -> Option<()> {
-        let a = self.agenda.keys().next().map(|k| k.0);
-        let t = self.sim.next_timer();
-        let next = match (a, t) {
-            (Some(a), Some(t)) => a.min(t),
-            (x, y) => x.or(y)?,
-        };
-        if t == Some(next) && a.is_none_or(|a| a > next) {
-            self.sim.step(next);
-        } else {
-            self.sim.advance(next);
-            let (_, action) = self.agenda.pop_first().expect("an action is due");
-            self.act(action);
+    /// Let the clock run to `t` with nothing to show on the way: the broker's own timers
+    /// (heartbeats) fire and are answered, silently.
+    pub fn idle_to(&mut self, t: Time) {
+        if t <= self.view.now || !self.pending.is_empty() {
+            return;
         }
-        self.view.now = self.view.now.max(next);
-        self.collect();
-        Some(())
+        if self.next_time().is_some_and(|x| x <= t) {
+            // Something visible comes first: this is not idle time.
+            return;
+        }
+        for _ in 0..MAX_INSTANTS {
+            match self.sim.next_timer() {
+                Some(x) if x <= t => {
+                    self.sim.advance(x);
+                    self.collect();
+                    // Whatever a silent timer did is applied, not told.
+                    while let Some(p) = self.pending.pop_front() {
+                        if let Pending::Event(e) = p {
+                            let _ = self.view.apply(&e);
+                        }
+                    }
+                }
+                _ => break,
+            }
+        }
+        self.sim.advance(t);
+        self.view.now = self.view.now.max(t);
     }
 
-    fn act(&mut self, a: Action) {
-        match a {
-            Action::Send { producer, cmd } => {
-                if let Some(&p) = self.producers.get(producer) {
-                    self.sim.send(p, &cmd);
-                    self.sim.frames(p);
-                }
+    /// Do everything due at the instant `t` (the broker's timers, then scripted actions) and
+    /// queue its events. The clock moves to `t`.
+    fn advance_to(&mut self, t: Time) {
+        self.sim.advance(t);
+        self.view.now = self.view.now.max(t);
+        self.collect();
+        while let Some(entry) = self.agenda.first_entry() {
+            if entry.key().0 > t {
+                break;
             }
-            Action::Answer {
+            let action = entry.remove();
+            self.act(action);
+            self.collect();
+        }
+    }
+
+    fn act(&mut self, a: Cue) {
+        match a {
+            Cue::Send { producer, cmd } => self.send(producer, cmd),
+            Cue::Answer {
                 consumer,
                 id,
                 attempts,
@@ -352,18 +392,17 @@ impl Lab {
                 };
                 self.sim.send(consumer, &cmd);
             }
-            Action::Join { consumer } => {
-                if consumer < self.waiting.len() {
-                    let c = self.waiting[consumer].clone();
+            Cue::Join { consumer } => {
+                if let Some(c) = self.waiting.get(consumer).cloned() {
                     self.add_consumer(c);
                 }
             }
-            Action::Crash { consumer } => {
+            Cue::Crash { consumer } => {
                 if let Some(c) = self.consumers.iter_mut().find(|c| c.id == consumer) {
                     c.crashed = true;
                 }
             }
-            Action::SetRdy { consumer, rdy } => {
+            Cue::SetRdy { consumer, rdy } => {
                 if let Some(c) = self.consumers.iter_mut().find(|c| c.id == consumer) {
                     c.rdy = rdy;
                 }
@@ -372,51 +411,95 @@ impl Lab {
         }
     }
 
-    /// FIN, REQ or TOUCH a message by hand (the in-flight panel's buttons).
-    pub fn answer_by_hand(&mut self, consumer: ClientId, id: MessageId, what: &str) {
-        let cmd = match what {
-            "REQ" => Command::Req {
-                id: id.to_hex(),
-                timeout_ms: 1000,
-            },
-            "TOUCH" => Command::Touch(id.to_hex()),
-            _ => Command::Fin(id.to_hex()),
+    /// A producer sends a command; the messages it publishes are labelled from their bodies.
+    fn send(&mut self, producer: usize, cmd: Command) {
+        let Some(p) = self.producers.get(producer).map(|p| p.id) else {
+            return;
         };
-        self.by_hand();
-        self.sim.send(consumer, &cmd);
+        let bodies: Vec<Body> = match &cmd {
+            Command::Pub { body, .. } | Command::Dpub { body, .. } => vec![body.clone()],
+            Command::Mpub { bodies, .. } => bodies.clone(),
+            _ => Vec::new(),
+        };
+        let start = self.sim.events.len();
+        self.sim.send(p, &cmd);
+        let mut bodies = bodies.iter();
+        let published: Vec<MessageId> = self.sim.events[start..]
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Published {
+                    id,
+                    client: Some(c),
+                    ..
+                } if *c == p => Some(*id),
+                _ => None,
+            })
+            .collect();
+        for id in published {
+            if let Some(b) = bodies.next() {
+                self.view.label_message(id, b);
+            }
+        }
         self.collect();
     }
 
-    /// Before a change by hand: show what has happened so far and bring the broker to the
-    /// shown clock, so the change comes after it.
+    /// Before a change by hand: show what is left of this instant (no time passes).
     fn by_hand(&mut self) {
-        while !self.pending.is_empty() {
-            self.step();
+        self.flush_instant();
+        let now = self.view.now;
+        self.sim.advance(now);
+    }
+
+    /// FIN, REQ (1 s) or TOUCH a message by hand (the in-flight panel's buttons); the
+    /// consumer's own answer to it is cancelled (but for TOUCH).
+    pub fn answer_by_hand(&mut self, consumer: ClientId, id: MessageId, what: Answer) {
+        self.by_hand();
+        let cmd = match what {
+            Answer::Req => Command::Req {
+                id: id.to_hex(),
+                timeout_ms: 1000,
+            },
+            Answer::Touch => Command::Touch(id.to_hex()),
+            Answer::Fin => Command::Fin(id.to_hex()),
+        };
+        if what != Answer::Touch {
+            self.agenda.retain(|_, a| {
+                !matches!(a, Cue::Answer { consumer: c, id: m, .. } if *c == consumer && *m == id)
+            });
         }
-        self.sim.advance(self.view.now);
+        self.sim.send(consumer, &cmd);
+        self.collect();
+        self.show_next();
     }
 
     /// Connect a new consumer by hand (the manage form); returns its client ID.
     pub fn add_consumer_by_hand(&mut self, topic: &str, channel: &str, rdy: i64) -> ClientId {
         self.by_hand();
-        let name = format!("consumer {}", self.consumers.len() + 1);
+        let consumers = self
+            .view
+            .actors
+            .values()
+            .filter(|a| a.role == Role::Consumer);
+        let name = format!("consumer {}", consumers.count() + 1);
         let id = self.add_consumer(Lab::consumer(&name, topic, channel, rdy));
-        self.collect();
+        self.show_next();
         id
     }
 
-    /// Disconnect a consumer: nsqd puts its in-flight messages back in the queue.
+    /// Disconnect a consumer.
     pub fn remove_consumer_by_hand(&mut self, consumer: ClientId) {
         self.by_hand();
         self.sim.disconnect(consumer);
         self.collect();
+        self.show_next();
     }
 
     /// Change a consumer's RDY now.
     pub fn set_rdy_by_hand(&mut self, consumer: ClientId, rdy: i64) {
         self.by_hand();
-        self.act(Action::SetRdy { consumer, rdy });
+        self.act(Cue::SetRdy { consumer, rdy });
         self.collect();
+        self.show_next();
     }
 
     /// Change how a consumer handles the messages it gets from now on.
@@ -436,603 +519,224 @@ impl Lab {
     }
 
     /// nsqd's `/topic/create|delete`, `/channel/create|delete` by hand.
-    pub fn admin_by_hand(&mut self, what: &str, topic: &str, channel: &str) -> Result<(), String> {
+    pub fn admin_by_hand(&mut self, op: Admin, topic: &str, channel: &str) -> Result<(), String> {
         self.by_hand();
         let now = self.view.now;
         let b = &mut self.sim.broker;
-        let res = match what {
-            "topic/create" => b.create_topic(now, topic),
-            "topic/delete" => b.delete_topic(now, topic),
-            "channel/create" => b.create_channel(now, topic, channel),
-            "channel/delete" => b.delete_channel(now, topic, channel),
-            other => return Err(format!("unknown action {other}")),
+        let res = match op {
+            Admin::CreateTopic => b.create_topic(now, topic),
+            Admin::DeleteTopic => b.delete_topic(now, topic),
+            Admin::CreateChannel => b.create_channel(now, topic, channel),
+            Admin::DeleteChannel => b.delete_channel(now, topic, channel),
         };
         self.sim.flush();
         self.collect();
+        self.show_next();
         res.map_err(|e| e.to_string())
     }
 
-    /// Publish by hand (the publish form).
+    /// Publish by hand (the publish form): PUB, DPUB, an MPUB of `count`, or `count` DPUBs
+    /// (MPUB has no delay). Bodies of several are numbered ("hello 1", "hello 2", …).
     pub fn publish_by_hand(&mut self, topic: &str, body: &str, defer_ms: u64, count: usize) {
         self.by_hand();
-        if self.producers.is_empty() {
-            self.add_producer();
-        }
-        let p = self.producers[0];
-        let cmd = match (count, defer_ms) {
-            (n, _) if n > 1 => Command::Mpub {
-                topic: topic.into(),
-                bodies: (0..n)
-                    .map(|i| format!("{body} {i}").into_bytes().into())
-                    .collect(),
-            },
-            (_, 0) => Command::Pub {
+        let p = match self
+            .producers
+            .iter()
+            .position(|p| !self.sim.is_closed(p.id))
+        {
+            Some(p) => p,
+            None => self.add_producer(),
+        };
+        let numbered = |i: usize| format!("{body} {}", i + 1).into_bytes();
+        let cmds: Vec<Command> = match (count, defer_ms) {
+            (1, 0) => vec![Command::Pub {
                 topic: topic.into(),
                 body: body.as_bytes().into(),
-            },
-            (_, d) => Command::Dpub {
+            }],
+            (1, d) => vec![Command::Dpub {
                 topic: topic.into(),
                 defer_ms: d,
                 body: body.as_bytes().into(),
-            },
+            }],
+            (n, 0) => vec![Command::Mpub {
+                topic: topic.into(),
+                bodies: (0..n).map(|i| numbered(i).into()).collect(),
+            }],
+            (n, d) => (0..n)
+                .map(|i| Command::Dpub {
+                    topic: topic.into(),
+                    defer_ms: d,
+                    body: numbered(i).into(),
+                })
+                .collect(),
         };
-        self.sim.send(p, &cmd);
-        self.sim.frames(p);
-        self.collect();
+        for cmd in cmds {
+            self.send(p, cmd);
+        }
+        self.show_next();
     }
 
-    /// Move new broker events into the pending queue; schedule consumers' answers to the
-    /// messages they received.
+    /// Move new broker events into the pending queue; answer heartbeats; schedule consumers'
+    /// answers to the messages they received; note errors clients received.
     fn collect(&mut self) {
+        let at = self.sim.now();
         self.pending
-            .extend(self.sim.events[self.seen..].iter().cloned());
-        self.seen = self.sim.events.len();
+            .extend(self.sim.events.drain(..).map(Pending::Event));
+        let producers: Vec<ClientId> = self.producers.iter().map(|p| p.id).collect();
+        for p in producers {
+            for f in self.sim.frames(p) {
+                self.on_frame(p, f, at, None);
+            }
+        }
         // Consumers the broker closed (disconnected, channel deleted) are gone.
         let sim = &self.sim;
         self.consumers.retain(|c| !sim.is_closed(c.id));
-        let now = self.sim.now();
         let consumers: Vec<Consumer> = self.consumers.clone();
         for c in consumers {
             for f in self.sim.frames(c.id) {
-                if let Frame::Message(m) = f {
-                    if !c.crashed {
-                        let t = now + ms(c.processing_ms);
-                        self.at(
-                            t,
-                            Action::Answer {
-                                consumer: c.id,
-                                id: m.id,
-                                attempts: m.attempts,
-                            },
-                        );
-                    }
-                }
+                self.on_frame(c.id, f, at, Some(&c));
             }
         }
+    }
+
+    fn on_frame(&mut self, client: ClientId, f: Frame, at: Time, consumer: Option<&Consumer>) {
+        match f {
+            Frame::Response(r) if r == b"_heartbeat_" => self.sim.send(client, &Command::Nop),
+            Frame::Message(m) => {
+                if let Some(c) = consumer.filter(|c| !c.crashed) {
+                    self.at(
+                        at + ms(c.processing_ms),
+                        Cue::Answer {
+                            consumer: c.id,
+                            id: m.id,
+                            attempts: m.attempts,
+                        },
+                    );
+                }
+            }
+            Frame::Error(e) => {
+                let e = String::from_utf8_lossy(&e).into_owned();
+                let why = if e.starts_with("E_FIN_FAILED") || e.starts_with("E_REQ_FAILED") {
+                    " Its answer came too late: the message had timed out and is no longer in flight to it."
+                } else {
+                    ""
+                };
+                let text = format!(
+                    "nsqd answers {} with an error: {e}.{why}",
+                    self.view.who(client)
+                );
+                self.pending.push_back(Pending::Note(at, text));
+            }
+            _ => {}
+        }
+    }
+
+    /// Why nothing more happens, when messages still wait: no consumer is ready for them.
+    pub fn stuck(&self) -> Vec<String> {
+        self.view
+            .channels
+            .values()
+            .filter(|c| c.depth() > 0)
+            .map(|c| {
+                let ready = self
+                    .consumers
+                    .iter()
+                    .filter(|k| k.topic == c.topic && k.channel == c.name)
+                    .collect::<Vec<_>>();
+                let why = if ready.is_empty() {
+                    "it has no consumer".to_string()
+                } else {
+                    "none of its consumers is ready for more (RDY 0, or crashed)".to_string()
+                };
+                format!(
+                    "{} message{} wait in channel {}/{}: {why}.",
+                    c.depth(),
+                    if c.depth() == 1 { "" } else { "s" },
+                    c.topic,
+                    c.name
+                )
+            })
+            .collect()
+    }
+
+    /// What happened, for the end of a scenario.
+    pub fn summary(&self) -> Vec<String> {
+        let v = &self.view;
+        let mut out = vec![format!(
+            "{} message{} published{}.",
+            v.published,
+            if v.published == 1 { "" } else { "s" },
+            if v.published_deferred > 0 {
+                format!(", {} of them with a delay (DPUB)", v.published_deferred)
+            } else {
+                String::new()
+            }
+        )];
+        for c in v.channels.values() {
+            out.push(format!(
+                "Channel {}/{}: {} finished, {} requeued (REQ), {} timed out, {} waiting.",
+                c.topic,
+                c.name,
+                c.finished,
+                c.requeued,
+                c.timed_out,
+                c.depth() + c.deferred() as u64 + c.in_flight.len() as u64
+            ));
+        }
+        for a in v.actors.values().filter(|a| a.role == Role::Consumer) {
+            out.push(format!(
+                "{}: received {}, finished {}, requeued {}, timed out {}{}.",
+                a.name,
+                a.received,
+                a.finished,
+                a.requeued,
+                a.timed_out,
+                if a.connected { "" } else { " (disconnected)" }
+            ));
+        }
+        let late: Vec<Time> = v
+            .lateness
+            .iter()
+            .map(|l| l.found.saturating_sub(l.due))
+            .collect();
+        if let Some(max) = late.iter().max() {
+            out.push(format!(
+                "{} deferred message{} came due: {} late at most ({} on average).",
+                late.len(),
+                if late.len() == 1 { "" } else { "s" },
+                crate::view::duration(*max),
+                crate::view::duration(late.iter().sum::<Time>() / late.len() as Time)
+            ));
+        }
+        out.extend(self.stuck());
+        out
     }
 }
 
-impl View {
-    /// A time for text: virtual seconds, or the time of day in live mode.
-    pub fn fmt(&self, t: Time) -> String {
-        if self.wall_clock {
-            time_of_day(t)
-        } else {
-            secs(t)
+/// The manage form's admin calls (nsqd's HTTP `/topic/…` and `/channel/…`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admin {
+    CreateTopic,
+    DeleteTopic,
+    CreateChannel,
+    DeleteChannel,
+}
+
+impl Admin {
+    /// nsqd's path for it.
+    pub fn path(self) -> &'static str {
+        match self {
+            Admin::CreateTopic => "/topic/create",
+            Admin::DeleteTopic => "/topic/delete",
+            Admin::CreateChannel => "/channel/create",
+            Admin::DeleteChannel => "/channel/delete",
         }
     }
 
-    /// A message leaves the in-flight window of a channel (FIN, REQ, timeout).
-    fn leave_flight(&mut self, t: &str, c: &str, id: MessageId) -> &mut ChannelView {
-        let ch = self.chan(t, c);
-        ch.in_flight.retain(|m| m.id != id);
-        ch
-    }
-
-    pub fn chan(&mut self, t: &str, c: &str) -> &mut ChannelView {
-        self.channels
-            .entry((t.to_string(), c.to_string()))
-            .or_insert_with(|| ChannelView {
-                topic: t.into(),
-                name: c.into(),
-                ..Default::default()
-            })
-    }
-
-    /// Apply one event to the view; the explanation, or `None` for bookkeeping events not
-    /// worth a step of their own.
-    pub fn apply(&mut self, e: &Event) -> Option<String> {
-        self.now = self.now.max(e.at);
-        self.heap_marks.clear();
-        let now = e.at;
-        Some(match &e.kind {
-            EventKind::TopicCreated { topic } => {
-                self.topics.entry(topic.to_string()).or_default();
-                format!("Topic {topic} created (topics are made on first use).")
-            }
-            EventKind::ChannelCreated { topic, channel } => {
-                self.chan(topic, channel);
-                format!("Channel {channel} created on topic {topic}: from now on it gets its own copy of every message.")
-            }
-            EventKind::ClientSubscribed {
-                client,
-                topic,
-                channel,
-            } => {
-                let c = self.chan(topic, channel);
-                c.consumers.push(*client);
-                format!("Consumer {client} subscribed to {topic}/{channel}.")
-            }
-            EventKind::ClientReady { client, count } => {
-                let what = match count {
-                    0 => "it accepts no messages until it sends RDY again".to_string(),
-                    1 => "it accepts one message in flight at a time".to_string(),
-                    n => format!("it accepts up to {n} messages in flight at once"),
-                };
-                format!("Consumer {client} sent RDY {count}: {what}.")
-            }
-            EventKind::Published { topic, id, due, .. } => {
-                self.highlight = Some(*id);
-                if let Some(d) = due {
-                    self.due_of.insert(*id, *d);
-                    format!(
-                        "DPUB to {topic}: message {} is due in {} ms.",
-                        short(*id),
-                        (d - now) / MILLISECOND
-                    )
-                } else {
-                    format!("PUB to {topic}: message {} accepted.", short(*id))
-                }
-            }
-            EventKind::HeldInTopic { topic, id, place } => {
-                self.topics
-                    .entry(topic.to_string())
-                    .or_default()
-                    .push(Chip {
-                        id: *id,
-                        on_disk: *place == Place::Backend,
-                    });
-                format!("Topic {topic} has no channel (or is paused), so it keeps message {} until one appears.", short(*id))
-            }
-            EventKind::Queued {
-                topic,
-                channel,
-                id,
-                place,
-            } => {
-                if let Some(held) = self.topics.get_mut(&**topic) {
-                    held.retain(|c| c.id != *id);
-                }
-                let disk = *place == Place::Backend;
-                self.chan(topic, channel).queue.push(Chip {
-                    id: *id,
-                    on_disk: disk,
-                });
-                self.highlight = Some(*id);
-                if disk {
-                    format!("The memory queue of channel {channel} is full: message {} goes to the disk backlog.", short(*id))
-                } else {
-                    format!(
-                        "Message {} joins the memory queue of channel {channel}, ready to send.",
-                        short(*id)
-                    )
-                }
-            }
-            EventKind::Deferred {
-                topic,
-                channel,
-                id,
-                due,
-            } => {
-                if let Some(held) = self.topics.get_mut(&**topic) {
-                    held.retain(|c| c.id != *id);
-                }
-                self.highlight = Some(*id);
-                format!(
-                    "Message {} is deferred on channel {channel} until {}: next it is pushed into the channel's deferred min-heap.",
-                    short(*id),
-                    self.fmt(*due)
-                )
-            }
-            EventKind::Heap {
-                topic,
-                channel,
-                heap: HeapKind::Deferred,
-                op,
-            } => return Some(self.apply_heap(topic, channel, *op)),
-            EventKind::Heap { .. } => return None,
-            EventKind::BecameDue {
-                channel, id, due, ..
-            } => {
-                self.highlight = Some(*id);
-                format!(
-                    "Message {} was due at {} — it is {}: the timer fired exactly then. It leaves {channel}'s deferred heap.",
-                    short(*id),
-                    self.fmt(*due),
-                    self.fmt(now)
-                )
-            }
-            EventKind::Sent {
-                topic,
-                channel,
-                id,
-                client,
-                attempts,
-                deadline,
-            } => {
-                let c = self.chan(topic, channel);
-                c.queue.retain(|m| m.id != *id);
-                c.in_flight.push(InFlightChip {
-                    id: *id,
-                    client: *client,
-                    sent: now,
-                    deadline: *deadline,
-                    attempts: *attempts,
-                });
-                self.highlight = Some(*id);
-                if let Some(due) = self.due_of.remove(id) {
-                    self.lateness.push((*id, due, now));
-                }
-                format!(
-                    "Message {} sent to consumer {client} (attempt {attempts}); it must answer by {} or the message comes back.",
-                    short(*id),
-                    self.fmt(*deadline)
-                )
-            }
-            EventKind::Finished {
-                topic,
-                channel,
-                id,
-                client,
-            } => {
-                self.leave_flight(topic, channel, *id).finished += 1;
-                format!(
-                    "Consumer {client} finished message {} (FIN): it is gone for good.",
-                    short(*id)
-                )
-            }
-            EventKind::Requeued {
-                topic,
-                channel,
-                id,
-                client,
-                delay,
-            } => {
-                self.leave_flight(topic, channel, *id).requeued += 1;
-                if *delay == 0 {
-                    format!(
-                        "Consumer {client} could not handle {} (REQ): back to the queue now.",
-                        short(*id)
-                    )
-                } else {
-                    format!(
-                        "Consumer {client} could not handle {} (REQ {} ms): it will be retried later, via the deferred heap.",
-                        short(*id),
-                        delay / MILLISECOND
-                    )
-                }
-            }
-            EventKind::TimedOut {
-                topic,
-                channel,
-                id,
-                client,
-            } => {
-                self.leave_flight(topic, channel, *id).timed_out += 1;
-                self.highlight = Some(*id);
-                format!(
-                    "Consumer {client} never answered {}: its in-flight deadline passed, so the message goes back to the queue and will be delivered again with attempts + 1.",
-                    short(*id)
-                )
-            }
-            EventKind::Touched {
-                topic,
-                channel,
-                id,
-                deadline,
-                ..
-            } => {
-                if let Some(m) = self
-                    .chan(topic, channel)
-                    .in_flight
-                    .iter_mut()
-                    .find(|m| m.id == *id)
-                {
-                    m.deadline = *deadline;
-                }
-                format!(
-                    "TOUCH: message {} gets more time, until {}.",
-                    short(*id),
-                    self.fmt(*deadline)
-                )
-            }
-            EventKind::Dropped { channel, id, .. } => format!(
-                "Ephemeral channel {channel} is full: message {} is dropped.",
-                short(*id)
-            ),
-            EventKind::TopicDropped { topic, id } => format!(
-                "Ephemeral topic {topic} already holds --mem-queue-size messages for channels it does not have yet: message {} is dropped.",
-                short(*id)
-            ),
-            EventKind::Unsampled { id, client, .. } => format!(
-                "Message {} skipped by consumer {client}'s sample rate.",
-                short(*id)
-            ),
-            EventKind::Scan { channels, dirty } => {
-                format!("Scan loop: looked at {channels} channel(s), {dirty} had something due.")
-            }
-            EventKind::ClientClosed { client, reason } => {
-                for c in self.channels.values_mut() {
-                    c.consumers.retain(|x| x != client);
-                }
-                match reason {
-                    CloseReason::ChannelDeleted => format!(
-                        "Consumer {client} disconnected: its channel was deleted."
-                    ),
-                    _ => format!("Consumer {client} disconnected; messages it had in flight go back to the queue when their timeouts pass (nsqd does not requeue them at once)."),
-                }
-            }
-            EventKind::TopicDeleted { topic } => {
-                self.topics.remove(topic.as_ref());
-                self.channels.retain(|(t, _), _| t != topic.as_ref());
-                format!("Topic {topic} deleted, with its channels and every message in them.")
-            }
-            EventKind::ChannelDeleted { topic, channel } => {
-                self.channels
-                    .remove(&(topic.to_string(), channel.to_string()));
-                format!("Channel {channel} deleted from topic {topic}, with its messages; the topic's other channels keep theirs.")
-            }
-            EventKind::ClientConnected { .. }
-            | EventKind::ClientIdentified { .. }
-            | EventKind::ClientClosing { .. } => return None,
-            other => format!("{other:?}"),
-        })
-    }
-
-    /// Replay one heap operation on the drawn heap, and explain it.
-    pub fn apply_heap(&mut self, topic: &str, channel: &str, op: HeapOp) -> String {
-        self.heap_channel = Some((topic.to_string(), channel.to_string()));
-        let heap = &mut self.chan(topic, channel).heap;
-        let marks: Vec<usize>;
-        let text = match op {
-            HeapOp::Push { id, key, at } => {
-                heap.push((id, key));
-                marks = vec![at];
-                let parent = if at > 0 {
-                    format!(" Its parent is index {}.", (at - 1) / 2)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "Push: message {} (due {}) goes to the end of the heap, index {at}.{parent}",
-                    short(id),
-                    self.fmt(key)
-                )
-            }
-            HeapOp::Swap { child, parent } => {
-                let (c, p) = (heap[child], heap[parent]);
-                heap.swap(child, parent);
-                marks = vec![child, parent];
-                if c.1 < p.1 {
-                    format!(
-                        "Swap index {child} with its parent {parent}: {} is due at {}, sooner than {} at {}.",
-                        short(c.0),
-                        self.fmt(c.1),
-                        short(p.0),
-                        self.fmt(p.1)
-                    )
-                } else {
-                    format!(
-                        "Swap index {child} with its parent {parent}: {} is due sooner (or as soon, and came first).",
-                        short(c.0)
-                    )
-                }
-            }
-            HeapOp::Take { id, at } => {
-                if at < heap.len() {
-                    heap.swap_remove(at);
-                }
-                marks = vec![at];
-                format!("Pop: {} leaves the heap from index {at} (the root is always the next one due).", short(id))
-            }
-            HeapOp::Move { from, to } => {
-                marks = vec![to];
-                format!("The last entry (index {from}) moves into the hole at index {to}, then sifts down to its place.")
-            }
-            HeapOp::Rekey { id, key, at } => {
-                if let Some(e) = heap.get_mut(at) {
-                    e.1 = key;
-                }
-                marks = vec![at];
-                format!("{} gets a new due time, {}.", short(id), self.fmt(key))
-            }
-            HeapOp::Clear => {
-                heap.clear();
-                marks = vec![];
-                "The heap is emptied.".to_string()
-            }
-        };
-        self.heap_marks = marks;
-        text
+    pub fn needs_channel(self) -> bool {
+        matches!(self, Admin::CreateChannel | Admin::DeleteChannel)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn dpub(lab: &mut Lab, p: usize, t: Time, defer: u64) {
-        lab.at(
-            t,
-            Action::Send {
-                producer: p,
-                cmd: Command::Dpub {
-                    topic: "t".into(),
-                    defer_ms: defer,
-                    body: b"x"[..].into(),
-                },
-            },
-        );
-    }
-
-    #[test]
-    fn heap_view_replays_each_swap() {
-        let mut lab = Lab::new(Options::default(), 1);
-        lab.add_consumer(Lab::consumer("c1", "t", "c", 10));
-        let p = lab.add_producer();
-        for d in [500, 400, 300, 200, 100] {
-            dpub(&mut lab, p, 0, d);
-        }
-        // Step by step: every single swap is its own step.
-        let mut swaps = 0;
-        while let Some(step) = lab.step() {
-            if step.text.starts_with("Swap index") {
-                swaps += 1;
-                assert!(step.text.contains("sooner than"), "{}", step.text);
-            }
-            if lab.next_time().is_none_or(|t| t > 0) {
-                break;
-            }
-        }
-        assert!(
-            swaps >= 4,
-            "each push of an earlier due time sifts up: {swaps}"
-        );
-        // The drawn heap is exactly the broker's own heap.
-        let real: Vec<_> = lab
-            .sim
-            .broker
-            .channel("t", "c")
-            .unwrap()
-            .deferred
-            .entries()
-            .iter()
-            .map(|e| (e.item.id, e.key))
-            .collect();
-        assert_eq!(
-            lab.view.channels[&("t".to_string(), "c".to_string())].heap,
-            real
-        );
-        assert_eq!(real.len(), 5);
-    }
-
-    #[test]
-    fn deferred_messages_are_delivered_on_time_and_explained() {
-        let mut lab = Lab::new(Options::default(), 1);
-        lab.add_consumer(Lab::consumer("c1", "t", "c", 10));
-        let p = lab.add_producer();
-        dpub(&mut lab, p, 0, 250);
-        lab.run_until(ms(1000));
-        assert_eq!(lab.view.lateness.len(), 1);
-        let (_, due, sent) = lab.view.lateness[0];
-        assert_eq!(due, sent, "0 ms late");
-        assert!(lab
-            .log
-            .iter()
-            .any(|s| s.text.contains("timer fired exactly then")));
-        let c = &lab.view.channels[&("t".to_string(), "c".to_string())];
-        assert!(c.heap.is_empty());
-    }
-
-    #[test]
-    fn crash_times_out_and_redelivers() {
-        let mut lab = Lab::new(Options::default(), 1);
-        let mut a = Lab::consumer("a", "t", "c", 1);
-        a.msg_timeout_ms = 2000;
-        let a = lab.add_consumer(a);
-        lab.at(0, Action::Crash { consumer: a });
-        let p = lab.add_producer();
-        lab.at(
-            ms(10),
-            Action::Send {
-                producer: p,
-                cmd: Command::Pub {
-                    topic: "t".into(),
-                    body: b"x"[..].into(),
-                },
-            },
-        );
-        lab.run_until(ms(3000));
-        let c = &lab.view.channels[&("t".to_string(), "c".to_string())];
-        assert_eq!(c.timed_out, 1);
-        assert_eq!(c.in_flight.len(), 1);
-        assert_eq!(c.in_flight[0].attempts, 2);
-        assert!(lab.log.iter().any(|s| s.text.contains("never answered")));
-    }
-
-    #[test]
-    fn rdy_and_queue_steps_read_as_plain_english() {
-        let mut lab = Lab::new(Options::default(), 3);
-        let a = lab.add_consumer_by_hand("t", "workers", 1);
-        lab.set_behaviour(a, 100, 0);
-        lab.publish_by_hand("t", "one", 0, 1);
-        lab.run_until(ms(500));
-        lab.set_rdy_by_hand(a, 0);
-        lab.run_until(ms(600));
-        lab.set_rdy_by_hand(a, 5);
-        lab.run_until(ms(700));
-        let said = |part: &str| lab.log.iter().any(|s| s.text.contains(part));
-        for part in [
-            "RDY 1: it accepts one message in flight at a time.",
-            "RDY 0: it accepts no messages until it sends RDY again.",
-            "RDY 5: it accepts up to 5 messages in flight at once.",
-            "joins the memory queue of channel workers, ready to send.",
-        ] {
-            assert!(said(part), "no step says {part:?}");
-        }
-        assert!(!said("1 messages") && !said("workers's"));
-    }
-
-    /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
-    /// crashed consumer's message times out and goes to the other consumer; deleting the
-    /// channel removes it and its consumers from the view.
-    #[test]
-    fn changes_by_hand() {
-        let mut lab = Lab::new(Options::default(), 7);
-        let a = lab.add_consumer_by_hand("t", "c", 1);
-        lab.set_behaviour(a, 100, 0);
-        lab.publish_by_hand("t", "one", 0, 1);
-        lab.run_until(ms(1000));
-        assert_eq!(lab.view.channels[&("t".into(), "c".into())].finished, 1);
-
-        lab.set_rdy_by_hand(a, 0);
-        lab.publish_by_hand("t", "two", 0, 1);
-        lab.run_until(ms(3000));
-        let c = &lab.view.channels[&("t".into(), "c".into())];
-        assert_eq!(
-            (c.queue.len(), c.in_flight.len()),
-            (1, 0),
-            "RDY 0: it waits"
-        );
-
-        // A crashed consumer takes it and never answers; a second consumer gets it after the
-        // timeout (5 s), with attempts 2.
-        lab.set_rdy_by_hand(a, 1);
-        lab.toggle_crash(a);
-        lab.run_until(ms(3500));
-        assert_eq!(
-            lab.view.channels[&("t".into(), "c".into())].in_flight.len(),
-            1
-        );
-        let b = lab.add_consumer_by_hand("t", "c", 1);
-        lab.remove_consumer_by_hand(a);
-        lab.run_until(ms(9000));
-        let c = &lab.view.channels[&("t".into(), "c".into())];
-        assert_eq!((c.timed_out, c.finished), (1, 2), "{:?}", lab.log.last());
-        assert_eq!(c.consumers, vec![b]);
-        assert_eq!(lab.consumers.len(), 1, "the removed consumer is gone");
-
-        lab.admin_by_hand("channel/create", "t", "d").unwrap();
-        lab.run_until(lab.now());
-        assert!(lab.view.channels.contains_key(&("t".into(), "d".into())));
-        lab.admin_by_hand("channel/delete", "t", "c").unwrap();
-        lab.run_until(lab.now());
-        assert!(!lab.view.channels.contains_key(&("t".into(), "c".into())));
-        lab.run_until(ms(9100));
-        assert!(lab.consumers.is_empty(), "its consumer was closed");
-        assert!(lab.admin_by_hand("channel/delete", "t", "c").is_err());
-        lab.admin_by_hand("topic/delete", "t", "").unwrap();
-        lab.run_until(lab.now());
-        assert!(lab.view.topics.is_empty() && lab.view.channels.is_empty());
-    }
-}
+mod tests;

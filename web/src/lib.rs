@@ -2,15 +2,21 @@
 //!
 //! The broker core, compiled to WebAssembly, runs in the page in virtual time ([`lab`]); a
 //! learner steps through each event — a DPUB's push and every sift swap in the deferred heap,
-//! deliveries, timeouts, requeues — with an explanation of each. [`scenarios`] is the library,
-//! [`layout`] the pure drawing maths. The Yew components (`app`) exist only on wasm32; the
-//! logic is tested natively and the components in headless Chromium (`web/tests/components.rs`,
-//! wasm-bindgen-test).
+//! deliveries, timeouts, requeues — with an explanation of each. [`view`] turns events into
+//! the drawing and the words, [`model`] holds the page's state and applies each action
+//! ([`model::Model::update`]), [`scenarios`] is the library, [`forms`] checks what the learner
+//! types as nsqd would, [`glossary`] explains the words, [`layout`] is the drawing maths, and
+//! [`live`] mirrors a real server. The Yew components (`app`) exist only on wasm32; everything
+//! else is tested natively, and the components in headless Chromium.
 
+pub mod forms;
+pub mod glossary;
 pub mod lab;
 pub mod layout;
 pub mod live;
+pub mod model;
 pub mod scenarios;
+pub mod view;
 
 #[cfg(target_arch = "wasm32")]
 pub mod app;

@@ -1,6 +1,6 @@
 //! The scenario library: each sets up producers, consumers and a script on fresh labs.
 
-use crate::lab::{Action, Lab};
+use crate::lab::{Cue, Lab};
 use nsqlab_core::protocol::Command;
 use nsqlab_core::time::ms;
 use nsqlab_core::{Options, TimerStrategy};
@@ -10,12 +10,15 @@ pub struct Scenario {
     pub id: &'static str,
     pub title: &'static str,
     pub text: &'static str,
+    /// The topic and channel it uses (the forms start with them).
+    pub topic: &'static str,
+    pub channel: &'static str,
     /// The labs to run side by side (most scenarios have one).
     pub build: fn(u64) -> Vec<(&'static str, Lab)>,
 }
 
 fn send(lab: &mut Lab, p: usize, t_ms: u64, cmd: Command) {
-    lab.at(ms(t_ms), Action::Send { producer: p, cmd });
+    lab.at(ms(t_ms), Cue::Send { producer: p, cmd });
 }
 
 fn pub_(topic: &str, body: &str) -> Command {
@@ -35,7 +38,7 @@ fn dpub(topic: &str, body: &str, defer_ms: u64) -> Command {
 
 fn dpub_heap(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    lab.add_consumer(Lab::consumer("worker", "orders", "billing", 10));
+    lab.add_consumer(Lab::consumer("billing worker", "orders", "billing", 10));
     let p = lab.add_producer();
     for (i, d) in [5000u64, 3000, 4000, 1000, 2000, 6000, 1500]
         .into_iter()
@@ -56,7 +59,7 @@ pub const BIG_HEAP: u64 = 10_000;
 
 fn big_heap(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut c = Lab::consumer("worker", "events", "archive", 200);
+    let mut c = Lab::consumer("archive worker", "events", "archive", 200);
     c.processing_ms = 5;
     lab.add_consumer(c);
     let p = lab.add_producer();
@@ -78,8 +81,8 @@ fn big_heap(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn fan_out(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    lab.add_consumer(Lab::consumer("billing", "orders", "billing", 5));
-    lab.add_consumer(Lab::consumer("shipping", "orders", "shipping", 5));
+    lab.add_consumer(Lab::consumer("billing service", "orders", "billing", 5));
+    lab.add_consumer(Lab::consumer("shipping service", "orders", "shipping", 5));
     let p = lab.add_producer();
     for i in 0..4 {
         send(
@@ -94,7 +97,11 @@ fn fan_out(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn load_balance(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    for (name, rdy, work) in [("slow", 1, 1500), ("medium", 2, 700), ("fast", 4, 300)] {
+    for (name, rdy, work) in [
+        ("slow worker", 1, 1500),
+        ("medium worker", 2, 700),
+        ("fast worker", 4, 300),
+    ] {
         let mut c = Lab::consumer(name, "jobs", "workers", rdy);
         c.processing_ms = work;
         lab.add_consumer(c);
@@ -113,19 +120,19 @@ fn load_balance(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn crash_timeout(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut a = Lab::consumer("crashy", "jobs", "workers", 1);
+    let mut a = Lab::consumer("worker A", "jobs", "workers", 1);
     a.msg_timeout_ms = 3000;
     let a = lab.add_consumer(a);
-    let mut b = Lab::consumer("steady", "jobs", "workers", 0);
+    let mut b = Lab::consumer("worker B", "jobs", "workers", 0);
     b.msg_timeout_ms = 3000;
     let b = lab.add_consumer(b);
-    lab.at(ms(50), Action::Crash { consumer: a });
+    lab.at(ms(50), Cue::Crash { consumer: a });
     let p = lab.add_producer();
-    send(&mut lab, p, 100, pub_("jobs", "important job"));
+    send(&mut lab, p, 100, pub_("jobs", "payment 7"));
     // The steady consumer becomes ready after the crash.
     lab.at(
         ms(500),
-        Action::SetRdy {
+        Cue::SetRdy {
             consumer: b,
             rdy: 1,
         },
@@ -135,7 +142,7 @@ fn crash_timeout(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn req_backoff(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut c = Lab::consumer("flaky", "emails", "sender", 3);
+    let mut c = Lab::consumer("flaky mailer", "emails", "sender", 3);
     c.fail_rate = 60;
     c.req_delay_ms = 800;
     c.processing_ms = 200;
@@ -158,11 +165,7 @@ fn overflow_disk(seed: u64) -> Vec<(&'static str, Lab)> {
         ..Options::default()
     };
     let mut lab = Lab::new(opts, seed);
-    lab.sim
-        .broker
-        .create_channel(0, "events", "archive")
-        .expect("valid names");
-    lab.sim.flush();
+    lab.create_channel("events", "archive");
     let p = lab.add_producer();
     for i in 0..10 {
         send(
@@ -175,7 +178,7 @@ fn overflow_disk(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut c = Lab::consumer("archiver", "events", "archive", 2);
     c.processing_ms = 300;
     lab.waiting.push(c);
-    lab.at(ms(1500), Action::Join { consumer: 0 });
+    lab.at(ms(1500), Cue::Join { consumer: 0 });
     vec![("", lab)]
 }
 
@@ -190,7 +193,7 @@ fn scan_vs_exact(seed: u64) -> Vec<(&'static str, Lab)> {
             ..Options::default()
         };
         let mut lab = Lab::new(opts, seed);
-        let mut c = Lab::consumer("worker", "timers", "c", 100);
+        let mut c = Lab::consumer("timer worker", "timers", "c", 100);
         c.processing_ms = 10;
         lab.add_consumer(c);
         let p = lab.add_producer();
@@ -211,48 +214,64 @@ fn scan_vs_exact(seed: u64) -> Vec<(&'static str, Lab)> {
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         id: "dpub-heap",
+        topic: "orders",
+        channel: "billing",
         title: "DPUB through the deferred heap",
         text: "Seven orders are published with different delays. Each goes into the channel's deferred min-heap: pushed at the end, then swapped with its parent while it is due sooner. The root is always the next message due; when its time comes it is popped (the last entry moves to the root and sifts down) and delivered — exactly on time.",
         build: dpub_heap,
     },
     Scenario {
         id: "fan-out",
+        topic: "orders",
+        channel: "billing",
         title: "Fan-out to two channels",
         text: "A topic copies every message to each of its channels. Billing and shipping each get their own copy and consume at their own pace.",
         build: fan_out,
     },
     Scenario {
         id: "load-balance",
+        topic: "jobs",
+        channel: "workers",
         title: "Load-balancing by RDY",
         text: "Three consumers share one channel. Each says with RDY how many messages it can hold at once (1, 2 and 4); the channel hands messages out round-robin to whoever has room, so the fast worker does most of the work.",
         build: load_balance,
     },
     Scenario {
         id: "crash-timeout",
+        topic: "jobs",
+        channel: "workers",
         title: "Consumer crash → in-flight timeout → redelivery",
         text: "A consumer takes a message and crashes without answering. The message stays in flight until its msg_timeout passes (3 s here), then goes back to the queue and is delivered to another consumer, with attempts = 2.",
         build: crash_timeout,
     },
     Scenario {
         id: "req-backoff",
+        topic: "emails",
+        channel: "sender",
         title: "REQ with backoff",
         text: "A flaky consumer fails most messages and answers REQ with a delay that grows with each attempt. A requeued message waits in the deferred heap until its retry time.",
         build: req_backoff,
     },
     Scenario {
         id: "overflow-disk",
+        topic: "events",
+        channel: "archive",
         title: "Memory queue overflowing to disk",
         text: "The channel keeps --mem-queue-size messages (4 here) in memory; the rest go to the disk backlog, in order. When a consumer arrives it drains memory first, then the backlog.",
         build: overflow_disk,
     },
     Scenario {
         id: "big-heap",
+        topic: "events",
+        channel: "archive",
         title: "10 000 deferred messages",
         text: "Ten thousand DPUBs with random delays of 5 to 25 s. However many are waiting, the heap is only 14 levels deep: a push or a pop swaps at most 13 times, and the root is always the next message due. The drawing shows the top levels and counts the rest.",
         build: big_heap,
     },
     Scenario {
         id: "scan-vs-exact",
+        topic: "timers",
+        channel: "c",
         title: "nsqd's 100 ms scan loop versus exact timers",
         text: "The same 20 DPUBs under two timer strategies. nsqd looks for due messages by scanning a random sample of channels every 100 ms, so deliveries come late; nsqlab keeps one timer per channel and fires it exactly when due. The chart shows each message's lateness.",
         build: scan_vs_exact,
@@ -324,7 +343,7 @@ mod tests {
             l.view
                 .lateness
                 .iter()
-                .map(|(_, due, sent)| sent - due)
+                .map(|l| l.found - l.due)
                 .collect::<Vec<_>>()
         };
         assert!(late(&labs[0].1).iter().all(|&x| x == 0));
@@ -345,7 +364,11 @@ mod tests {
         }
         lab.run_until(30 * SECOND);
         assert_eq!(lab.view.lateness.len() as u64, BIG_HEAP);
-        assert!(lab.view.lateness.iter().all(|(_, due, sent)| sent == due));
+        assert!(lab
+            .view
+            .lateness
+            .iter()
+            .all(|l| l.found == l.due && l.sent == Some(l.due)));
     }
 
     #[test]

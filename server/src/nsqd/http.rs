@@ -934,32 +934,56 @@ async fn metrics(State(s): State<AppState>) -> ApiResult {
     Ok(r)
 }
 
-async fn index(State(s): State<AppState>) -> Response {
-    static_file(&s, "index.html").await
+async fn index(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    static_file(&s, "index.html", &headers).await
 }
 
-async fn stylesheet(State(s): State<AppState>) -> Response {
-    static_file(&s, "style.css").await
+async fn stylesheet(State(s): State<AppState>, headers: HeaderMap) -> Response {
+    static_file(&s, "style.css", &headers).await
 }
 
-async fn pkg_file(State(s): State<AppState>, Path(file): Path<String>) -> Response {
+async fn pkg_file(
+    State(s): State<AppState>,
+    Path(file): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     if file.contains('/') || file.contains("..") {
         return ApiErr(404, "NOT_FOUND").into_response();
     }
-    static_file(&s, &format!("pkg/{file}")).await
+    static_file(&s, &format!("pkg/{file}"), &headers).await
 }
 
-/// A file of the visualiser page from `--www-dir`.
-async fn static_file(s: &AppState, rel: &str) -> Response {
+/// A file of the visualiser page from `--www-dir`. A client that accepts gzip (or brotli) gets
+/// the file's precompressed `.gz` (`.br`) twin when the build made one, with
+/// `Content-Encoding`; every file is sent with `Cache-Control: no-cache`, so a browser keeps
+/// it and revalidates it (`If-Modified-Since`, answered 304) instead of fetching it again.
+async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) -> Response {
     let Some(dir) = &s.info.www_dir else {
         return ApiErr(404, "NOT_FOUND").into_response();
     };
-    let req = axum::http::Request::get(format!("/{rel}"))
+    let mut req = axum::http::Request::get(format!("/{rel}"))
         .body(axum::body::Body::empty())
         .expect("request");
-    let svc = tower_http::services::ServeDir::new(dir);
+    for h in [
+        header::ACCEPT_ENCODING,
+        header::IF_MODIFIED_SINCE,
+        header::IF_UNMODIFIED_SINCE,
+        header::RANGE,
+    ] {
+        if let Some(v) = headers.get(&h) {
+            req.headers_mut().insert(h, v.clone());
+        }
+    }
+    let svc = tower_http::services::ServeDir::new(dir)
+        .precompressed_br()
+        .precompressed_gzip();
     match tower::ServiceExt::oneshot(svc, req).await {
-        Ok(r) if r.status().is_success() => r.map(axum::body::Body::new),
+        Ok(r) if r.status().is_success() || r.status() == StatusCode::NOT_MODIFIED => {
+            let mut r = r.map(axum::body::Body::new);
+            r.headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            r
+        }
         _ => ApiErr(404, "NOT_FOUND").into_response(),
     }
 }

@@ -1,0 +1,275 @@
+//! Live mode: the page mirrors this server's channels (see [`crate::live`]).
+
+use super::flip::animate_moves;
+use super::heap::{HeapProps, HeapView};
+use super::parts::*;
+use crate::live::{LiveModel, QueuesJson};
+use crate::view::time_of_day;
+use gloo_timers::callback::Interval;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use wasm_bindgen::JsCast;
+use yew::prelude::*;
+
+/// What changes the mirror.
+pub enum LiveAction {
+    /// Text messages from the event stream, in order.
+    Messages(Vec<String>),
+    Snapshot(Vec<QueuesJson>),
+    Status(String),
+    Explain(Option<&'static str>),
+}
+
+/// The mirror as the reducer holds it (see [`super::Shared`]).
+#[derive(Clone)]
+struct Live {
+    model: Rc<RefCell<LiveModel>>,
+    status: Rc<RefCell<String>>,
+    term: Option<&'static str>,
+    version: u64,
+}
+
+impl PartialEq for Live {
+    fn eq(&self, o: &Self) -> bool {
+        Rc::ptr_eq(&self.model, &o.model) && self.version == o.version && self.term == o.term
+    }
+}
+
+impl Reducible for Live {
+    type Action = LiveAction;
+
+    fn reduce(self: Rc<Self>, action: LiveAction) -> Rc<Self> {
+        let mut term = self.term;
+        match action {
+            LiveAction::Messages(ms) => {
+                let mut m = self.model.borrow_mut();
+                for t in ms {
+                    m.handle_message(&t);
+                }
+            }
+            LiveAction::Snapshot(qs) => self.model.borrow_mut().load_snapshot(&qs),
+            LiveAction::Status(s) => *self.status.borrow_mut() = s,
+            LiveAction::Explain(t) => term = t,
+        }
+        Rc::new(Live {
+            model: self.model.clone(),
+            status: self.status.clone(),
+            term,
+            version: self.version + 1,
+        })
+    }
+}
+
+async fn fetch_text(url: &str) -> Option<String> {
+    let w = web_sys::window()?;
+    let resp = wasm_bindgen_futures::JsFuture::from(w.fetch_with_str(url))
+        .await
+        .ok()?;
+    let resp: web_sys::Response = resp.dyn_into().ok()?;
+    let text = wasm_bindgen_futures::JsFuture::from(resp.text().ok()?)
+        .await
+        .ok()?;
+    text.as_string()
+}
+
+/// Load `/api/queues` into the mirror.
+fn load_snapshot(d: UseReducerDispatcher<Live>) {
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Some(text) = fetch_text("/api/queues").await {
+            if let Ok(qs) = serde_json::from_str::<Vec<QueuesJson>>(&text) {
+                d.dispatch(LiveAction::Snapshot(qs));
+            }
+        }
+    });
+}
+
+#[function_component(LiveApp)]
+pub fn live_app() -> Html {
+    let state = use_reducer(|| Live {
+        model: Rc::new(RefCell::new(LiveModel::new())),
+        status: Rc::new(RefCell::new("connecting…".into())),
+        term: None,
+        version: 0,
+    });
+    let d = state.dispatcher();
+    {
+        let d = d.clone();
+        let model = state.model.clone();
+        use_effect_with((), move |_| {
+            // Messages wait here and go to the mirror in batches, ten times a second at most,
+            // however busy the server is.
+            let inbox: Rc<RefCell<Vec<String>>> = Rc::default();
+            let loc = web_sys::window().map(|w| w.location());
+            let host = loc.as_ref().and_then(|l| l.host().ok()).unwrap_or_default();
+            let proto = if loc.and_then(|l| l.protocol().ok()).as_deref() == Some("https:") {
+                "wss"
+            } else {
+                "ws"
+            };
+            let ws = web_sys::WebSocket::new(&format!("{proto}://{host}/ws/events")).ok();
+            let on_message = {
+                let inbox = inbox.clone();
+                wasm_bindgen::closure::Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+                    move |e: web_sys::MessageEvent| {
+                        if let Some(t) = e.data().as_string() {
+                            inbox.borrow_mut().push(t);
+                        }
+                    },
+                )
+            };
+            let on_open = {
+                let d = d.clone();
+                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    d.dispatch(LiveAction::Status("connected".into()));
+                    // Listening first, then the snapshot: nothing falls in between.
+                    load_snapshot(d.clone());
+                })
+            };
+            let on_close = {
+                let d = d.clone();
+                wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    d.dispatch(LiveAction::Status(
+                        "disconnected (reload to reconnect)".into(),
+                    ));
+                })
+            };
+            if let Some(ws) = &ws {
+                ws.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+                ws.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+                ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+            }
+            let loading = Rc::new(std::cell::Cell::new(0u32));
+            let timer = Interval::new(100, move || {
+                let batch = std::mem::take(&mut *inbox.borrow_mut());
+                if !batch.is_empty() {
+                    d.dispatch(LiveAction::Messages(batch));
+                }
+                // After dropped events, load the snapshot again (at most every 2 s).
+                let n = loading.get();
+                if n > 0 {
+                    loading.set(n - 1);
+                } else if model.borrow().wants_snapshot && model.borrow().stats_at.is_some() {
+                    loading.set(20);
+                    load_snapshot(d.clone());
+                }
+            });
+            move || {
+                if let Some(ws) = ws {
+                    ws.set_onmessage(None);
+                    ws.set_onclose(None);
+                    let _ = ws.close();
+                }
+                drop((on_message, on_open, on_close, timer));
+            }
+        });
+    }
+    {
+        let places = use_mut_ref(HashMap::new);
+        use_effect(move || animate_moves(&mut places.borrow_mut()));
+    }
+    let on_term = {
+        let d = d.clone();
+        Callback::from(move |k: &'static str| d.dispatch(LiveAction::Explain(Some(k))))
+    };
+    let on_glossary = {
+        let d = d.clone();
+        Callback::from(move |k: Option<&'static str>| d.dispatch(LiveAction::Explain(k)))
+    };
+    let m = state.model.borrow();
+    let v = &m.view;
+    let host = web_sys::window()
+        .and_then(|w| w.location().host().ok())
+        .unwrap_or_default();
+    let last = m.log.last().map(|s| s.text.clone()).unwrap_or_else(|| {
+        format!("Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'")
+    });
+    let heap_chan = v
+        .heap_channel
+        .as_ref()
+        .and_then(|k| v.channels.get(k))
+        .filter(|c| c.ever_deferred)
+        .or_else(|| v.channels.values().find(|c| c.ever_deferred));
+    let channels: Vec<ChannelCard> = v
+        .channels
+        .values()
+        .map(|c| {
+            let s = c.server.unwrap_or_default();
+            ChannelCard {
+                topic: c.topic.clone(),
+                name: c.name.clone(),
+                depth: s.depth,
+                deferred: s.deferred as usize,
+                in_flight: s.in_flight as usize,
+                finished: c.finished,
+                requeued: s.requeued,
+                timed_out: s.timed_out,
+                memory: c
+                    .queue
+                    .iter()
+                    .take(CHIPS)
+                    .map(|x| Token {
+                        id: x.id.to_string(),
+                        label: v.label(x.id),
+                        hue: v.hue(x.id),
+                    })
+                    .collect(),
+                disk: Vec::new(),
+                in_memory: c.depth() as usize,
+                on_disk: 0,
+                mem_queue_size: v.mem_queue_size,
+                core: None,
+                server: Some(s),
+            }
+        })
+        .collect();
+    let rows = {
+        let model = state.model.clone();
+        Callback::from(move |(from, to): (usize, usize)| {
+            model.borrow().log[from..to]
+                .iter()
+                .map(|s| (s.at, s.text.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    let status = state.status.borrow().clone();
+    html! {
+      <div class="app live">
+        <header>
+          <h1>{"nsqlab"}<span class="sub">{" — live: this server's channels, as they change"}</span></h1>
+          <nav class="scenarios">
+            <a class="live-link" href="?scenario=dpub-heap">{"← simulation"}</a>
+            <span class="status" data-testid="status">{format!("{status} · events dropped: {}", m.dropped)}</span>
+          </nav>
+        </header>
+        <section class="controls">
+          <span class="clock" data-testid="clock">{format!("server time {} UTC", time_of_day(v.now))}</span>
+          <span class="hint">{"Counters are the server's own (/stats, every second); the drawing follows its events."}</span>
+        </section>
+        <section class="lab">
+          <div class="lab-grid">
+            <div class="now">
+              <div class="explain" data-testid="explain" aria-live="polite"><Words text={last} on_term={on_term.clone()}/></div>
+            </div>
+            <div class="picture">
+              <div class="live-channels" data-testid="topology">
+                { for channels.iter().map(|c| channel_box(c, v.highlight.map(|h| h.to_string()).as_deref(), &on_term)) }
+              </div>
+              { heap_chan.map(|c| { let props = HeapProps::of(v, c, Some(v.now)); html!{ <HeapView ..props/> } }).unwrap_or_default() }
+            </div>
+            <div class="side">
+              { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
+                  let rows: Vec<FlightRow> = c.in_flight.iter().map(|f| FlightRow {
+                      token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },
+                      msg: f.id, client: f.client, who: v.who(f.client), attempts: f.attempts, sent: f.sent, deadline: f.deadline,
+                  }).collect();
+                  html!{ <InFlight lab={0} channel={format!("{}/{}", c.topic, c.name)} {rows} now={v.now} highlight={v.highlight.map(|h| h.to_string())}/> }
+              }) }
+              <StepLog len={m.log.len()} {rows} wall={true}/>
+            </div>
+          </div>
+        </section>
+        <Glossary open={state.term} on_term={on_glossary}/>
+      </div>
+    }
+}

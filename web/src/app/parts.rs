@@ -1,0 +1,627 @@
+//! The page's parts: text with glossary links, the topology (producers → topics → channels →
+//! consumers), the in-flight window, the step log, the lateness chart, the forms and the
+//! glossary. Each takes plain data as props.
+
+use super::Dispatch;
+use crate::forms::Field;
+use crate::glossary::{pieces, term, Piece, TERMS};
+use crate::lab::{Admin, Answer};
+use crate::model::{Action, Knob};
+use crate::view::{secs, ServerCounts};
+use nsqlab_core::time::{Time, MILLISECOND};
+use nsqlab_core::{ClientId, MessageId};
+use web_sys::HtmlInputElement;
+use yew::prelude::*;
+
+/// A message as a token: its label, in its colour.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    pub id: String,
+    pub label: String,
+    pub hue: u16,
+}
+
+/// Draw a token (`hot` when the last step was about it).
+pub fn token(t: &Token, hot: bool, flip: bool) -> Html {
+    html! {
+      <span class={classes!("chip", hot.then_some("hot"))} data-id={t.id.clone()}
+            data-flip={flip.then(|| t.id.clone())} title={format!("{} (ID {})", t.label, t.id)}
+            style={format!("--h: {}", t.hue)}>{t.label.clone()}</span>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct WordsProps {
+    pub text: AttrValue,
+    /// Opens a glossary entry; without it terms are not links.
+    #[prop_or_default]
+    pub on_term: Option<Callback<&'static str>>,
+}
+
+/// Text whose glossary terms are buttons that open their entry.
+#[function_component(Words)]
+pub fn words(p: &WordsProps) -> Html {
+    let Some(on_term) = &p.on_term else {
+        return html! { <>{p.text.clone()}</> };
+    };
+    html! {
+      <>{ for pieces(&p.text).into_iter().map(|piece| match piece {
+          Piece::Text(t) => html!{ <>{t}</> },
+          Piece::Term(t, key) => {
+              let on = on_term.clone();
+              let tip = term(key).map(|t| t.text).unwrap_or_default();
+              html!{ <button type="button" class="term" title={tip} aria-label={format!("{t}: what is this?")}
+                             onclick={Callback::from(move |_: MouseEvent| on.emit(key))}>{t}</button> }
+          }
+      }) }</>
+    }
+}
+
+/// A producer box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProducerCard {
+    pub id: ClientId,
+    pub name: String,
+    pub published: u64,
+    pub connected: bool,
+}
+
+/// A topic box, with the messages it holds for lack of a channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicCard {
+    pub name: String,
+    pub held: Vec<Token>,
+}
+
+/// A channel box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelCard {
+    pub topic: String,
+    pub name: String,
+    pub depth: u64,
+    pub deferred: usize,
+    pub in_flight: usize,
+    pub finished: u64,
+    pub requeued: u64,
+    pub timed_out: u64,
+    pub memory: Vec<Token>,
+    pub disk: Vec<Token>,
+    pub in_memory: usize,
+    pub on_disk: usize,
+    pub mem_queue_size: usize,
+    /// The broker's own depth, deferred and in-flight counts, when the drawing is between
+    /// instants (for tests: they must equal the drawn ones).
+    pub core: Option<[u64; 3]>,
+    /// Live mode: the server's counters.
+    pub server: Option<ServerCounts>,
+}
+
+/// A consumer box.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsumerCard {
+    pub id: ClientId,
+    pub name: String,
+    pub channel: String,
+    pub rdy: i64,
+    pub in_flight: usize,
+    pub received: u64,
+    pub finished: u64,
+    pub requeued: u64,
+    pub timed_out: u64,
+    pub work_ms: u64,
+    pub fail: u64,
+    pub crashed: bool,
+    pub refusals: Vec<(Knob, String)>,
+}
+
+/// Chips drawn per queue (the rest are counted).
+pub const CHIPS: usize = 24;
+
+#[derive(Properties, PartialEq)]
+pub struct TopologyProps {
+    pub lab: usize,
+    pub producers: Vec<ProducerCard>,
+    pub topics: Vec<TopicCard>,
+    pub channels: Vec<ChannelCard>,
+    pub consumers: Vec<ConsumerCard>,
+    pub highlight: Option<String>,
+    pub dispatch: Dispatch,
+    pub on_term: Callback<&'static str>,
+}
+
+fn term_button(on_term: &Callback<&'static str>, text: &str, key: &'static str) -> Html {
+    let on = on_term.clone();
+    let tip = term(key).map(|t| t.text).unwrap_or_default();
+    html! { <button type="button" class="term" title={tip} onclick={Callback::from(move |_: MouseEvent| on.emit(key))}>{text.to_string()}</button> }
+}
+
+/// One counter: its name (a glossary link when it has an entry) and value.
+fn counter(
+    on_term: &Callback<&'static str>,
+    testid: &'static str,
+    name: &str,
+    key: Option<&'static str>,
+    value: u64,
+) -> Html {
+    html! {
+      <span class="counter" data-testid={testid} data-value={value.to_string()}>
+        { match key { Some(k) => term_button(on_term, name, k), None => html!{ {name.to_string()} } } }
+        {" "}<b>{value}</b>
+      </span>
+    }
+}
+
+/// Producers → topics → channels → consumers.
+#[function_component(Topology)]
+pub fn topology(p: &TopologyProps) -> Html {
+    let hot = |t: &Token| p.highlight.as_deref() == Some(t.id.as_str());
+    html! {
+      <div class="topology" data-testid="topology">
+        <div class="col producers"><h3>{"producers"}</h3>
+          { for p.producers.iter().map(|pr| html!{
+              <div class={classes!("node", "producer", (!pr.connected).then_some("gone"))} data-client={pr.id.to_string()}>
+                <b>{pr.name.clone()}</b>
+                <div class="meta">{format!("published {}", pr.published)}{ if pr.connected { "" } else { " · disconnected" } }</div>
+              </div> }) }
+          { if p.producers.is_empty() { html!{ <p class="hint">{"none yet: publish below"}</p> } } else { html!{} } }
+        </div>
+        <div class="arrow" aria-hidden="true">{"→"}</div>
+        <div class="col topics"><h3>{term_button(&p.on_term, "topics", "topic")}</h3>
+          { for p.topics.iter().map(|t| html!{
+              <div class="node topic" data-topic={t.name.clone()}>
+                <b>{t.name.clone()}</b>
+                { if t.held.is_empty() { html!{} } else { html!{
+                    <div class="chips" aria-label="messages the topic holds until it has a channel">
+                      <span class="label">{"held "}</span>{ for t.held.iter().map(|c| token(c, hot(c), true)) }
+                    </div> } } }
+              </div> }) }
+        </div>
+        <div class="arrow" aria-hidden="true">{"→"}</div>
+        <div class="col channels"><h3>{term_button(&p.on_term, "channels", "channel")}</h3>
+          { for p.channels.iter().map(|c| channel_box(c, p.highlight.as_deref(), &p.on_term)) }
+        </div>
+        <div class="arrow" aria-hidden="true">{"→"}</div>
+        <div class="col consumers"><h3>{"consumers"}</h3>
+          { for p.consumers.iter().map(|c| consumer_box(c, p.lab, &p.dispatch, &p.on_term)) }
+          { if p.consumers.is_empty() { html!{ <p class="hint">{"none yet: add one below"}</p> } } else { html!{} } }
+        </div>
+      </div>
+    }
+}
+
+/// A channel's box: its counters, its memory queue and disk backlog as tokens.
+pub fn channel_box(
+    c: &ChannelCard,
+    highlight: Option<&str>,
+    on_term: &Callback<&'static str>,
+) -> Html {
+    let hot = |t: &Token| highlight == Some(t.id.as_str());
+    let core = c.core.map(|[d, f, i]| format!("{d},{f},{i}"));
+    html! {
+      <div class="node channel" data-channel={c.name.clone()} data-key={format!("{}/{}", c.topic, c.name)} data-core={core}>
+        <b>{format!("{}/{}", c.topic, c.name)}</b>
+        <div class="counters">
+          { counter(on_term, "depth", "depth", Some("depth"), c.depth) }
+          { counter(on_term, "deferred", "deferred", Some("deferred"), c.deferred as u64) }
+          { counter(on_term, "in-flight", "in flight", Some("in-flight"), c.in_flight as u64) }
+          { match c.server {
+              Some(s) => html!{ <>
+                { counter(on_term, "messages", "messages", None, s.messages) }
+                { counter(on_term, "requeued", "requeued", Some("req"), s.requeued) }
+                { counter(on_term, "timed-out", "timed out", Some("msg-timeout"), s.timed_out) }
+                { counter(on_term, "clients", "consumers", None, s.clients) }
+              </> },
+              None => html!{ <>
+                { counter(on_term, "finished", "finished", Some("fin"), c.finished) }
+                { counter(on_term, "requeued", "requeued", Some("req"), c.requeued) }
+                { counter(on_term, "timed-out", "timed out", Some("msg-timeout"), c.timed_out) }
+              </> },
+          } }
+        </div>
+        <div class="queue memory" data-testid="memory">
+          <span class="label">{term_button(on_term, "memory queue", "memory-queue")}{format!(" {} of {}", c.in_memory, c.mem_queue_size)}</span>
+          { for c.memory.iter().map(|t| token(t, hot(t), true)) }
+          { if c.in_memory > c.memory.len() { html!{ <span class="more">{format!("+{}", c.in_memory - c.memory.len())}</span> } } else { html!{} } }
+        </div>
+        { if c.on_disk > 0 { html!{
+          <div class="queue disk" data-testid="disk" data-count={c.on_disk.to_string()}>
+            <span class="label">{term_button(on_term, "disk backlog", "disk-backlog")}{format!(" {}", c.on_disk)}</span>
+            { for c.disk.iter().map(|t| token(t, hot(t), true)) }
+            { if c.on_disk > c.disk.len() { html!{ <span class="more">{format!("+{}", c.on_disk - c.disk.len())}</span> } } else { html!{} } }
+          </div> } } else { html!{} } }
+      </div>
+    }
+}
+
+fn consumer_box(
+    c: &ConsumerCard,
+    lab: usize,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+) -> Html {
+    let client = c.id;
+    let tune = |knob: Knob| {
+        let d = d.clone();
+        Callback::from(move |e: Event| {
+            let value = e.target_unchecked_into::<HtmlInputElement>().value();
+            d.dispatch(Action::Tune {
+                lab,
+                client,
+                knob,
+                value,
+            });
+        })
+    };
+    let crash = {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(Action::ToggleCrash { lab, client }))
+    };
+    let remove = {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(Action::RemoveConsumer { lab, client }))
+    };
+    let refusal = |k: Knob| {
+        c.refusals
+            .iter()
+            .find(|(x, _)| *x == k)
+            .map(|(_, t)| t.clone())
+    };
+    let field = |k: Knob, label: &str, value: String, testid: &'static str| {
+        let err = refusal(k);
+        let id = format!("c{}-{lab}-{testid}", client.0);
+        html! {
+          <label class="knob">{label.to_string()}
+            <input type="text" inputmode="numeric" size="5" {id} value={value} data-testid={testid}
+                   aria-invalid={err.is_some().then_some("true")} onchange={tune(k)}/>
+            { for err.map(|e| html!{ <span class="refusal" role="alert" data-testid={format!("{testid}-refusal")}>{e}</span> }) }
+          </label>
+        }
+    };
+    html! {
+      <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))} data-client={c.id.to_string()}>
+        <b>{c.name.clone()}</b>{ if c.crashed { html!{ <span class="tag">{" crashed"}</span> } } else { html!{} } }
+        <div class="meta" data-testid="consumer-meta">
+          {format!("{} · ", c.channel)}{term_button(on_term, "RDY", "rdy")}{format!(" {} · {} ms per message, {} % fail", c.rdy, c.work_ms, c.fail)}
+        </div>
+        <div class="counters" data-testid="consumer-counts">
+          <span data-testid="c-in-flight">{format!("in flight {}", c.in_flight)}</span>
+          <span data-testid="c-received">{format!("received {}", c.received)}</span>
+          <span data-testid="c-finished">{format!("finished {}", c.finished)}</span>
+          <span data-testid="c-requeued">{format!("REQ {}", c.requeued)}</span>
+          <span data-testid="c-timed-out">{format!("timed out {}", c.timed_out)}</span>
+        </div>
+        <div class="ctl" data-testid="consumer-controls">
+          { field(Knob::Rdy, "RDY ", c.rdy.to_string(), "rdy") }
+          { field(Knob::Work, "work ms ", c.work_ms.to_string(), "work") }
+          { field(Knob::Fail, "fail % ", c.fail.to_string(), "fail") }
+          <button type="button" data-testid="crash" onclick={crash} aria-pressed={c.crashed.to_string()}
+                  title="a crashed consumer never answers: its messages time out">{ if c.crashed { "recover" } else { "crash" } }</button>
+          <button type="button" data-testid="remove-consumer" onclick={remove} aria-label={format!("disconnect {}", c.name)} title="disconnect">{"✕"}</button>
+        </div>
+      </div>
+    }
+}
+
+/// One in-flight message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FlightRow {
+    pub token: Token,
+    pub msg: MessageId,
+    pub client: ClientId,
+    pub who: String,
+    pub attempts: u16,
+    pub sent: Time,
+    pub deadline: Time,
+}
+
+#[derive(Properties, PartialEq)]
+pub struct InFlightProps {
+    pub lab: usize,
+    pub channel: AttrValue,
+    pub rows: Vec<FlightRow>,
+    pub now: Time,
+    pub highlight: Option<String>,
+    /// Without it the rows have no buttons (live mode).
+    #[prop_or_default]
+    pub dispatch: Option<Dispatch>,
+}
+
+/// A channel's in-flight window: each message, whose it is, and the time left.
+#[function_component(InFlight)]
+pub fn in_flight(p: &InFlightProps) -> Html {
+    html! {
+      <section class="inflight" data-testid="in-flight-window" data-channel={p.channel.clone()}>
+        <h3>{format!("in flight on {}", p.channel)}</h3>
+        { for p.rows.iter().map(|r| {
+            let left = crate::layout::time_left(r.sent, r.deadline, p.now);
+            let answer = |what: Answer, name: &str| -> Html {
+                let Some(d) = p.dispatch.clone() else { return html!{} };
+                let (lab, client, id) = (p.lab, r.client, r.msg);
+                html!{ <button type="button" aria-label={format!("{name} {}", r.token.label)}
+                    onclick={Callback::from(move |_: MouseEvent| d.dispatch(Action::Answer { lab, client, id, what }))}>{name.to_string()}</button> }
+            };
+            html!{ <div class={classes!("row", p.dispatch.is_none().then_some("ro"))} data-id={r.token.id.clone()} data-client={r.client.to_string()} data-flip={r.token.id.clone()}>
+              { token(&r.token, p.highlight.as_deref() == Some(r.token.id.as_str()), false) }
+              <span class="who">{format!("{} · attempt {}", r.who, r.attempts)}</span>
+              <span class="bar" role="meter" aria-label="time left to answer" aria-valuemin="0" aria-valuemax="100" aria-valuenow={format!("{:.0}", left * 100.0)}>
+                <span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
+              <span class="left">{format!("{:.1} s", r.deadline.saturating_sub(p.now) as f64 / 1e9)}</span>
+              { answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }
+            </div> }
+        }) }
+      </section>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct LogProps {
+    /// Steps so far.
+    pub len: usize,
+    /// Steps `from..to` as (time, text).
+    pub rows: Callback<(usize, usize), Vec<(Time, String)>>,
+    pub wall: bool,
+}
+
+/// Rows of the step log drawn at a time (the log itself can hold hundreds of thousands).
+const ROWS: usize = 9;
+const ROW_PX: f64 = 38.0;
+
+/// The whole step log, scrollable; it follows the newest step unless scrolled back.
+#[function_component(StepLog)]
+pub fn step_log(p: &LogProps) -> Html {
+    let node = use_node_ref();
+    // `None`: follow the end. `Some(top)`: the reader scrolled to `top`.
+    let scroll = use_state(|| None::<f64>);
+    let len = p.len;
+    let first = match *scroll {
+        None => len.saturating_sub(ROWS),
+        Some(top) => ((top / ROW_PX) as usize).min(len.saturating_sub(ROWS)),
+    };
+    {
+        let node = node.clone();
+        let follow = scroll.is_none();
+        use_effect_with((len, follow), move |&(_, follow)| {
+            if follow {
+                if let Some(el) = node.cast::<web_sys::Element>() {
+                    el.set_scroll_top(el.scroll_height());
+                }
+            }
+        });
+    }
+    let onscroll = {
+        let scroll = scroll.clone();
+        Callback::from(move |e: Event| {
+            let el: web_sys::Element = e.target_unchecked_into();
+            let top = el.scroll_top() as f64;
+            let at_end = top + el.client_height() as f64 >= el.scroll_height() as f64 - ROW_PX;
+            scroll.set(if at_end { None } else { Some(top) });
+        })
+    };
+    let fmt = |t: Time| {
+        if p.wall {
+            crate::view::time_of_day(t)
+        } else {
+            secs(t)
+        }
+    };
+    html! {
+      <section class="steplog">
+        <h3>{format!("every step so far ({len})")}</h3>
+        <div class="log" data-testid="log" ref={node} {onscroll} tabindex="0" role="log" aria-label="every step so far"
+             style={format!("height: {}px", ROW_PX * ROWS as f64)}>
+          <div class="log-inner" style={format!("height: {}px", ROW_PX * len as f64)}>
+            { for p.rows.emit((first, (first + ROWS + 1).min(len))).into_iter().enumerate().map(|(k, (at, text))| {
+                let i = first + k;
+                html!{ <div class="log-row" data-n={(i + 1).to_string()} title={text.clone()} style={format!("top: {}px", ROW_PX * i as f64)}>
+                  <span class="n">{i + 1}</span><span class="t">{fmt(at)}</span><span class="x">{text}</span>
+                </div> }
+            }) }
+          </div>
+        </div>
+      </section>
+    }
+}
+
+/// One lab's lateness figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub title: String,
+    /// Per deferred message in the order it came due: its token and how late it was (ns).
+    pub points: Vec<(Token, Time)>,
+}
+
+#[derive(Properties, PartialEq)]
+pub struct ChartProps {
+    pub series: Vec<Series>,
+}
+
+/// A round top for an axis: 10, 20, 50, 100, 200, 500… ms.
+fn nice_ms(max_ms: f64) -> f64 {
+    let mut step = 10.0;
+    loop {
+        for m in [1.0, 2.0, 5.0] {
+            if step * m >= max_ms {
+                return step * m;
+            }
+        }
+        step *= 10.0;
+    }
+}
+
+/// How late each deferred message was delivered, per lab, with axes in milliseconds.
+#[function_component(LatenessChart)]
+pub fn lateness_chart(p: &ChartProps) -> Html {
+    let max = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|x| x.1))
+        .max()
+        .unwrap_or(0);
+    let top = nice_ms(max as f64 / MILLISECOND as f64);
+    let (w, h, left, bottom) = (460.0, 160.0, 52.0, 34.0);
+    let plot_h = h - bottom - 10.0;
+    let y = |ms: f64| 10.0 + plot_h * (1.0 - ms / top);
+    html! {
+      <section class="lateness" data-testid="lateness">
+        <h3>{"how late each deferred message was delivered (delivery time − due time)"}</h3>
+        <div class="charts">
+        { for p.series.iter().map(|s| {
+            let n = s.points.len().max(1);
+            let bw = ((w - left - 8.0) / n as f64).min(24.0);
+            let lates: Vec<f64> = s.points.iter().map(|x| x.1 as f64 / MILLISECOND as f64).collect();
+            let summary = match lates.iter().cloned().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))) {
+                None => "no deferred message delivered yet".to_string(),
+                Some(mx) => format!("{} delivered · at most {mx:.0} ms late · on average {:.1} ms", lates.len(), lates.iter().sum::<f64>() / lates.len() as f64),
+            };
+            html!{
+            <figure class="series">
+              <figcaption><b>{s.title.clone()}</b><span class="summary" data-testid="lateness-summary">{summary}</span></figcaption>
+              <svg viewBox={format!("0 0 {w} {h}")} class="bars" role="img" aria-label={format!("{}: lateness per message in ms", s.title)}>
+                <line class="axis" x1={left.to_string()} y1="10" x2={left.to_string()} y2={(h - bottom).to_string()}/>
+                <line class="axis" x1={left.to_string()} y1={(h - bottom).to_string()} x2={(w - 4.0).to_string()} y2={(h - bottom).to_string()}/>
+                { for [0.0, top / 2.0, top].iter().map(|&t| html!{ <>
+                    <line class="tick" x1={(left - 4.0).to_string()} x2={(w - 4.0).to_string()} y1={y(t).to_string()} y2={y(t).to_string()}/>
+                    <text class="ylab" x={(left - 6.0).to_string()} y={(y(t) + 4.0).to_string()}>{format!("{t:.0} ms")}</text>
+                </> }) }
+                <text class="xlab" x={((w + left) / 2.0).to_string()} y={(h - 6.0).to_string()}>{"deferred messages, in the order they came due"}</text>
+                { for s.points.iter().enumerate().map(|(i, (t, late))| {
+                    let ms = *late as f64 / MILLISECOND as f64;
+                    let bh = (plot_h * ms / top).max(1.5);
+                    html!{ <rect x={(left + 2.0 + i as f64 * bw).to_string()} y={(h - bottom - bh).to_string()} width={(bw * 0.8).max(1.0).to_string()} height={bh.to_string()}
+                                 data-late-ms={format!("{ms:.0}")} style={format!("--h: {}", t.hue)}>
+                      <title>{format!("{}: {ms:.0} ms late", t.label)}</title></rect> }
+                }) }
+              </svg>
+            </figure> }
+        }) }
+        </div>
+      </section>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct FieldProps {
+    pub field: Field,
+    pub label: AttrValue,
+    pub value: AttrValue,
+    pub refusal: Option<AttrValue>,
+    pub size: u32,
+    pub dispatch: Dispatch,
+    #[prop_or_default]
+    pub hint: Option<AttrValue>,
+}
+
+/// A form field whose value lives in the model, with its refusal beside it.
+#[function_component(FormField)]
+pub fn form_field(p: &FieldProps) -> Html {
+    let f = p.field;
+    let d = p.dispatch.clone();
+    let oninput = Callback::from(move |e: InputEvent| {
+        let v = e.target_unchecked_into::<HtmlInputElement>().value();
+        d.dispatch(Action::Edit(f, v));
+    });
+    let err_id = format!("{}-refusal", f.id());
+    html! {
+      <label class="field">
+        <span class="name">{p.label.clone()}</span>
+        <input id={f.id()} value={p.value.clone()} {oninput} size={p.size.to_string()}
+               aria-invalid={p.refusal.is_some().then_some("true")}
+               aria-describedby={p.refusal.is_some().then(|| err_id.clone())} title={p.hint.clone()}/>
+        { for p.refusal.clone().map(|r| html!{ <span class="refusal" id={err_id} role="alert" data-testid={format!("{}-refusal", f.id())}>{r}</span> }) }
+      </label>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct FormsProps {
+    pub fields: Vec<(Field, String, Option<String>)>,
+    pub dispatch: Dispatch,
+}
+
+impl FormsProps {
+    fn get(&self, f: Field) -> (AttrValue, Option<AttrValue>) {
+        self.fields
+            .iter()
+            .find(|x| x.0 == f)
+            .map(|x| (x.1.clone().into(), x.2.clone().map(Into::into)))
+            .unwrap_or_default()
+    }
+
+    fn field(&self, f: Field, label: &str, size: u32, hint: &str) -> Html {
+        let (value, refusal) = self.get(f);
+        html! { <FormField field={f} label={label.to_string()} {value} {refusal} {size} dispatch={self.dispatch.clone()} hint={Some(AttrValue::from(hint.to_string()))}/> }
+    }
+}
+
+/// Publish: PUB, DPUB (with a delay), MPUB (with a count), or several DPUBs.
+#[function_component(PublishForm)]
+pub fn publish_form(p: &FormsProps) -> Html {
+    let d = p.dispatch.clone();
+    let onsubmit = Callback::from(move |e: SubmitEvent| {
+        e.prevent_default();
+        d.dispatch(Action::Publish);
+    });
+    html! {
+      <form class="publish" {onsubmit} aria-label="publish" novalidate=true>
+        <b>{"publish"}</b>
+        { p.field(Field::PubTopic, "topic", 10, "the topic to publish to") }
+        { p.field(Field::PubBody, "body", 10, "the message body") }
+        { p.field(Field::PubDelay, "delay ms", 7, "0 publishes at once (PUB); more defers it (DPUB), up to nsqd's --max-req-timeout") }
+        { p.field(Field::PubCount, "count", 4, "1 message, or several (MPUB; with a delay, that many DPUBs)") }
+        <button type="submit" data-testid="publish">{"publish"}</button>
+      </form>
+    }
+}
+
+/// Add a consumer; create or delete a topic or channel (nsqd's HTTP admin calls).
+#[function_component(ManageForm)]
+pub fn manage_form(p: &FormsProps) -> Html {
+    let act = |a: Action| {
+        let d = p.dispatch.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
+    };
+    html! {
+      <form class="manage" aria-label="manage" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())} novalidate=true>
+        <b>{"manage"}</b>
+        { p.field(Field::ManageTopic, "topic", 10, "a topic name") }
+        { p.field(Field::ManageChannel, "channel", 10, "a channel name") }
+        { p.field(Field::ManageRdy, "RDY", 4, "the new consumer's RDY count") }
+        <span class="buttons">
+          <button type="button" data-testid="add-consumer" onclick={act(Action::AddConsumer)}>{"add consumer"}</button>
+          <button type="button" data-testid="create-topic" onclick={act(Action::Admin(Admin::CreateTopic))}>{"create topic"}</button>
+          <button type="button" data-testid="create-channel" onclick={act(Action::Admin(Admin::CreateChannel))}>{"create channel"}</button>
+          <button type="button" data-testid="delete-channel" onclick={act(Action::Admin(Admin::DeleteChannel))}>{"delete channel"}</button>
+          <button type="button" data-testid="delete-topic" onclick={act(Action::Admin(Admin::DeleteTopic))}>{"delete topic"}</button>
+        </span>
+      </form>
+    }
+}
+
+#[derive(Properties, PartialEq)]
+pub struct GlossaryProps {
+    pub open: Option<&'static str>,
+    pub on_term: Callback<Option<&'static str>>,
+}
+
+/// The glossary: every entry at the foot of the page, and the one asked for in a panel.
+#[function_component(Glossary)]
+pub fn glossary(p: &GlossaryProps) -> Html {
+    let close = {
+        let on = p.on_term.clone();
+        Callback::from(move |_: MouseEvent| on.emit(None))
+    };
+    html! {
+      <>
+        { for p.open.and_then(term).map(|t| html!{
+            <aside class="term-pop" role="dialog" aria-label={format!("glossary: {}", t.title)} data-testid="term-pop">
+              <b>{t.title}</b><p>{t.text}</p>
+              <button type="button" onclick={close} data-testid="term-close">{"close"}</button>
+              <a href={format!("#g-{}", t.key)}>{"in the glossary"}</a>
+            </aside> }) }
+        <details class="glossary" id="glossary">
+          <summary>{"Glossary: the words on this page"}</summary>
+          <dl>{ for TERMS.iter().map(|t| html!{ <><dt id={format!("g-{}", t.key)}>{t.title}</dt><dd>{t.text}</dd></> }) }</dl>
+        </details>
+      </>
+    }
+}

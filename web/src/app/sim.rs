@@ -1,0 +1,427 @@
+//! The simulation page: a scenario's labs, the controls, the forms.
+
+use super::flip::animate_moves;
+use super::heap::{HeapProps, HeapView};
+use super::parts::*;
+use super::{params, Dispatch, Shared};
+use crate::forms::Field;
+use crate::lab::Lab;
+use crate::model::{Action, Knob, Model, Pane, SPEEDS};
+use crate::scenarios::SCENARIOS;
+use crate::view::{secs, Role};
+use gloo_timers::callback::Interval;
+use nsqlab_core::time::Time;
+use std::cell::Cell;
+use std::collections::HashMap;
+use wasm_bindgen::JsCast;
+use web_sys::{HtmlSelectElement, KeyboardEvent};
+use yew::prelude::*;
+
+/// How often the play timer ticks (real milliseconds).
+const TICK_MS: u32 = 50;
+
+fn query() -> (String, u64, f64) {
+    let p = params();
+    let get = |k: &str| p.as_ref().and_then(|p| p.get(k));
+    (
+        get("scenario").unwrap_or_else(|| SCENARIOS[0].id.to_string()),
+        get("seed").and_then(|s| s.parse().ok()).unwrap_or(1),
+        get("speed").and_then(|s| s.parse().ok()).unwrap_or(1.0),
+    )
+}
+
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or(0.0)
+}
+
+fn tokens(lab: &Lab, ids: impl Iterator<Item = nsqlab_core::MessageId>) -> Vec<Token> {
+    ids.take(CHIPS)
+        .map(|id| Token {
+            id: id.to_string(),
+            label: lab.view.label(id),
+            hue: lab.view.hue(id),
+        })
+        .collect()
+}
+
+/// The topology's props for one lab.
+fn topology(
+    i: usize,
+    lab: &Lab,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+    m: &Model,
+) -> Html {
+    let v = &lab.view;
+    let between = lab.next_time() != Some(lab.now());
+    let producers: Vec<ProducerCard> = v
+        .actors
+        .iter()
+        .filter(|(_, a)| a.role == Role::Producer)
+        .map(|(id, a)| ProducerCard {
+            id: *id,
+            name: a.name.clone(),
+            published: a.published,
+            connected: a.connected,
+        })
+        .collect();
+    let topics: Vec<TopicCard> = v
+        .topics
+        .iter()
+        .map(|(t, held)| TopicCard {
+            name: t.clone(),
+            held: tokens(lab, held.iter().map(|c| c.id)),
+        })
+        .collect();
+    let channels: Vec<ChannelCard> = v
+        .channels
+        .values()
+        .map(|c| {
+            let core = between
+                .then(|| lab.sim.broker.channel(&c.topic, &c.name))
+                .flatten()
+                .map(|ch| {
+                    [
+                        ch.queue.len() as u64,
+                        ch.deferred.len() as u64,
+                        ch.in_flight.len() as u64,
+                    ]
+                });
+            ChannelCard {
+                topic: c.topic.clone(),
+                name: c.name.clone(),
+                depth: c.depth(),
+                deferred: c.deferred(),
+                in_flight: c.in_flight.len(),
+                finished: c.finished,
+                requeued: c.requeued,
+                timed_out: c.timed_out,
+                memory: tokens(lab, c.queue.iter().filter(|x| !x.on_disk).map(|x| x.id)),
+                disk: tokens(lab, c.queue.iter().filter(|x| x.on_disk).map(|x| x.id)),
+                in_memory: c.in_memory(),
+                on_disk: c.on_disk(),
+                mem_queue_size: v.mem_queue_size,
+                core,
+                server: None,
+            }
+        })
+        .collect();
+    let consumers: Vec<ConsumerCard> = lab
+        .consumers
+        .iter()
+        .map(|c| {
+            let a = v.actors.get(&c.id);
+            ConsumerCard {
+                id: c.id,
+                name: c.name.clone(),
+                channel: format!("{}/{}", c.topic, c.channel),
+                rdy: c.rdy,
+                in_flight: v
+                    .channels
+                    .values()
+                    .map(|ch| ch.in_flight.iter().filter(|m| m.client == c.id).count())
+                    .sum(),
+                received: a.map_or(0, |a| a.received),
+                finished: a.map_or(0, |a| a.finished),
+                requeued: a.map_or(0, |a| a.requeued),
+                timed_out: a.map_or(0, |a| a.timed_out),
+                work_ms: c.processing_ms,
+                fail: c.fail_rate,
+                crashed: c.crashed,
+                refusals: [Knob::Rdy, Knob::Work, Knob::Fail]
+                    .into_iter()
+                    .filter_map(|k| m.knob_refusals.get(&(i, c.id, k)).map(|e| (k, e.clone())))
+                    .collect(),
+            }
+        })
+        .collect();
+    html! {
+      <Topology lab={i} {producers} {topics} {channels} {consumers}
+                highlight={v.highlight.map(|h| h.to_string())} dispatch={d.clone()} on_term={on_term.clone()}/>
+    }
+}
+
+/// One lab: the current step, the picture, the in-flight window, the log.
+fn pane(
+    i: usize,
+    p: &Pane,
+    m: &Model,
+    state: &Shared,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+) -> Html {
+    let lab = &p.lab;
+    let v = &lab.view;
+    let last = lab.log.last();
+    let text = last
+        .map(|s| s.text.clone())
+        .unwrap_or_else(|| "Press Step (→) or Play (space) to begin.".into());
+    let claims = last
+        .map(|s| serde_json::to_string(&s.claims).unwrap_or_default())
+        .unwrap_or_else(|| "[]".into());
+    let heap_chan = v
+        .heap_channel
+        .as_ref()
+        .and_then(|k| v.channels.get(k))
+        .filter(|c| c.ever_deferred)
+        .or_else(|| v.channels.values().find(|c| c.ever_deferred));
+    let heap = heap_chan.map(|c| {
+        let props = HeapProps::of(v, c, None);
+        html! { <HeapView ..props/> }
+    });
+    let finished = lab.is_finished() && !lab.log.is_empty();
+    let rows = {
+        let state = state.clone();
+        Callback::from(move |(from, to): (usize, usize)| {
+            let m = state.get();
+            m.panes[i].lab.log[from..to]
+                .iter()
+                .map(|s| (s.at, s.text.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    html! {
+      <section class="lab" data-label={p.title} data-testid="pane">
+        { if p.title.is_empty() { html!{} } else { html!{ <h2>{p.title}</h2> } } }
+        <div class="lab-grid">
+          <div class="now">
+            <div class="explain" data-testid="explain" aria-live="polite" data-claims={claims}
+                 data-at={last.map(|s| s.at.to_string())}>
+              <span class="when">{last.map(|s| secs(s.at)).unwrap_or_default()}</span>
+              <Words text={text} on_term={on_term.clone()}/>
+            </div>
+            { if finished { html!{
+              <div class="finished" data-testid="scenario-finished" role="status">
+                <b>{"Scenario finished — here is what happened"}</b>
+                <ul>{ for lab.summary().into_iter().map(|l| html!{ <li>{l}</li> }) }</ul>
+                <p class="hint">{"Nothing more happens by itself. Reset to watch it again, or change something by hand below: publish, add a consumer, change a consumer's RDY."}</p>
+              </div> } } else { html!{} } }
+          </div>
+          <div class="picture">
+            { topology(i, lab, d, on_term, m) }
+            { heap.unwrap_or_default() }
+          </div>
+          <div class="side">
+            { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
+                let rows: Vec<FlightRow> = c.in_flight.iter().map(|f| FlightRow {
+                    token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },
+                    msg: f.id,
+                    client: f.client,
+                    who: v.who(f.client),
+                    attempts: f.attempts,
+                    sent: f.sent,
+                    deadline: f.deadline,
+                }).collect();
+                html!{ <InFlight lab={i} channel={format!("{}/{}", c.topic, c.name)} {rows} now={lab.now()}
+                                 highlight={v.highlight.map(|h| h.to_string())} dispatch={Some(d.clone())}/> }
+            }) }
+            <StepLog len={lab.log.len()} {rows} wall={false}/>
+          </div>
+        </div>
+      </section>
+    }
+}
+
+#[function_component(SimApp)]
+pub fn sim_app() -> Html {
+    let state = use_reducer(|| {
+        let (scenario, seed, speed) = query();
+        Shared::new(Model::new(&scenario, seed, speed))
+    });
+    let d = state.dispatcher();
+    let (playing, url) = {
+        let m = state.get();
+        (m.playing, m.query())
+    };
+
+    // The play timer: owned by the effect, dropped (cancelled) when play stops. Virtual time
+    // follows real time (× speed), however late a tick comes.
+    {
+        let d = d.clone();
+        use_effect_with(playing, move |&on| {
+            let timer = on.then(|| {
+                let last = Cell::new(now_ms());
+                Interval::new(TICK_MS, move || {
+                    let t = now_ms();
+                    let dt = (t - last.replace(t)).clamp(0.0, 250.0);
+                    d.dispatch(Action::Tick(dt));
+                })
+            });
+            move || drop(timer)
+        });
+    }
+    // The URL reopens this page as it is.
+    use_effect_with(url, |url| {
+        if let Some(h) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = h.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(url));
+        }
+    });
+    // Keyboard: space plays and pauses, → or s steps, n jumps to the next timer, r resets,
+    // Escape closes the glossary panel. Actions, not state: the handler never goes stale.
+    {
+        let d = d.clone();
+        use_effect_with((), move |_| {
+            let doc = web_sys::window().and_then(|w| w.document());
+            let handler = wasm_bindgen::closure::Closure::<dyn Fn(KeyboardEvent)>::new(
+                move |e: KeyboardEvent| {
+                    let tag = e
+                        .target()
+                        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                        .map(|el| el.tag_name())
+                        .unwrap_or_default();
+                    // Typing goes to fields; a focused button takes space and Enter itself.
+                    let key = e.key();
+                    let typing = matches!(tag.as_str(), "INPUT" | "SELECT" | "TEXTAREA");
+                    let activates = tag == "BUTTON" && matches!(key.as_str(), " " | "Enter");
+                    if (typing && key != "Escape") || activates {
+                        return;
+                    }
+                    if e.ctrl_key() || e.meta_key() || e.alt_key() {
+                        return;
+                    }
+                    let action = match key.as_str() {
+                        " " => Action::TogglePlay,
+                        "ArrowRight" | "s" => Action::Step,
+                        "n" => Action::NextTimer,
+                        "r" => Action::Reset,
+                        "Escape" => Action::Explain(None),
+                        _ => return,
+                    };
+                    e.prevent_default();
+                    d.dispatch(action);
+                },
+            );
+            if let Some(doc) = &doc {
+                let _ = doc
+                    .add_event_listener_with_callback("keydown", handler.as_ref().unchecked_ref());
+            }
+            move || {
+                if let Some(doc) = doc {
+                    let _ = doc.remove_event_listener_with_callback(
+                        "keydown",
+                        handler.as_ref().unchecked_ref(),
+                    );
+                }
+            }
+        });
+    }
+    // Messages glide from where they were to where they are now.
+    {
+        let places = use_mut_ref(HashMap::new);
+        use_effect(move || animate_moves(&mut places.borrow_mut()));
+    }
+
+    let on_term = {
+        let d = d.clone();
+        Callback::from(move |k: &'static str| d.dispatch(Action::Explain(Some(k))))
+    };
+    let on_glossary = {
+        let d = d.clone();
+        Callback::from(move |k: Option<&'static str>| d.dispatch(Action::Explain(k)))
+    };
+    let click = |a: Action| {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
+    };
+    let on_speed = {
+        let d = d.clone();
+        Callback::from(move |e: Event| {
+            d.dispatch(Action::SetSpeed(
+                e.target_unchecked_into::<HtmlSelectElement>().value(),
+            ))
+        })
+    };
+    let on_seed = {
+        let d = d.clone();
+        Callback::from(move |e: SubmitEvent| {
+            e.prevent_default();
+            d.dispatch(Action::ApplySeed);
+        })
+    };
+
+    let m = state.get();
+    let now: Time = m.now();
+    let finished = m.finished();
+    let series: Vec<Series> = m
+        .panes
+        .iter()
+        .filter(|p| !p.lab.view.lateness.is_empty())
+        .map(|p| Series {
+            title: if p.title.is_empty() {
+                "delivered".into()
+            } else {
+                p.title.to_string()
+            },
+            points: p
+                .lab
+                .view
+                .lateness
+                .iter()
+                .filter_map(|l| {
+                    let sent = l.sent?;
+                    Some((
+                        Token {
+                            id: l.id.to_string(),
+                            label: p.lab.view.label(l.id),
+                            hue: p.lab.view.hue(l.id),
+                        },
+                        sent.saturating_sub(l.due),
+                    ))
+                })
+                .collect(),
+        })
+        .collect();
+    let forms: Vec<(Field, String, Option<String>)> = m
+        .fields
+        .iter()
+        .map(|(f, v)| (*f, v.clone(), m.refusals.get(f).cloned()))
+        .collect();
+    let seed_refusal = m.refusals.get(&Field::Seed).cloned();
+    html! {
+      <div class={classes!("app", (m.panes.len() > 1).then_some("two"))}>
+        <header>
+          <h1>{"nsqlab"}<span class="sub">{" — watch a message queue work from the inside"}</span></h1>
+          <nav class="scenarios" aria-label="scenarios">
+            { for SCENARIOS.iter().map(|s| html! {
+                <button type="button" class={classes!("scenario", (s.id == m.scenario.id).then_some("active"))}
+                        aria-pressed={(s.id == m.scenario.id).to_string()}
+                        data-scenario={s.id} onclick={click(Action::Pick(s.id.to_string()))}>{s.title}</button>
+            }) }
+            <a class="live-link" href="?mode=live" data-testid="live">{"● live server"}</a>
+          </nav>
+          <p class="scenario-text" data-testid="scenario-text"><Words text={m.scenario.text} on_term={on_term.clone()}/></p>
+        </header>
+        <section class="controls" aria-label="controls">
+          <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title="play or pause (space)">
+            { if m.playing { "‖ Pause" } else { "▶ Play" } }</button>
+          <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title="one step (→ or s)">{"Step"}</button>
+          <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title="the first step of the next instant (n)">{"Next timer"}</button>
+          <button type="button" data-testid="reset" onclick={click(Action::Reset)} title="start over (r)">{"Reset"}</button>
+          <label>{"speed "}
+            <select data-testid="speed" onchange={on_speed}>
+              { for SPEEDS.iter().map(|s| html! { <option value={s.to_string()} selected={(*s - m.speed).abs() < 1e-9}>{format!("{s}×")}</option> }) }
+            </select>
+          </label>
+          <form class="seed" onsubmit={on_seed} novalidate=true>
+            <FormField field={Field::Seed} label="seed" value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} dispatch={d.clone()}
+                       hint={Some(AttrValue::from("the same seed replays the same run; Enter starts over with it"))}/>
+            <button type="submit" data-testid="apply-seed">{"start over"}</button>
+          </form>
+          <span class="clock" data-testid="clock">{format!("t = {}", secs(now))}</span>
+          { if finished { html!{ <span class="done" data-testid="done">{"finished"}</span> } } else { html!{} } }
+        </section>
+        <div class="panes">
+          { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
+        </div>
+        { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series}/> } } }
+        <div class="forms">
+          <PublishForm fields={forms.clone()} dispatch={d.clone()}/>
+          <ManageForm fields={forms} dispatch={d.clone()}/>
+        </div>
+        <Glossary open={m.term} on_term={on_glossary}/>
+      </div>
+    }
+}

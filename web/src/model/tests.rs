@@ -1,0 +1,256 @@
+//! The page's actions, as a learner uses them.
+
+use super::*;
+use crate::view::Role;
+use nsqlab_core::time::{MILLISECOND, SECOND};
+
+fn last_text(m: &Model, pane: usize) -> String {
+    m.panes[pane]
+        .lab
+        .log
+        .last()
+        .map(|s| s.text.clone())
+        .unwrap_or_default()
+}
+
+fn edit(m: &mut Model, f: Field, v: &str) {
+    m.update(Action::Edit(f, v.to_string()));
+}
+
+/// Issue item 3: The scan-loop comparison: both panels share one clock and move together; the scan-loop
+/// side says how late each message was and which scan found it, never "exactly".
+#[test]
+fn the_scan_loop_comparison_shares_one_clock() {
+    let mut m = Model::new("scan-vs-exact", 1, 1.0);
+    assert_eq!(m.panes.len(), 2);
+    for i in 0..400 {
+        m.update(Action::Step);
+        let (a, b) = (m.panes[0].lab.now(), m.panes[1].lab.now());
+        assert_eq!(a, b, "after step {i} the panels' clocks differ");
+    }
+    let scan = &m.panes[1].lab;
+    let found: Vec<&str> = scan
+        .log
+        .iter()
+        .filter(|s| s.text.contains("nsqd's scan loop found it"))
+        .map(|s| s.text.as_str())
+        .collect();
+    assert!(found.len() >= 5, "{found:?}");
+    assert!(scan.log.iter().all(|s| !s.text.contains("exactly")));
+    // "due at X; … found it at Y, Z ms late": Z is Y − X, and Y is a scan instant.
+    for l in &scan.view.lateness {
+        assert!(l.found >= l.due);
+        assert_eq!(l.found % (100 * MILLISECOND), 0, "found by a 100 ms scan");
+        let label = scan.view.label(l.id);
+        let text = scan
+            .log
+            .iter()
+            .find(|s| s.text.starts_with(&format!("{label} was due at")))
+            .unwrap();
+        let late = crate::view::duration(l.found - l.due);
+        assert!(
+            text.text.contains(&format!(", {late} late.")),
+            "{}",
+            text.text
+        );
+    }
+    let exact = &m.panes[0].lab;
+    assert!(exact.view.lateness.iter().all(|l| l.found == l.due));
+    // Played, too, they stay together.
+    m.update(Action::TogglePlay);
+    for _ in 0..40 {
+        m.update(Action::Tick(50.0));
+        assert_eq!(m.panes[0].lab.now(), m.panes[1].lab.now());
+    }
+}
+
+/// Issue item 4: 30 virtual minutes at 100×, then publishing and consuming still work; the producer is
+/// called a producer.
+#[test]
+fn thirty_minutes_at_100x() {
+    let mut m = Model::new("load-balance", 1, 100.0);
+    assert_eq!(m.speed, 100.0);
+    m.update(Action::TogglePlay);
+    while m.now() < 30 * 60 * SECOND {
+        m.update(Action::Tick(50.0));
+    }
+    let before = m.panes[0].lab.view.channels[&("jobs".into(), "workers".into())].finished;
+    m.update(Action::Publish);
+    let t = m.now();
+    while m.now() < t + 10 * SECOND {
+        m.update(Action::Tick(50.0));
+    }
+    let lab = &m.panes[0].lab;
+    let after = lab.view.channels[&("jobs".into(), "workers".into())].finished;
+    assert_eq!(after, before + 1);
+    assert!(lab.log.iter().all(|s| !s.text.contains("disconnected")));
+    let p = lab.producers[0].id;
+    assert_eq!(lab.view.actors[&p].role, Role::Producer);
+    assert!(lab
+        .log
+        .iter()
+        .any(|s| s.text.starts_with("producer publishes hello")));
+}
+
+/// Issue item 8: Every refusal is shown next to its field with nsqd's rule; nothing is published,
+/// clamped or dropped silently; a bad delay does not kill the producer.
+#[test]
+fn forms_refuse_out_loud() {
+    let mut m = Model::new("dpub-heap", 1, 1.0);
+    assert_eq!(
+        m.field(Field::PubTopic),
+        "orders",
+        "defaults follow the scenario"
+    );
+    assert_eq!(m.field(Field::ManageChannel), "billing");
+    let steps = m.panes[0].lab.log.len();
+    let published = |m: &Model| m.panes[0].lab.view.published;
+
+    edit(&mut m, Field::PubDelay, "99999999");
+    m.update(Action::Publish);
+    assert_eq!(
+        m.refusals[&Field::PubDelay],
+        "E_INVALID DPUB timeout 99999999 out of range 0-3600000"
+    );
+    assert_eq!(m.panes[0].lab.log.len(), steps, "nothing happened");
+    for (f, v) in [
+        (Field::PubDelay, "-500"),
+        (Field::PubDelay, "abc"),
+        (Field::PubBody, ""),
+        (Field::PubTopic, ""),
+        (Field::PubCount, "1000000"),
+    ] {
+        let mut m = Model::new("dpub-heap", 1, 1.0);
+        edit(&mut m, f, v);
+        m.update(Action::Publish);
+        assert!(m.refusals.contains_key(&f), "{f:?} = {v:?} was not refused");
+        assert_eq!(published(&m), 0, "{f:?} = {v:?}");
+    }
+    // Editing a field clears its refusal; then count 3 with delay 3000 is three DPUBs.
+    edit(&mut m, Field::PubDelay, "3000");
+    assert!(!m.refusals.contains_key(&Field::PubDelay));
+    edit(&mut m, Field::PubCount, "3");
+    m.update(Action::Publish);
+    assert!(m.refusals.is_empty(), "{:?}", m.refusals);
+    m.panes[0].lab.flush_instant();
+    assert_eq!(m.panes[0].lab.view.published_deferred, 3);
+    // The producer lives on: another publish works.
+    edit(&mut m, Field::PubCount, "1");
+    m.update(Action::Publish);
+    m.panes[0].lab.flush_instant();
+    assert_eq!(published(&m), 4);
+
+    // RDY, work and failure rate by hand: refused out loud, never clamped.
+    let lab = 0;
+    let client = m.panes[0].lab.consumers[0].id;
+    for (knob, v) in [
+        (Knob::Rdy, "-5"),
+        (Knob::Rdy, "lots"),
+        (Knob::Rdy, "2501"),
+        (Knob::Fail, "101"),
+        (Knob::Work, "x"),
+    ] {
+        m.update(Action::Tune {
+            lab,
+            client,
+            knob,
+            value: v.into(),
+        });
+        assert!(
+            m.knob_refusals.contains_key(&(lab, client, knob)),
+            "{knob:?} {v}"
+        );
+    }
+    assert_eq!(m.panes[0].lab.consumers[0].rdy, 10, "RDY unchanged");
+    m.update(Action::Tune {
+        lab,
+        client,
+        knob: Knob::Rdy,
+        value: "3".into(),
+    });
+    assert!(!m.knob_refusals.contains_key(&(lab, client, Knob::Rdy)));
+    assert_eq!(m.panes[0].lab.consumers[0].rdy, 3);
+
+    // Manage: bad names and unknown channels are refused with nsqd's answer.
+    edit(&mut m, Field::ManageChannel, "no such!");
+    m.update(Action::AddConsumer);
+    assert!(m.refusals[&Field::ManageChannel].starts_with("E_BAD_CHANNEL SUB channel name"));
+    edit(&mut m, Field::ManageChannel, "nosuch");
+    m.update(Action::Admin(Admin::DeleteChannel));
+    assert!(m.refusals[&Field::ManageChannel].starts_with("404 CHANNEL_NOT_FOUND"));
+    edit(&mut m, Field::ManageRdy, "-1");
+    m.update(Action::AddConsumer);
+    assert!(m.refusals[&Field::ManageRdy].starts_with("E_INVALID RDY"));
+}
+
+/// Issue item 9: Controls: play toggles both ways, Reset stops, an answer by hand shows at once, a speed
+/// not on the menu is not used, the seed is editable.
+#[test]
+fn controls() {
+    let mut m = Model::new("dpub-heap", 1, 7.0);
+    assert_eq!(m.speed, 1.0, "7× is not on the menu");
+    m.update(Action::SetSpeed("7".into()));
+    assert_eq!(m.speed, 1.0);
+    m.update(Action::SetSpeed("100".into()));
+    assert_eq!(m.speed, 100.0);
+    m.update(Action::TogglePlay);
+    assert!(m.playing);
+    m.update(Action::TogglePlay);
+    assert!(!m.playing);
+    m.update(Action::TogglePlay);
+    m.update(Action::Tick(50.0));
+    m.update(Action::Reset);
+    assert!(!m.playing, "Reset stops playback");
+    assert_eq!(m.now(), 0);
+
+    // Answer by hand: the step log shows it at once.
+    let mut m = Model::new("crash-timeout", 1, 1.0);
+    while m.panes[0]
+        .lab
+        .view
+        .channels
+        .values()
+        .all(|c| c.in_flight.is_empty())
+    {
+        m.update(Action::Step);
+    }
+    let c = m.panes[0].lab.view.channels.values().next().unwrap();
+    let (client, id) = (c.in_flight[0].client, c.in_flight[0].id);
+    m.update(Action::Answer {
+        lab: 0,
+        client,
+        id,
+        what: Answer::Fin,
+    });
+    assert!(
+        last_text(&m, 0).contains("is done with payment 7"),
+        "{}",
+        last_text(&m, 0)
+    );
+
+    // The seed.
+    edit(&mut m, Field::Seed, "x");
+    m.update(Action::ApplySeed);
+    assert!(m.refusals.contains_key(&Field::Seed));
+    edit(&mut m, Field::Seed, "42");
+    m.update(Action::ApplySeed);
+    assert_eq!(m.seed, 42);
+    assert!(m.query().contains("seed=42"));
+    assert_eq!(m.now(), 0);
+}
+
+/// Issue item 6: The end of a scenario is a state of its own.
+#[test]
+fn finished() {
+    let mut m = Model::new("fan-out", 1, 1.0);
+    let mut n = 0;
+    while !m.finished() {
+        m.update(Action::Step);
+        n += 1;
+        assert!(n < 1000);
+    }
+    let len = m.panes[0].lab.log.len();
+    m.update(Action::Step);
+    assert_eq!(m.panes[0].lab.log.len(), len);
+    assert!(m.panes[0].lab.summary()[0].starts_with("4 messages published"));
+}

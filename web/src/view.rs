@@ -1,0 +1,1087 @@
+//! What the page draws, rebuilt from the broker's events one at a time, and the words for each
+//! event.
+//!
+//! [`View::apply`] takes one [`Event`] and returns what it did as a [`Told`]: a sentence for
+//! the learner and the [`Claim`]s that sentence makes about where messages are ("order 3 is
+//! now at index 0 of the heap"). The claims are checked against the drawing, so a step whose
+//! text and picture disagree fails a test.
+//!
+//! Every message gets a short [`Label`] (from its body: "order 3") and a colour, every client a
+//! name ("billing service"), used alike in the text and the drawing.
+
+use nsqlab_core::event::{CloseReason, Event, EventKind, HeapKind, Place};
+use nsqlab_core::pqueue::HeapOp;
+use nsqlab_core::time::{Time, MILLISECOND};
+use nsqlab_core::{ClientId, MessageId};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+
+/// A message's name on the page: a few characters from its body, and a hue for its colour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Label {
+    pub text: String,
+    pub hue: u16,
+}
+
+/// What a client is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Producer,
+    Consumer,
+}
+
+/// A client as the page names and counts it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor {
+    pub name: String,
+    pub role: Role,
+    /// Messages it published.
+    pub published: u64,
+    /// Messages sent to it (each attempt counts).
+    pub received: u64,
+    pub finished: u64,
+    pub requeued: u64,
+    pub timed_out: u64,
+    pub connected: bool,
+}
+
+/// One message waiting in a queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chip {
+    pub id: MessageId,
+    pub on_disk: bool,
+}
+
+/// A message in flight, for the countdown bars.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlightChip {
+    pub id: MessageId,
+    pub client: ClientId,
+    pub sent: Time,
+    pub deadline: Time,
+    pub attempts: u16,
+}
+
+/// One channel as drawn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelView {
+    pub topic: String,
+    pub name: String,
+    /// Ready messages in the order they leave: the memory queue, then the disk backlog.
+    pub queue: Vec<Chip>,
+    /// The deferred heap in array order: (message, due time).
+    pub heap: Vec<(MessageId, Time)>,
+    /// Between a pop's take and its move, the slot that is empty.
+    pub hole: Option<usize>,
+    pub in_flight: Vec<InFlightChip>,
+    pub finished: u64,
+    pub requeued: u64,
+    pub timed_out: u64,
+    pub consumers: Vec<ClientId>,
+    /// A message was ever deferred here (the heap panel is worth showing).
+    pub ever_deferred: bool,
+    /// Live mode: ready messages the page knows only as a number (they were queued before it
+    /// opened, or their events were dropped).
+    pub unseen: u64,
+    /// Live mode: the server's counters, as `/stats` gives them.
+    pub server: Option<ServerCounts>,
+}
+
+/// A channel's counters as the server reports them (live mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ServerCounts {
+    pub depth: u64,
+    pub deferred: u64,
+    pub in_flight: u64,
+    pub messages: u64,
+    pub requeued: u64,
+    pub timed_out: u64,
+    pub clients: u64,
+}
+
+impl ChannelView {
+    /// Ready messages (nsqd's depth: memory plus backlog).
+    pub fn depth(&self) -> u64 {
+        self.queue.len() as u64 + self.unseen
+    }
+
+    /// Messages in the memory queue.
+    pub fn in_memory(&self) -> usize {
+        self.queue.iter().filter(|c| !c.on_disk).count()
+    }
+
+    /// Messages in the disk backlog.
+    pub fn on_disk(&self) -> usize {
+        self.queue.len() - self.in_memory()
+    }
+
+    /// Entries in the deferred heap (a hole is not an entry).
+    pub fn deferred(&self) -> usize {
+        self.heap.len() - usize::from(self.hole.is_some())
+    }
+
+    /// Where a message is in this channel, if it is here.
+    pub fn spot_of(&self, id: MessageId) -> Option<Spot> {
+        if let Some(i) = self
+            .heap
+            .iter()
+            .enumerate()
+            .position(|(i, e)| e.0 == id && self.hole != Some(i))
+        {
+            return Some(Spot::Heap(i));
+        }
+        if let Some(c) = self.queue.iter().find(|c| c.id == id) {
+            return Some(if c.on_disk { Spot::Disk } else { Spot::Memory });
+        }
+        self.in_flight
+            .iter()
+            .find(|m| m.id == id)
+            .map(|m| Spot::InFlight(m.client))
+    }
+}
+
+/// Where a step says a message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "at", content = "n", rename_all = "snake_case")]
+pub enum Spot {
+    /// At this index of the channel's deferred heap.
+    Heap(usize),
+    Memory,
+    Disk,
+    /// In flight to this client.
+    InFlight(ClientId),
+    /// Not in the channel at all (finished, dropped).
+    Gone,
+}
+
+/// One thing a step's text says about the picture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    pub topic: String,
+    pub channel: String,
+    /// The message, and where it is; `None` with a heap spot: that slot is the hole.
+    pub id: Option<MessageId>,
+    pub spot: Spot,
+}
+
+/// What one event did: the words, and what they claim.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Told {
+    pub text: String,
+    pub claims: Vec<Claim>,
+}
+
+impl From<String> for Told {
+    fn from(text: String) -> Self {
+        Told {
+            text,
+            claims: Vec::new(),
+        }
+    }
+}
+
+/// Which way the heap is sifting (a swap reads differently going up and going down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Sift {
+    #[default]
+    Up,
+    Down,
+}
+
+/// When a deferred message was due and when it was delivered, for the lateness chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lateness {
+    pub id: MessageId,
+    pub due: Time,
+    /// When the broker found it due (its timer, or the scan that picked its channel).
+    pub found: Time,
+    pub sent: Option<Time>,
+}
+
+/// The display state, rebuilt event by event.
+#[derive(Debug, Clone, Default)]
+pub struct View {
+    pub now: Time,
+    /// Topics with the messages they hold (no channel yet, or paused).
+    pub topics: BTreeMap<String, Vec<Chip>>,
+    /// Channels by (topic, channel).
+    pub channels: BTreeMap<(String, String), ChannelView>,
+    /// The message the last step was about.
+    pub highlight: Option<MessageId>,
+    /// Heap indices the last step touched.
+    pub heap_marks: Vec<usize>,
+    /// The channel whose heap the last step touched.
+    pub heap_channel: Option<(String, String)>,
+    /// Deferred messages found due, in that order.
+    pub lateness: Vec<Lateness>,
+    due_of: HashMap<MessageId, Time>,
+    /// Times are Unix time (live mode): show them as a UTC time of day.
+    pub wall_clock: bool,
+    /// `--mem-queue-size` (for "holds 2 of 4").
+    pub mem_queue_size: usize,
+    /// The broker finds due messages with nsqd's 100 ms scan loop, not exact timers.
+    pub scan_loop: bool,
+    pub labels: HashMap<MessageId, Label>,
+    label_uses: HashMap<String, u32>,
+    pub actors: BTreeMap<ClientId, Actor>,
+    sift: Sift,
+    /// The last scan of the scan loop (its time), to say which scan found a message.
+    last_scan: Option<Time>,
+    /// Messages published.
+    pub published: u64,
+    /// Messages published with a delay.
+    pub published_deferred: u64,
+}
+
+/// Seconds with millisecond precision, for text.
+pub fn secs(t: Time) -> String {
+    format!("{:.3} s", t as f64 / 1e9)
+}
+
+/// A Unix time as a UTC time of day, `HH:MM:SS.mmm`.
+pub fn time_of_day(t: Time) -> String {
+    let ms_total = t / 1_000_000;
+    let s = (ms_total / 1000) % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60,
+        ms_total % 1000
+    )
+}
+
+/// Short form of an ID: its last 8 hex digits.
+pub fn short(id: MessageId) -> String {
+    let s = id.to_string();
+    format!("…{}", &s[s.len() - 8..])
+}
+
+/// Milliseconds, as text ("250 ms", "3 s", "1.5 s").
+pub fn duration(d: Time) -> String {
+    let ms = d / MILLISECOND;
+    if ms >= 1000 && ms.is_multiple_of(100) {
+        let s = ms as f64 / 1000.0;
+        if ms.is_multiple_of(1000) {
+            format!("{} s", ms / 1000)
+        } else {
+            format!("{s:.1} s")
+        }
+    } else {
+        format!("{ms} ms")
+    }
+}
+
+/// How long a label may be, in characters.
+const LABEL_CHARS: usize = 10;
+
+impl View {
+    /// A view for a broker with this `--mem-queue-size`.
+    pub fn new(mem_queue_size: usize, scan_loop: bool) -> View {
+        View {
+            mem_queue_size,
+            scan_loop,
+            ..View::default()
+        }
+    }
+
+    /// A time for text: virtual seconds, or the time of day in live mode.
+    pub fn fmt(&self, t: Time) -> String {
+        if self.wall_clock {
+            time_of_day(t)
+        } else {
+            secs(t)
+        }
+    }
+
+    /// Name a client.
+    pub fn name_actor(&mut self, client: ClientId, name: &str, role: Role) {
+        self.actors.insert(
+            client,
+            Actor {
+                name: name.to_string(),
+                role,
+                published: 0,
+                received: 0,
+                finished: 0,
+                requeued: 0,
+                timed_out: 0,
+                connected: true,
+            },
+        );
+    }
+
+    /// A client's name ("billing service"), or "client 7" for one the page did not name.
+    pub fn who(&self, client: ClientId) -> String {
+        self.actors
+            .get(&client)
+            .map(|a| a.name.clone())
+            .unwrap_or_else(|| format!("client {client}"))
+    }
+
+    fn actor(&mut self, client: ClientId) -> &mut Actor {
+        self.actors.entry(client).or_insert_with(|| Actor {
+            name: format!("client {client}"),
+            role: Role::Consumer,
+            published: 0,
+            received: 0,
+            finished: 0,
+            requeued: 0,
+            timed_out: 0,
+            connected: true,
+        })
+    }
+
+    /// Give a message its label from its body: the first characters, made unique with a
+    /// suffix when another message already has them.
+    pub fn label_message(&mut self, id: MessageId, body: &[u8]) {
+        if self.labels.contains_key(&id) {
+            return;
+        }
+        let text: String = String::from_utf8_lossy(body)
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let text = text.trim();
+        let mut base: String = text.chars().take(LABEL_CHARS).collect();
+        if text.chars().count() > LABEL_CHARS {
+            base.push('…');
+        }
+        if base.is_empty() {
+            base = short(id);
+        }
+        self.add_label(id, base);
+    }
+
+    /// Number a message the page knows only by its ID (live mode): "#1", "#2", …
+    pub fn number_message(&mut self, id: MessageId) {
+        if !self.labels.contains_key(&id) {
+            let n = self.labels.len() + 1;
+            self.add_label(id, format!("#{n}"));
+        }
+    }
+
+    fn add_label(&mut self, id: MessageId, base: String) {
+        let uses = self.label_uses.entry(base.clone()).or_insert(0);
+        *uses += 1;
+        let text = if *uses == 1 {
+            base
+        } else {
+            format!("{base}·{uses}")
+        };
+        // The golden angle spreads consecutive messages' hues far apart.
+        let hue = ((self.labels.len() as f64 * 137.508) % 360.0) as u16;
+        self.labels.insert(id, Label { text, hue });
+    }
+
+    /// A message's label for text and drawing.
+    pub fn label(&self, id: MessageId) -> String {
+        self.labels
+            .get(&id)
+            .map(|l| l.text.clone())
+            .unwrap_or_else(|| short(id))
+    }
+
+    /// A message's hue (its colour on the page).
+    pub fn hue(&self, id: MessageId) -> u16 {
+        self.labels
+            .get(&id)
+            .map(|l| l.hue)
+            .unwrap_or((id.0 % 360) as u16)
+    }
+
+    /// A message leaves the in-flight window of a channel (FIN, REQ, timeout).
+    fn leave_flight(&mut self, t: &str, c: &str, id: MessageId) -> &mut ChannelView {
+        let ch = self.chan(t, c);
+        ch.in_flight.retain(|m| m.id != id);
+        ch
+    }
+
+    pub fn chan(&mut self, t: &str, c: &str) -> &mut ChannelView {
+        self.channels
+            .entry((t.to_string(), c.to_string()))
+            .or_insert_with(|| ChannelView {
+                topic: t.into(),
+                name: c.into(),
+                ..Default::default()
+            })
+    }
+
+    fn claim(t: &str, c: &str, id: MessageId, spot: Spot) -> Claim {
+        Claim {
+            topic: t.to_string(),
+            channel: c.to_string(),
+            id: Some(id),
+            spot,
+        }
+    }
+
+    /// Apply one event to the view; what it did, or `None` for bookkeeping events not worth a
+    /// step of their own.
+    pub fn apply(&mut self, e: &Event) -> Option<Told> {
+        self.now = self.now.max(e.at);
+        self.heap_marks.clear();
+        let now = e.at;
+        let told: Told = match &e.kind {
+            EventKind::TopicCreated { topic } => {
+                self.topics.entry(topic.to_string()).or_default();
+                format!("Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.").into()
+            }
+            EventKind::ChannelCreated { topic, channel } => {
+                self.chan(topic, channel);
+                format!("Channel {channel} is created on topic {topic}: from now on it gets its own copy of every message published to {topic}.").into()
+            }
+            EventKind::ClientSubscribed {
+                client,
+                topic,
+                channel,
+            } => {
+                self.chan(topic, channel).consumers.push(*client);
+                format!(
+                    "{} subscribes to channel {channel} of topic {topic} (SUB). It gets nothing until it says with RDY how many messages it can take.",
+                    self.who(*client)
+                )
+                .into()
+            }
+            EventKind::ClientReady { client, count } => {
+                let what = match count {
+                    0 => "it takes no messages until it sends RDY again".to_string(),
+                    1 => "it takes one message at a time: the next is sent only after it answers the one it has".to_string(),
+                    n => format!("it can have up to {n} messages in flight at once"),
+                };
+                format!("{} sends RDY {count}: {what}.", self.who(*client)).into()
+            }
+            EventKind::Published {
+                topic,
+                id,
+                due,
+                client,
+                ..
+            } => {
+                self.highlight = Some(*id);
+                self.published += 1;
+                if let Some(c) = client {
+                    self.actor(*c).published += 1;
+                }
+                let by = client
+                    .map(|c| self.who(c))
+                    .unwrap_or_else(|| "An HTTP client".into());
+                if let Some(d) = due {
+                    self.published_deferred += 1;
+                    self.due_of.insert(*id, *d);
+                    format!(
+                        "{by} publishes {} to topic {topic} with a delay of {} (DPUB): it must not be delivered before {}.",
+                        self.label(*id),
+                        duration(d - now),
+                        self.fmt(*d)
+                    )
+                    .into()
+                } else {
+                    format!(
+                        "{by} publishes {} to topic {topic} (PUB); nsqd stores it and answers OK.",
+                        self.label(*id)
+                    )
+                    .into()
+                }
+            }
+            EventKind::HeldInTopic { topic, id, place } => {
+                self.topics
+                    .entry(topic.to_string())
+                    .or_default()
+                    .push(Chip {
+                        id: *id,
+                        on_disk: *place == Place::Backend,
+                    });
+                format!(
+                    "Topic {topic} has no channel yet (or is paused), so it keeps {} until one appears.",
+                    self.label(*id)
+                )
+                .into()
+            }
+            EventKind::Queued {
+                topic,
+                channel,
+                id,
+                place,
+            } => {
+                if let Some(held) = self.topics.get_mut(&**topic) {
+                    held.retain(|c| c.id != *id);
+                }
+                let disk = *place == Place::Backend;
+                let mem_size = self.mem_queue_size;
+                let label = self.label(*id);
+                let c = self.chan(topic, channel);
+                let (in_mem, on_disk) = (c.in_memory(), c.on_disk());
+                c.queue.push(Chip { id: *id, on_disk: disk });
+                self.highlight = Some(*id);
+                let text = if !disk {
+                    format!(
+                        "{label} joins the memory queue of channel {channel} (now {} of {mem_size}), ready to be sent.",
+                        in_mem + 1
+                    )
+                } else if in_mem >= mem_size {
+                    format!(
+                        "The memory queue of channel {channel} is full ({in_mem} of {mem_size}, the --mem-queue-size): {label} goes to the disk backlog."
+                    )
+                } else {
+                    format!(
+                        "The memory queue of channel {channel} holds {in_mem} of {mem_size}, but {on_disk} older message{} already wait{} on disk: to keep the order, {label} joins the disk backlog behind {}.",
+                        plural(on_disk),
+                        if on_disk == 1 { "s" } else { "" },
+                        if on_disk == 1 { "it" } else { "them" }
+                    )
+                };
+                Told {
+                    text,
+                    claims: vec![Self::claim(
+                        topic,
+                        channel,
+                        *id,
+                        if disk { Spot::Disk } else { Spot::Memory },
+                    )],
+                }
+            }
+            EventKind::Deferred {
+                topic,
+                channel,
+                id,
+                due,
+            } => {
+                if let Some(held) = self.topics.get_mut(&**topic) {
+                    held.retain(|c| c.id != *id);
+                }
+                self.chan(topic, channel).ever_deferred = true;
+                self.highlight = Some(*id);
+                self.due_of.entry(*id).or_insert(*due);
+                format!(
+                    "Channel {channel} keeps {} aside until {}: next it is pushed into the channel's deferred min-heap, which always has the message due first at its root.",
+                    self.label(*id),
+                    self.fmt(*due)
+                )
+                .into()
+            }
+            EventKind::Heap {
+                topic,
+                channel,
+                heap: HeapKind::Deferred,
+                op,
+            } => return Some(self.apply_heap(topic, channel, *op)),
+            EventKind::Heap { .. } => return None,
+            EventKind::BecameDue {
+                topic,
+                channel,
+                id,
+                due,
+            } => {
+                self.highlight = Some(*id);
+                self.heap_channel = Some((topic.to_string(), channel.to_string()));
+                self.heap_marks = vec![0];
+                self.lateness.push(Lateness {
+                    id: *id,
+                    due: *due,
+                    found: now,
+                    sent: None,
+                });
+                let label = self.label(*id);
+                let text = if self.scan_loop {
+                    let late = now.saturating_sub(*due);
+                    format!(
+                        "{label} was due at {}; nsqd's scan loop found it at {}, {} late. The loop wakes every 100 ms and looks only at a random sample of channels; this scan picked {channel}. Next {label} is popped from the root of the heap.",
+                        self.fmt(*due),
+                        self.fmt(now),
+                        duration(late)
+                    )
+                } else if now == *due {
+                    format!(
+                        "It is {}: {label} is due now, and the channel's timer fires exactly on time (0 ms late). Next it is popped from the root of the heap.",
+                        self.fmt(now)
+                    )
+                } else {
+                    format!(
+                        "{label} was due at {}; the channel's timer fired at {}. Next it is popped from the root of the heap.",
+                        self.fmt(*due),
+                        self.fmt(now)
+                    )
+                };
+                Told {
+                    text,
+                    claims: vec![Self::claim(topic, channel, *id, Spot::Heap(0))],
+                }
+            }
+            EventKind::Sent {
+                topic,
+                channel,
+                id,
+                client,
+                attempts,
+                deadline,
+            } => {
+                let c = self.chan(topic, channel);
+                let known = c.queue.iter().any(|m| m.id == *id);
+                c.queue.retain(|m| m.id != *id);
+                if !known && c.unseen > 0 {
+                    c.unseen -= 1;
+                }
+                c.in_flight.push(InFlightChip {
+                    id: *id,
+                    client: *client,
+                    sent: now,
+                    deadline: *deadline,
+                    attempts: *attempts,
+                });
+                self.actor(*client).received += 1;
+                self.highlight = Some(*id);
+                if let Some(l) = self.lateness.iter_mut().rev().find(|l| l.id == *id) {
+                    l.sent.get_or_insert(now);
+                }
+                let again = if *attempts > 1 {
+                    format!(" — attempt {attempts}: it was tried before")
+                } else {
+                    String::new()
+                };
+                Told {
+                    text: format!(
+                        "{} is sent to {}{again}. It is now in flight: {} must answer FIN (done), REQ (retry) or TOUCH (more time) by {}, its msg_timeout, or the message comes back.",
+                        self.label(*id),
+                        self.who(*client),
+                        self.who(*client),
+                        self.fmt(*deadline)
+                    ),
+                    claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
+                }
+            }
+            EventKind::Finished {
+                topic,
+                channel,
+                id,
+                client,
+            } => {
+                self.leave_flight(topic, channel, *id).finished += 1;
+                self.actor(*client).finished += 1;
+                Told {
+                    text: format!(
+                        "{} is done with {} and sends FIN: the channel forgets the message for good.",
+                        self.who(*client),
+                        self.label(*id)
+                    ),
+                    claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
+                }
+            }
+            EventKind::Requeued {
+                topic,
+                channel,
+                id,
+                client,
+                delay,
+            } => {
+                self.leave_flight(topic, channel, *id).requeued += 1;
+                self.actor(*client).requeued += 1;
+                if *delay == 0 {
+                    format!(
+                        "{} could not handle {} and sends REQ with no delay: it goes straight back to the channel's queue.",
+                        self.who(*client),
+                        self.label(*id)
+                    )
+                    .into()
+                } else {
+                    format!(
+                        "{} could not handle {} and sends REQ with a delay of {}: the message will be retried after that, so it waits in the deferred heap.",
+                        self.who(*client),
+                        self.label(*id),
+                        duration(*delay)
+                    )
+                    .into()
+                }
+            }
+            EventKind::TimedOut {
+                topic,
+                channel,
+                id,
+                client,
+            } => {
+                self.leave_flight(topic, channel, *id).timed_out += 1;
+                self.actor(*client).timed_out += 1;
+                self.highlight = Some(*id);
+                format!(
+                    "{} never answered {}: its msg_timeout passed at {}, so the channel takes the message back. It goes to the queue and will be sent again, with attempts + 1.",
+                    self.who(*client),
+                    self.label(*id),
+                    self.fmt(now)
+                )
+                .into()
+            }
+            EventKind::Touched {
+                topic,
+                channel,
+                id,
+                client,
+                deadline,
+            } => {
+                if let Some(m) = self
+                    .chan(topic, channel)
+                    .in_flight
+                    .iter_mut()
+                    .find(|m| m.id == *id)
+                {
+                    m.deadline = *deadline;
+                }
+                Told {
+                    text: format!(
+                        "{} sends TOUCH for {}: it needs more time, so its deadline moves to {}.",
+                        self.who(*client),
+                        self.label(*id),
+                        self.fmt(*deadline)
+                    ),
+                    claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
+                }
+            }
+            EventKind::Dropped { topic, channel, id } => Told {
+                text: format!(
+                    "Ephemeral channel {channel} keeps only --mem-queue-size messages in memory and has no disk: {} is dropped.",
+                    self.label(*id)
+                ),
+                claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
+            },
+            EventKind::TopicDropped { topic, id } => format!(
+                "Ephemeral topic {topic} already holds --mem-queue-size messages for channels it does not have yet: {} is dropped.",
+                self.label(*id)
+            )
+            .into(),
+            EventKind::Unsampled { id, client, .. } => format!(
+                "{} is skipped: {}'s sample_rate says it sees only a share of the messages.",
+                self.label(*id),
+                self.who(*client)
+            )
+            .into(),
+            EventKind::Scan { channels, dirty } => {
+                self.last_scan = Some(now);
+                format!(
+                    "nsqd's scan loop wakes up (every 100 ms) and looks at {channels} channel{}: {}.",
+                    plural(*channels),
+                    match dirty {
+                        0 => "none had a message due, so nothing moves".to_string(),
+                        1 => "one had something due".to_string(),
+                        n => format!("{n} had something due"),
+                    }
+                )
+                .into()
+            }
+            EventKind::ClientClosed { client, reason } => {
+                for c in self.channels.values_mut() {
+                    c.consumers.retain(|x| x != client);
+                }
+                let who = self.who(*client);
+                let role = self.actor(*client).role;
+                self.actor(*client).connected = false;
+                let why = match reason {
+                    CloseReason::ChannelDeleted => "its channel was deleted".to_string(),
+                    CloseReason::ReadTimeout => {
+                        "it missed two heartbeats in a row, so nsqd closed the connection"
+                            .to_string()
+                    }
+                    CloseReason::ProtocolError(e) => format!("nsqd answered {e} and closed it"),
+                    CloseReason::BadInput => "it sent bytes nsqd could not read".to_string(),
+                    CloseReason::Disconnected => "it hung up".to_string(),
+                };
+                if role == Role::Consumer {
+                    format!("{who} is disconnected: {why}. Messages it had in flight stay in flight until their msg_timeout passes, then go back to the queue (as in nsqd).").into()
+                } else {
+                    format!("{who} is disconnected: {why}.").into()
+                }
+            }
+            EventKind::TopicDeleted { topic } => {
+                self.topics.remove(topic.as_ref());
+                self.channels.retain(|(t, _), _| t != topic.as_ref());
+                format!("Topic {topic} is deleted, with its channels and every message in them.")
+                    .into()
+            }
+            EventKind::ChannelDeleted { topic, channel } => {
+                self.channels
+                    .remove(&(topic.to_string(), channel.to_string()));
+                format!("Channel {channel} is deleted from topic {topic}, with its messages; the topic's other channels keep theirs.").into()
+            }
+            EventKind::TopicPaused { topic } => format!("Topic {topic} is paused: it keeps new messages instead of copying them to its channels.").into(),
+            EventKind::TopicUnpaused { topic } => format!("Topic {topic} is unpaused: it copies messages to its channels again.").into(),
+            EventKind::ChannelPaused { channel, .. } => format!("Channel {channel} is paused: it sends nothing to its consumers.").into(),
+            EventKind::ChannelUnpaused { channel, .. } => format!("Channel {channel} is unpaused: it sends to its consumers again.").into(),
+            EventKind::TopicEmptied { topic } => {
+                if let Some(held) = self.topics.get_mut(&**topic) {
+                    held.clear();
+                }
+                format!("Topic {topic} is emptied.").into()
+            }
+            EventKind::ChannelEmptied { topic, channel } => {
+                let c = self.chan(topic, channel);
+                c.queue.clear();
+                c.heap.clear();
+                c.hole = None;
+                c.in_flight.clear();
+                c.unseen = 0;
+                format!("Channel {channel} is emptied: its queue, deferred heap and in-flight messages are gone.").into()
+            }
+            EventKind::ClientConnected { .. }
+            | EventKind::ClientIdentified { .. }
+            | EventKind::ClientClosing { .. } => return None,
+        };
+        Some(told)
+    }
+
+    /// Replay one heap operation on the drawn heap, and explain it.
+    pub fn apply_heap(&mut self, topic: &str, channel: &str, op: HeapOp) -> Told {
+        self.heap_channel = Some((topic.to_string(), channel.to_string()));
+        let key = (topic.to_string(), channel.to_string());
+        let at = |i: usize| {
+            self.channels
+                .get(&key)
+                .and_then(|c| c.heap.get(i))
+                .map(|e| e.0)
+        };
+        let ids: Vec<MessageId> = match op {
+            HeapOp::Swap { child, parent } => {
+                [at(child), at(parent)].into_iter().flatten().collect()
+            }
+            HeapOp::Move { from, .. } => at(from).into_iter().collect(),
+            HeapOp::Push { id, at: i, .. } => {
+                let parent = (i > 0).then(|| at((i - 1) / 2)).flatten();
+                [Some(id), parent].into_iter().flatten().collect()
+            }
+            HeapOp::Take { id, .. } | HeapOp::Rekey { id, .. } => vec![id],
+            HeapOp::Clear => Vec::new(),
+        };
+        let labels: HashMap<MessageId, String> =
+            ids.into_iter().map(|id| (id, self.label(id))).collect();
+        let name = |id: &MessageId| labels.get(id).cloned().unwrap_or_else(|| short(*id));
+        let wall = self.wall_clock;
+        let fmt = |t: Time| if wall { time_of_day(t) } else { secs(t) };
+        let claim = |id: MessageId, at: usize| Self::claim(topic, channel, id, Spot::Heap(at));
+        let hole = |at: usize| Claim {
+            topic: topic.to_string(),
+            channel: channel.to_string(),
+            id: None,
+            spot: Spot::Heap(at),
+        };
+        let sifting = self.sift;
+        let c = self.chan(topic, channel);
+        c.ever_deferred = true;
+        let mut sift = None;
+        let (marks, told) = match op {
+            HeapOp::Push { id, key, at } => {
+                c.hole = None;
+                debug_assert_eq!(at, c.heap.len(), "a push appends");
+                c.heap.push((id, key));
+                sift = Some(Sift::Up);
+                let parent = if at > 0 {
+                    let p = (at - 1) / 2;
+                    let (pid, pkey) = c.heap[p];
+                    let then = if key < pkey {
+                        "it is due sooner, so it will sift up"
+                    } else {
+                        "it is due no sooner, so it stays where it is"
+                    };
+                    format!(
+                        " Its parent is index {p}, {} (due {}): {then}.",
+                        name(&pid),
+                        fmt(pkey)
+                    )
+                } else {
+                    " It is the only entry, so it is the root.".to_string()
+                };
+                (
+                    vec![at],
+                    Told {
+                        text: format!(
+                            "Push: {} (due {}) goes into the first free slot, index {at}.{parent}",
+                            name(&id),
+                            fmt(key)
+                        ),
+                        claims: vec![claim(id, at)],
+                    },
+                )
+            }
+            HeapOp::Swap { child, parent } => {
+                let (cid, ckey) = c.heap[child];
+                let (pid, pkey) = c.heap[parent];
+                c.heap.swap(child, parent);
+                let why = if ckey < pkey {
+                    format!(
+                        "{} (due {}) is due sooner than {} (due {})",
+                        name(&cid),
+                        fmt(ckey),
+                        name(&pid),
+                        fmt(pkey)
+                    )
+                } else {
+                    format!(
+                        "{} is due at the same time as {} and came first",
+                        name(&cid),
+                        name(&pid)
+                    )
+                };
+                let text = match sifting {
+                    Sift::Up => format!(
+                        "Sift up: {why}, so they swap. {} moves up to index {parent}, {} down to index {child}.",
+                        name(&cid),
+                        name(&pid)
+                    ),
+                    Sift::Down => format!(
+                        "Sift down: {why}, the sooner of the two children, so they swap. {} moves up to index {parent}, {} down to index {child}.",
+                        name(&cid),
+                        name(&pid)
+                    ),
+                };
+                (
+                    vec![child, parent],
+                    Told {
+                        text,
+                        claims: vec![claim(cid, parent), claim(pid, child)],
+                    },
+                )
+            }
+            HeapOp::Take { id, at } => {
+                let last = c.heap.len().saturating_sub(1);
+                let text = if at == last {
+                    c.heap.truncate(at);
+                    c.hole = None;
+                    if at == 0 {
+                        format!(
+                            "Pop: {} leaves the heap. It was the only entry, so the heap is now empty.",
+                            name(&id)
+                        )
+                    } else {
+                        format!("{} leaves the heap from its last slot, index {at}: nothing else moves.", name(&id))
+                    }
+                } else {
+                    c.hole = Some(at);
+                    if at == 0 {
+                        format!(
+                            "Pop: {} leaves the root, the slot of the message due first. The root is now a hole; the last entry will fill it.",
+                            name(&id)
+                        )
+                    } else {
+                        format!("{} leaves the heap from index {at}, leaving a hole there; the last entry will fill it.", name(&id))
+                    }
+                };
+                let claims = if c.hole.is_some() {
+                    vec![hole(at)]
+                } else {
+                    vec![]
+                };
+                (vec![at], Told { text, claims })
+            }
+            HeapOp::Move { from, to } => {
+                let (mid, mkey) = c.heap[from];
+                c.heap[to] = (mid, mkey);
+                c.heap.truncate(from);
+                c.hole = None;
+                sift = Some(Sift::Down);
+                let kids: Vec<usize> = [2 * to + 1, 2 * to + 2]
+                    .into_iter()
+                    .filter(|&k| k < c.heap.len())
+                    .collect();
+                let next = if kids.is_empty() {
+                    " It has no children, so it stays.".to_string()
+                } else {
+                    " Now it sifts down: while a child is due sooner, it swaps with the sooner child.".to_string()
+                };
+                (
+                    vec![to],
+                    Told {
+                        text: format!(
+                            "The last entry, {} (due {}), moves from index {from} into the hole at index {to}.{next}",
+                            name(&mid),
+                            fmt(mkey)
+                        ),
+                        claims: vec![claim(mid, to)],
+                    },
+                )
+            }
+            HeapOp::Rekey { id, key, at } => {
+                let up = c.heap.get(at).is_some_and(|e| key < e.1);
+                if let Some(e) = c.heap.get_mut(at) {
+                    e.1 = key;
+                }
+                sift = Some(if up { Sift::Up } else { Sift::Down });
+                (
+                    vec![at],
+                    Told {
+                        text: format!(
+                            "{} gets a new due time, {}; it sifts to its new place.",
+                            name(&id),
+                            fmt(key)
+                        ),
+                        claims: vec![claim(id, at)],
+                    },
+                )
+            }
+            HeapOp::Clear => {
+                c.heap.clear();
+                c.hole = None;
+                (vec![], "The heap is emptied.".to_string().into())
+            }
+        };
+        if let Some(s) = sift {
+            self.sift = s;
+        }
+        self.heap_marks = marks;
+        if let Some(id) = told.claims.first().and_then(|c| c.id) {
+            self.highlight = Some(id);
+        }
+        told
+    }
+
+    /// Whether every claim holds in this view; the first that does not, if any.
+    pub fn check(&self, claims: &[Claim]) -> Result<(), String> {
+        for c in claims {
+            let ch = self.channels.get(&(c.topic.clone(), c.channel.clone()));
+            let ok = match (c.id, c.spot) {
+                (None, Spot::Heap(i)) => ch.is_some_and(|ch| ch.hole == Some(i)),
+                (Some(id), Spot::Gone) => ch.is_none_or(|ch| ch.spot_of(id).is_none()),
+                (Some(id), spot) => ch.and_then(|ch| ch.spot_of(id)) == Some(spot),
+                (None, _) => false,
+            };
+            if !ok {
+                return Err(format!(
+                    "claim {c:?} does not hold: {:?}",
+                    c.id.and_then(|id| ch.and_then(|ch| ch.spot_of(id)))
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_come_from_bodies_and_stay_unique() {
+        let mut v = View::new(4, false);
+        v.label_message(MessageId(1), b"order 3");
+        v.label_message(MessageId(2), b"order 3");
+        v.label_message(MessageId(3), b"a very long body indeed");
+        v.label_message(MessageId(4), b"");
+        assert_eq!(v.label(MessageId(1)), "order 3");
+        assert_eq!(v.label(MessageId(2)), "order 3·2");
+        assert_eq!(v.label(MessageId(3)), "a very lon…");
+        assert_eq!(v.label(MessageId(4)), short(MessageId(4)));
+        assert_ne!(v.hue(MessageId(1)), v.hue(MessageId(2)));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(duration(250 * MILLISECOND), "250 ms");
+        assert_eq!(duration(3000 * MILLISECOND), "3 s");
+        assert_eq!(duration(1500 * MILLISECOND), "1.5 s");
+        assert_eq!(duration(1234 * MILLISECOND), "1234 ms");
+    }
+}
