@@ -189,10 +189,12 @@ if (part('scenarios')) {
     const id = ids[k];
     check((await clock(p)) >= 1800, `${id}: 30 virtual minutes played (${await clock(p)} s)`);
     const finished = () => p.$$eval('.node.channel [data-testid=finished]', (els) => els.reduce((s, e) => s + Number(e.dataset.value), 0));
+    await p.click('[data-testid=play]');
     const before = await finished();
     await p.click('[data-testid=publish]');
     const told = await p.textContent('[data-testid=pane] [data-testid=explain]');
     check(/producer publishes hello/.test(told), `${id}: the publish is told at once, by the producer: ${told}`);
+    await p.click('[data-testid=play]');
     const t1 = await clock(p);
     while ((await clock(p)) < t1 + 60) await p.waitForTimeout(200);
     await p.click('[data-testid=play]');

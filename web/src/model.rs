@@ -16,6 +16,12 @@ use std::collections::BTreeMap;
 /// Playback speeds offered (virtual seconds per real second).
 pub const SPEEDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0];
 
+/// Virtual time played in one slice of a tick.
+const SLICE: Time = 50 * nsqlab_core::time::MILLISECOND;
+
+/// Steps shown per tick of the play timer at most (a frame's worth of work).
+pub const TICK_STEPS: usize = 5000;
+
 /// A consumer setting changed by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Knob {
@@ -200,11 +206,7 @@ impl Model {
             },
             Action::Tick(real_ms) => {
                 if self.playing {
-                    let dt = (real_ms.max(0.0) * self.speed * 1e6) as Time;
-                    let target = self.now() + dt;
-                    for p in &mut self.panes {
-                        p.lab.run_until(target);
-                    }
+                    self.play(real_ms);
                 }
             }
             Action::Edit(f, v) => {
@@ -241,6 +243,21 @@ impl Model {
                 }
             }
             Action::Explain(term) => self.term = term,
+        }
+    }
+
+    /// Play `real_ms` of real time at the chosen speed, in slices of virtual time, all labs
+    /// together. A tick shows at most [`TICK_STEPS`] steps: when a burst has more, the clock
+    /// falls behind real time for a moment rather than the page freezing.
+    fn play(&mut self, real_ms: f64) {
+        let target = self.now() + (real_ms.max(0.0) * self.speed * 1e6) as Time;
+        let mut t = self.now();
+        let mut shown = 0;
+        while t < target && shown < TICK_STEPS {
+            t = (t + SLICE).min(target);
+            for p in &mut self.panes {
+                shown += p.lab.run_until(t);
+            }
         }
     }
 

@@ -1,12 +1,35 @@
 //! Messages glide from where they were drawn to where they are now (FLIP: first, last, invert,
-//! play), after each render. The maths is [`crate::layout::flip_moves`].
+//! play), after each render. The maths is [`crate::layout::flip_moves`]; the glides are Web
+//! Animations, so nothing but the moved elements is touched and the browser lays the page out
+//! once per render.
 
 use crate::layout::{flip_keys, flip_moves};
 use std::collections::HashMap;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 
 /// At most this many elements are animated (a 10 000-message heap shows far fewer).
 const MAX_FLIP: u32 = 600;
+/// How long a glide takes, in ms.
+const GLIDE_MS: f64 = 350.0;
+
+/// Where each message was drawn, and the glides still running (Web Animations, stopped with
+/// their `cancel()`).
+#[derive(Default)]
+pub struct Flip {
+    places: HashMap<String, (f64, f64)>,
+    running: Vec<JsValue>,
+}
+
+/// Call a JavaScript method by name (`Element.animate` and `Animation.cancel`, which web-sys
+/// has only among its unstable APIs).
+fn call(on: &JsValue, method: &str, args: &[&JsValue]) -> Option<JsValue> {
+    let f: js_sys::Function = js_sys::Reflect::get(on, &JsValue::from_str(method))
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let args: js_sys::Array = args.iter().copied().collect();
+    f.apply(on, &args).ok()
+}
 
 /// The reader asked for less motion.
 pub fn reduced_motion() -> bool {
@@ -19,13 +42,28 @@ pub fn reduced_motion() -> bool {
         .is_some_and(|m| m.matches())
 }
 
+fn keyframes(dx: f64, dy: f64) -> js_sys::Array {
+    let frame = |t: &str| {
+        let o = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&o, &JsValue::from_str("transform"), &JsValue::from_str(t));
+        o
+    };
+    let frames = js_sys::Array::new();
+    frames.push(&frame(&format!("translate({dx:.1}px, {dy:.1}px)")));
+    frames.push(&frame("none"));
+    frames
+}
+
 /// Measure every `[data-flip]` element; each one whose key was elsewhere in the previous
-/// render is drawn at its old place and let glide to its new one (a CSS transition).
-/// Places are measured without transforms (a glide still running when the next render comes
-/// restarts from where the element was going, never from a half-transformed place).
-pub fn animate_moves(places: &mut HashMap<String, (f64, f64)>) {
+/// render glides from its old place to its new one. Glides still running are stopped first,
+/// so places are measured without them (a message moving again starts from where it was going).
+pub fn animate_moves(flip: &mut Flip) {
+    for a in flip.running.drain(..) {
+        call(&a, "cancel", &[]);
+    }
     let Some(w) = web_sys::window() else { return };
     if reduced_motion() {
+        flip.places.clear();
         return;
     }
     let Some(doc) = w.document() else { return };
@@ -38,18 +76,13 @@ pub fn animate_moves(places: &mut HashMap<String, (f64, f64)>) {
     for i in 0..list.length().min(MAX_FLIP) {
         if let Some(el) = list
             .item(i)
-            .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
+            .and_then(|n| n.dyn_into::<web_sys::Element>().ok())
         {
             ids.push(el.get_attribute("data-flip").unwrap_or_default());
             els.push(el);
         }
     }
     let keys = flip_keys(&ids);
-    for e in &els {
-        let st = e.style();
-        let _ = st.set_property("transition", "none");
-        let _ = st.set_property("transform", "");
-    }
     let pos: Vec<(f64, f64)> = els
         .iter()
         .map(|e| {
@@ -57,19 +90,13 @@ pub fn animate_moves(places: &mut HashMap<String, (f64, f64)>) {
             (r.left() + sx, r.top() + sy)
         })
         .collect();
-    let moves = flip_moves(places, &keys, &pos, 1.0);
-    for &(i, dx, dy) in &moves {
-        let st = els[i].style();
-        let _ = st.set_property("transform", &format!("translate({dx:.1}px, {dy:.1}px)"));
-    }
-    if !moves.is_empty() {
-        // Apply the offsets before the transition starts.
-        let _ = doc.body().map(|b| b.offset_height());
-        for &(i, _, _) in &moves {
-            let st = els[i].style();
-            let _ = st.set_property("transition", "transform .35s ease-out");
-            let _ = st.set_property("transform", "");
+    let opts = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&opts, &"duration".into(), &GLIDE_MS.into());
+    let _ = js_sys::Reflect::set(&opts, &"easing".into(), &"ease-out".into());
+    for (i, dx, dy) in flip_moves(&flip.places, &keys, &pos, 1.0) {
+        if let Some(a) = call(&els[i], "animate", &[&keyframes(dx, dy), &opts]) {
+            flip.running.push(a);
         }
     }
-    *places = keys.into_iter().zip(pos).collect();
+    flip.places = keys.into_iter().zip(pos).collect();
 }

@@ -1,13 +1,12 @@
 //! Live mode: the page mirrors this server's channels (see [`crate::live`]).
 
-use super::flip::animate_moves;
+use super::flip::{animate_moves, Flip};
 use super::heap::{HeapProps, HeapView};
 use super::parts::*;
 use crate::live::{LiveModel, QueuesJson};
 use crate::view::time_of_day;
 use gloo_timers::callback::Interval;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use wasm_bindgen::JsCast;
 use yew::prelude::*;
@@ -165,8 +164,8 @@ pub fn live_app() -> Html {
         });
     }
     {
-        let places = use_mut_ref(HashMap::new);
-        use_effect(move || animate_moves(&mut places.borrow_mut()));
+        let flip = use_mut_ref(Flip::default);
+        use_effect(move || animate_moves(&mut flip.borrow_mut()));
     }
     let on_term = {
         let d = d.clone();

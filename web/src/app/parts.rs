@@ -366,35 +366,27 @@ pub struct LogProps {
 const ROWS: usize = 9;
 const ROW_PX: f64 = 38.0;
 
-/// The whole step log, scrollable; it follows the newest step unless scrolled back.
+/// The whole step log, scrollable; it follows the newest step unless scrolled back. The
+/// scroll box is `column-reverse`, so its natural place is the bottom and it stays there as
+/// steps are added, with no script (reading `scrollHeight` every render would force a layout).
 #[function_component(StepLog)]
 pub fn step_log(p: &LogProps) -> Html {
-    let node = use_node_ref();
-    // `None`: follow the end. `Some(top)`: the reader scrolled to `top`.
-    let scroll = use_state(|| None::<f64>);
+    // `None`: follow the end. `Some(d)`: the reader scrolled to `d` pixels above the end.
+    let from_end = use_state(|| None::<f64>);
     let len = p.len;
-    let first = match *scroll {
+    let view = ROW_PX * ROWS as f64;
+    let first = match *from_end {
         None => len.saturating_sub(ROWS),
-        Some(top) => ((top / ROW_PX) as usize).min(len.saturating_sub(ROWS)),
+        Some(d) => (((len as f64 * ROW_PX - view - d) / ROW_PX).max(0.0) as usize)
+            .min(len.saturating_sub(ROWS)),
     };
-    {
-        let node = node.clone();
-        let follow = scroll.is_none();
-        use_effect_with((len, follow), move |&(_, follow)| {
-            if follow {
-                if let Some(el) = node.cast::<web_sys::Element>() {
-                    el.set_scroll_top(el.scroll_height());
-                }
-            }
-        });
-    }
     let onscroll = {
-        let scroll = scroll.clone();
+        let from_end = from_end.clone();
         Callback::from(move |e: Event| {
             let el: web_sys::Element = e.target_unchecked_into();
-            let top = el.scroll_top() as f64;
-            let at_end = top + el.client_height() as f64 >= el.scroll_height() as f64 - ROW_PX;
-            scroll.set(if at_end { None } else { Some(top) });
+            // In a column-reverse box, 0 is the end and scrolling back goes negative.
+            let d = -(el.scroll_top() as f64);
+            from_end.set((d > ROW_PX / 2.0).then_some(d));
         })
     };
     let fmt = |t: Time| {
@@ -407,8 +399,8 @@ pub fn step_log(p: &LogProps) -> Html {
     html! {
       <section class="steplog">
         <h3>{format!("every step so far ({len})")}</h3>
-        <div class="log" data-testid="log" ref={node} {onscroll} tabindex="0" role="log" aria-label="every step so far"
-             style={format!("height: {}px", ROW_PX * ROWS as f64)}>
+        <div class="log" data-testid="log" {onscroll} tabindex="0" role="log" aria-label="every step so far"
+             style={format!("height: {view}px")}>
           <div class="log-inner" style={format!("height: {}px", ROW_PX * len as f64)}>
             { for p.rows.emit((first, (first + ROWS + 1).min(len))).into_iter().enumerate().map(|(k, (at, text))| {
                 let i = first + k;
@@ -426,8 +418,37 @@ pub fn step_log(p: &LogProps) -> Html {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub title: String,
-    /// Per deferred message in the order it came due: its token and how late it was (ns).
+    /// Bars in the order messages came due: a message's token and how late it was (ns), or,
+    /// past [`BARS`] messages, the latest of each run of them.
     pub points: Vec<(Token, Time)>,
+    /// Messages the bars stand for, how late they were at most and on average (ns).
+    pub count: usize,
+    pub max: Time,
+    pub mean: f64,
+}
+
+/// Bars drawn per chart at most.
+pub const BARS: usize = 120;
+
+impl Series {
+    /// Bars for every (token, lateness) in order, at most [`BARS`] of them.
+    pub fn new(title: String, all: Vec<(Token, Time)>) -> Series {
+        let count = all.len();
+        let max = all.iter().map(|x| x.1).max().unwrap_or(0);
+        let mean = all.iter().map(|x| x.1 as f64).sum::<f64>() / count.max(1) as f64;
+        let per = count.div_ceil(BARS).max(1);
+        let points = all
+            .chunks(per)
+            .filter_map(|run| run.iter().max_by_key(|x| x.1).cloned())
+            .collect();
+        Series {
+            title,
+            points,
+            count,
+            max,
+            mean,
+        }
+    }
 }
 
 #[derive(Properties, PartialEq)]
@@ -468,10 +489,17 @@ pub fn lateness_chart(p: &ChartProps) -> Html {
         { for p.series.iter().map(|s| {
             let n = s.points.len().max(1);
             let bw = ((w - left - 8.0) / n as f64).min(24.0);
-            let lates: Vec<f64> = s.points.iter().map(|x| x.1 as f64 / MILLISECOND as f64).collect();
-            let summary = match lates.iter().cloned().fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))) {
-                None => "no deferred message delivered yet".to_string(),
-                Some(mx) => format!("{} delivered · at most {mx:.0} ms late · on average {:.1} ms", lates.len(), lates.iter().sum::<f64>() / lates.len() as f64),
+            let ms = |t: f64| t / MILLISECOND as f64;
+            let summary = if s.count == 0 {
+                "no deferred message delivered yet".to_string()
+            } else {
+                format!(
+                    "{} delivered · at most {:.0} ms late · on average {:.1} ms{}",
+                    s.count,
+                    ms(s.max as f64),
+                    ms(s.mean),
+                    if s.count > s.points.len() { format!(" · each bar is the latest of {} messages", s.count.div_ceil(BARS)) } else { String::new() }
+                )
             };
             html!{
             <figure class="series">

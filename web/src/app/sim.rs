@@ -1,6 +1,6 @@
 //! The simulation page: a scenario's labs, the controls, the forms.
 
-use super::flip::animate_moves;
+use super::flip::{animate_moves, Flip};
 use super::heap::{HeapProps, HeapView};
 use super::parts::*;
 use super::{params, Dispatch, Shared};
@@ -12,7 +12,6 @@ use crate::view::{secs, Role};
 use gloo_timers::callback::Interval;
 use nsqlab_core::time::Time;
 use std::cell::Cell;
-use std::collections::HashMap;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlSelectElement, KeyboardEvent};
 use yew::prelude::*;
@@ -310,8 +309,8 @@ pub fn sim_app() -> Html {
     }
     // Messages glide from where they were to where they are now.
     {
-        let places = use_mut_ref(HashMap::new);
-        use_effect(move || animate_moves(&mut places.borrow_mut()));
+        let flip = use_mut_ref(Flip::default);
+        use_effect(move || animate_moves(&mut flip.borrow_mut()));
     }
 
     let on_term = {
@@ -349,29 +348,27 @@ pub fn sim_app() -> Html {
         .panes
         .iter()
         .filter(|p| !p.lab.view.lateness.is_empty())
-        .map(|p| Series {
-            title: if p.title.is_empty() {
+        .map(|p| {
+            let v = &p.lab.view;
+            let all = v
+                .lateness
+                .iter()
+                .filter_map(|l| Some((l.id, l.sent?.saturating_sub(l.due))))
+                .map(|(id, late)| {
+                    let token = Token {
+                        id: id.to_string(),
+                        label: v.label(id),
+                        hue: v.hue(id),
+                    };
+                    (token, late)
+                })
+                .collect();
+            let title = if p.title.is_empty() {
                 "delivered".into()
             } else {
                 p.title.to_string()
-            },
-            points: p
-                .lab
-                .view
-                .lateness
-                .iter()
-                .filter_map(|l| {
-                    let sent = l.sent?;
-                    Some((
-                        Token {
-                            id: l.id.to_string(),
-                            label: p.lab.view.label(l.id),
-                            hue: p.lab.view.hue(l.id),
-                        },
-                        sent.saturating_sub(l.due),
-                    ))
-                })
-                .collect(),
+            };
+            Series::new(title, all)
         })
         .collect();
     let forms: Vec<(Field, String, Option<String>)> = m

@@ -254,3 +254,25 @@ fn finished() {
     assert_eq!(m.panes[0].lab.log.len(), len);
     assert!(m.panes[0].lab.summary()[0].starts_with("4 messages published"));
 }
+
+/// Playing never shows more than a tick's worth of steps at once: the clock falls behind
+/// instead, then catches up.
+#[test]
+fn a_tick_has_a_budget() {
+    let mut m = Model::new("big-heap", 1, 100.0);
+    m.update(Action::TogglePlay);
+    let mut ticks = 0;
+    while !m.finished() {
+        let before = m.panes[0].lab.log.len();
+        m.update(Action::Tick(50.0));
+        let shown = m.panes[0].lab.log.len() - before;
+        assert!(shown <= TICK_STEPS + 2000, "a tick showed {shown} steps");
+        ticks += 1;
+        assert!(ticks < 10_000);
+    }
+    assert!(ticks > 20, "{ticks} ticks: the bursts were spread out");
+    // Idle time still passes at full speed.
+    let t = m.now();
+    m.update(Action::Tick(50.0));
+    assert_eq!(m.now(), t + 5 * SECOND);
+}
