@@ -206,6 +206,27 @@ if (part('scenarios')) {
   }
 }
 
+// Issue item 5: a tree node glides on a swap as array cells do: the same element moves (its
+// transform transitions), it is not redrawn elsewhere.
+if (part('forms')) {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  let glided = null;
+  for (let i = 0; i < 80 && glided === null; i++) {
+    // Tag every tree node, step, and look at the nodes a sift swap moved.
+    await page.evaluate(() => document.querySelectorAll('g.hnode[data-id]').forEach((n) => { n.__mark = n.dataset.index; }));
+    await stepOnce(page);
+    if (!(await page.textContent('[data-testid=explain]')).includes('Sift up:')) continue;
+    glided = await page.evaluate(() => {
+      const moved = [...document.querySelectorAll('g.hnode[data-id]')].filter((n) => n.__mark !== undefined && n.__mark !== n.dataset.index);
+      return { moved: moved.length, animating: moved.filter((n) => n.getAnimations().length > 0).length };
+    });
+  }
+  check(glided && glided.moved === 2 && glided.animating === 2, `a swap moves the same two tree nodes, gliding: ${JSON.stringify(glided)}`);
+  await page.close();
+}
+
 // 3. Controls and forms as a learner uses them.
 if (part('forms')) {
   const page = await newPage();
