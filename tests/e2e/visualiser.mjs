@@ -101,8 +101,12 @@ function audit() {
         problems.push(`${text}: ${cc.dataset.key} shows ${shown('depth')}/${shown('deferred')}/${shown('in-flight')}, the core has ${d}/${f}/${i}`);
       }
     }
-    // Tree and array agree, and between heap operations the heap is in order.
+    // Tree and array agree, the tree fits its box, and between heap operations the heap is
+    // in order.
     for (const h of q('.heap', pane)) {
+      const wrap = h.querySelector('.tree-wrap');
+      const svg = wrap && wrap.querySelector('svg');
+      if (svg && Number(svg.getAttribute('width')) > wrap.clientWidth + 1) problems.push(`${text}: the tree is ${svg.getAttribute('width')}px wide in a ${wrap.clientWidth}px box`);
       for (const node of q('g.hnode[data-id]', h)) {
         const cell = h.querySelector(`.cell[data-index="${node.dataset.index}"]`);
         if (!cell || cell.dataset.id !== node.dataset.id) problems.push(`${text}: tree and array disagree at ${node.dataset.index}`);
@@ -350,6 +354,56 @@ if (part('layout')) {
   check(clocks.length === 2, 'two panes side by side');
   await wide.screenshot({ path: `${shots}/wide-scan-vs-exact.png`, fullPage: true });
   await wide.close();
+}
+
+// Issue 31 item 9: every word in Chinese too, switchable on the page and kept in the URL.
+if (part('i18n')) {
+  const page = await newPage(1280, 1000);
+  // Words that stay as they are in Chinese: nsqd's commands, flags and codes, units, the
+  // product's name; names from the data are added per page (topics, channels, labels, clients).
+  const keep = ['nsqlab', 'nsqd', 'RDY', 'FIN', 'REQ', 'TOUCH', 'PUB', 'MPUB', 'DPUB', 'SUB', 'NOP', 'OK',
+    'msg_timeout', 'mem', 'queue', 'size', 'max', 'req', 'timeout', 'ms', 'UTC', 'worker', 'attempts', 'sample_rate', 'ephemeral', 'curl', 'http', 'pub', 'topic', 'defer', 'hi'];
+  for (const id of ['dpub-heap', 'load-balance', 'scan-vs-exact', 'overflow-disk']) {
+    await page.goto(`${base}/?scenario=${id}&seed=1&speed=1`);
+    await page.waitForSelector('[data-testid=explain]');
+    await page.click('[data-testid=lang]');
+    check(page.url().includes('lang=zh'), `${id}: the language is kept in the URL (${page.url()})`);
+    for (let i = 0; i < 60 && !(await page.isDisabled('[data-testid=step]')); i++) await stepOnce(page);
+    await page.fill('#pub-defer', 'abc');
+    await page.click('[data-testid=publish]');
+    await page.click('[data-testid=explain] .term').catch(() => {});
+    await page.evaluate(() => { document.querySelector('details.glossary').open = true; });
+    const english = await page.evaluate((keep) => {
+      const data = new Set(keep);
+      document.querySelectorAll('[data-key],[data-topic],[data-channel]').forEach((e) => (e.dataset.key || e.dataset.topic || e.dataset.channel).split(/[^A-Za-z]+/).forEach((w) => data.add(w)));
+      document.querySelectorAll('.chip, g.hnode .lbl, .cell .l').forEach((e) => e.textContent.split(/[^A-Za-z]+/).forEach((w) => data.add(w)));
+      const bad = [];
+      const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+        const t = n.textContent.trim();
+        if (!t || /[\u4e00-\u9fff]/.test(t)) continue;
+        if (n.parentElement.closest('script,style,option,[data-testid=clock],.refusal,[lang=en]')) continue;
+        const words = t.split(/[^A-Za-z_]+/).filter((w) => w.length >= 3 && !data.has(w) && !/^E_[A-Z_]+$/.test(w));
+        if (words.length) bad.push(t);
+      }
+      // Attributes a reader meets too.
+      document.querySelectorAll('[title],[aria-label]').forEach((e) => {
+        for (const a of ['title', 'aria-label']) {
+          const t = (e.getAttribute(a) || '').replace(/\b[0-9a-f]{16}\b/g, '');
+          if (t && !/[\u4e00-\u9fff]/.test(t) && t.split(/[^A-Za-z_]+/).some((w) => w.length >= 3 && !data.has(w))) bad.push(`${a}=${t}`);
+        }
+      });
+      return bad;
+    }, keep);
+    check(english.length === 0, `${id}: in Chinese, no English is left on the page: ${JSON.stringify(english.slice(0, 8))}`);
+    await page.screenshot({ path: `${shots}/zh-${id}.png` });
+    await page.reload();
+    await page.waitForSelector('[data-testid=explain]');
+    check((await page.textContent('[data-testid=step]')) === '单步', 'a reload keeps Chinese');
+    await page.click('[data-testid=lang]');
+    check((await page.textContent('[data-testid=step]')) === 'Step', 'the switch goes back to English');
+  }
+  await page.close();
 }
 
 // 5. Live mode against this server: state published before the page opened, and after.

@@ -6,6 +6,7 @@
 //! nsqd answers. Limits of the page's own (how many messages one click publishes) say so.
 //! Nothing is clamped or dropped silently.
 
+use crate::i18n::Text;
 use nsqlab_core::protocol::decode::{no_auth, ClientState};
 use nsqlab_core::protocol::{decode, DecodeContext, Decoded};
 use nsqlab_core::Options;
@@ -55,7 +56,7 @@ pub struct Publish {
 }
 
 /// Refusals, by field.
-pub type Refusals = Vec<(Field, String)>;
+pub type Refusals = Vec<(Field, Text)>;
 
 fn ctx<'a>(opts: &Options, state: ClientState) -> DecodeContext<'a> {
     DecodeContext {
@@ -92,16 +93,23 @@ fn quoted(s: &str) -> String {
     format!("{s:?}")
 }
 
-const NAME_RULE: &str =
-    "a name is 1 to 64 characters of a–z A–Z 0–9 . _ - (it may end in #ephemeral)";
+/// nsqd's error for a name, with the rule for names.
+fn bad_name(error: String) -> Text {
+    Text::new("refuse.name").arg("error", error)
+}
+
+/// nsqd's error as it is.
+fn nsqd(error: String) -> Text {
+    Text::new("refuse.nsqd").arg("error", error)
+}
 
 /// Check a topic name as `cmd` would send it.
-fn check_topic(opts: &Options, cmd: &str, topic: &str) -> Result<(), String> {
+fn check_topic(opts: &Options, cmd: &str, topic: &str) -> Result<(), Text> {
     let refused = || {
-        format!(
-            "E_BAD_TOPIC {cmd} topic name {} is not valid — {NAME_RULE}",
+        bad_name(format!(
+            "E_BAD_TOPIC {cmd} topic name {} is not valid",
             quoted(topic)
-        )
+        ))
     };
     if topic.is_empty() || topic.contains(char::is_whitespace) {
         return Err(refused());
@@ -113,9 +121,9 @@ fn check_topic(opts: &Options, cmd: &str, topic: &str) -> Result<(), String> {
     };
     nsqd_says(opts, ClientState::Init, &bytes).map_err(|e| {
         if e.starts_with("E_BAD_TOPIC") {
-            format!("{e} — {NAME_RULE}")
+            bad_name(e)
         } else {
-            e
+            nsqd(e)
         }
     })
 }
@@ -138,19 +146,16 @@ pub fn check_publish(
         ClientState::Init,
         &with_body("PUB t\n", body.as_bytes()),
     ) {
-        no.push((Field::PubBody, e));
+        no.push((Field::PubBody, nsqd(e)));
     }
     let delay = delay.trim();
     let defer_ms = if delay.is_empty() {
-        no.push((
-            Field::PubDelay,
-            "a delay in milliseconds is needed (0 publishes at once)".to_string(),
-        ));
+        no.push((Field::PubDelay, Text::new("refuse.delay.empty")));
         0
     } else if delay.contains(char::is_whitespace) {
         no.push((
             Field::PubDelay,
-            format!("E_INVALID DPUB could not parse timeout {delay}"),
+            nsqd(format!("E_INVALID DPUB could not parse timeout {delay}")),
         ));
         0
     } else {
@@ -161,7 +166,7 @@ pub fn check_publish(
         ) {
             Ok(()) => delay.parse().unwrap_or(0),
             Err(e) => {
-                no.push((Field::PubDelay, e));
+                no.push((Field::PubDelay, nsqd(e)));
                 0
             }
         }
@@ -171,21 +176,26 @@ pub fn check_publish(
         Ok(n) if n < 1 => {
             no.push((
                 Field::PubCount,
-                format!("E_BAD_BODY MPUB invalid message count {n} — at least one message"),
+                Text::new("refuse.count.low").arg(
+                    "error",
+                    format!("E_BAD_BODY MPUB invalid message count {n}"),
+                ),
             ));
             1
         }
         Ok(n) => {
             no.push((
                 Field::PubCount,
-                format!("{n} is more than this page publishes at once: at most {MAX_COUNT} (nsqd takes an MPUB as big as --max-body-size, 5 MiB)"),
+                Text::new("refuse.count.high")
+                    .arg("n", n)
+                    .arg("max", MAX_COUNT),
             ));
             1
         }
         Err(_) => {
             no.push((
                 Field::PubCount,
-                format!("how many messages: a whole number from 1 to {MAX_COUNT}"),
+                Text::new("refuse.count.nan").arg("max", MAX_COUNT),
             ));
             1
         }
@@ -196,10 +206,10 @@ pub fn check_publish(
         if size as u64 > opts.max_body_size {
             no.push((
                 Field::PubCount,
-                format!(
+                nsqd(format!(
                     "E_BAD_BODY MPUB body too big {size} > {}",
                     opts.max_body_size
-                ),
+                )),
             ));
         }
     }
@@ -220,18 +230,19 @@ fn digits(n: usize) -> usize {
 }
 
 /// Check an RDY count as nsqd would (`RDY <count>` from a subscribed client).
-pub fn check_rdy(opts: &Options, rdy: &str) -> Result<i64, String> {
+pub fn check_rdy(opts: &Options, rdy: &str) -> Result<i64, Text> {
     let rdy = rdy.trim();
+    let unparsable = || nsqd(format!("E_INVALID RDY could not parse count {rdy}"));
     if rdy.is_empty() || rdy.contains(char::is_whitespace) {
-        return Err(format!("E_INVALID RDY could not parse RDY count {rdy}"));
+        return Err(unparsable());
     }
     nsqd_says(
         opts,
         ClientState::Subscribed,
         format!("RDY {rdy}\n").as_bytes(),
-    )?;
-    rdy.parse()
-        .map_err(|_| format!("E_INVALID RDY could not parse RDY count {rdy}"))
+    )
+    .map_err(nsqd)?;
+    rdy.parse().map_err(|_| unparsable())
 }
 
 /// Check the names a new consumer subscribes with (`SUB <topic> <channel>`).
@@ -242,10 +253,10 @@ pub fn check_sub(opts: &Options, topic: &str, channel: &str) -> Refusals {
         return no;
     }
     let bad_channel = || {
-        format!(
-            "E_BAD_CHANNEL SUB channel name {} is not valid — {NAME_RULE}",
+        bad_name(format!(
+            "E_BAD_CHANNEL SUB channel name {} is not valid",
             quoted(channel)
-        )
+        ))
     };
     if channel.is_empty() || channel.contains(char::is_whitespace) {
         no.push((Field::ManageChannel, bad_channel()));
@@ -254,7 +265,7 @@ pub fn check_sub(opts: &Options, topic: &str, channel: &str) -> Refusals {
         ClientState::Init,
         format!("SUB {topic} {channel}\n").as_bytes(),
     ) {
-        no.push((Field::ManageChannel, format!("{e} — {NAME_RULE}")));
+        no.push((Field::ManageChannel, bad_name(e)));
     }
     no
 }
@@ -266,25 +277,28 @@ pub fn check_admin(topic: &str, channel: Option<&str>) -> Refusals {
     if !valid(topic) {
         no.push((
             Field::ManageTopic,
-            format!("400 INVALID_TOPIC — {NAME_RULE}"),
+            bad_name("400 INVALID_TOPIC".to_string()),
         ));
     }
     if let Some(c) = channel {
         if !valid(c) {
             no.push((
                 Field::ManageChannel,
-                format!("400 INVALID_CHANNEL — {NAME_RULE}"),
+                bad_name("400 INVALID_CHANNEL".to_string()),
             ));
         }
     }
     no
 }
 
-/// A whole number in `lo..=hi`, for the page's own settings.
-pub fn check_number(what: &str, value: &str, lo: u64, hi: u64) -> Result<u64, String> {
+/// A whole number in `lo..=hi`, for the page's own settings (`what` is a catalogue word).
+pub fn check_number(what: &'static str, value: &str, lo: u64, hi: u64) -> Result<u64, Text> {
     match value.trim().parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) => Ok(n),
-        _ => Err(format!("{what}: a whole number from {lo} to {hi}")),
+        _ => Err(Text::new("refuse.number")
+            .word("what", what)
+            .arg("lo", lo)
+            .arg("hi", hi)),
     }
 }
 
@@ -300,7 +314,7 @@ mod tests {
         let no = r.expect_err("refused");
         no.into_iter()
             .find(|(x, _)| *x == f)
-            .map(|(_, t)| t)
+            .map(|(_, t)| t.en())
             .unwrap_or_else(|| panic!("no refusal for {f:?}"))
     }
 
@@ -348,15 +362,16 @@ mod tests {
         let o = opts();
         assert_eq!(check_rdy(&o, "5"), Ok(5));
         assert_eq!(
-            check_rdy(&o, "-5"),
-            Err("E_INVALID RDY could not parse count -5".into())
+            check_rdy(&o, "-5").unwrap_err().en(),
+            "E_INVALID RDY could not parse count -5"
         );
         assert_eq!(
-            check_rdy(&o, "2501"),
-            Err("E_INVALID RDY count 2501 out of range 0-2500".into())
+            check_rdy(&o, "2501").unwrap_err().en(),
+            "E_INVALID RDY count 2501 out of range 0-2500"
         );
         assert!(check_rdy(&o, "lots")
             .unwrap_err()
+            .en()
             .starts_with("E_INVALID RDY could not parse"));
         assert!(check_sub(&o, "t", "c").is_empty());
         assert_eq!(check_sub(&o, "t", "bad name")[0].0, Field::ManageChannel);
@@ -364,7 +379,7 @@ mod tests {
         assert!(check_admin("t", Some("c")).is_empty());
         assert_eq!(check_admin("t", Some("")).len(), 1);
         assert_eq!(
-            check_number("fail %", "101", 0, 100).unwrap_err(),
+            check_number("knob.fail", "101", 0, 100).unwrap_err().en(),
             "fail %: a whole number from 0 to 100"
         );
     }

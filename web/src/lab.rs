@@ -15,6 +15,7 @@
 //! Simulated clients behave like real ones: they answer heartbeats (NOP), and a consumer
 //! handles every message it gets, from its first frame, after its processing time.
 
+use crate::i18n::Text;
 use crate::view::{Role, Told, View};
 use nsqlab_core::event::{Event, EventKind};
 use nsqlab_core::protocol::{Command, Frame};
@@ -31,7 +32,7 @@ pub use crate::view::{secs, short, time_of_day, Claim, Spot};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Consumer {
     pub id: ClientId,
-    pub name: String,
+    pub name: Text,
     pub topic: String,
     pub channel: String,
     pub rdy: i64,
@@ -50,7 +51,7 @@ pub struct Consumer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Producer {
     pub id: ClientId,
-    pub name: String,
+    pub name: Text,
 }
 
 /// Something scripted to happen at a virtual instant.
@@ -84,8 +85,15 @@ pub enum Answer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub at: Time,
-    pub text: String,
+    pub text: Text,
     pub claims: Vec<Claim>,
+}
+
+impl Step {
+    /// The words in English.
+    pub fn en(&self) -> String {
+        self.text.en()
+    }
 }
 
 /// Something waiting to be shown.
@@ -93,7 +101,7 @@ pub struct Step {
 enum Pending {
     Event(Event),
     /// Words of the lab's own (a broker error a client received).
-    Note(Time, String),
+    Note(Time, Text),
 }
 
 /// At most this many instants are passed in one call (a safety net: the browser never hangs).
@@ -151,11 +159,11 @@ impl Lab {
     /// Add a producer connection; returns its index.
     pub fn add_producer(&mut self) -> usize {
         let name = match self.producers.len() {
-            0 => "producer".to_string(),
-            n => format!("producer {}", n + 1),
+            0 => Text::new("who.producer"),
+            n => Text::new("who.producer.n").arg("n", n + 1),
         };
         let id = self.sim.connect();
-        self.view.name_actor(id, &name, Role::Producer);
+        self.view.name_actor(id, name.clone(), Role::Producer);
         self.producers.push(Producer { id, name });
         self.collect();
         self.producers.len() - 1
@@ -165,10 +173,10 @@ impl Lab {
     pub fn add_consumer(&mut self, mut c: Consumer) -> ClientId {
         let id = self.sim.connect();
         c.id = id;
-        self.view.name_actor(id, &c.name, Role::Consumer);
+        self.view.name_actor(id, c.name.clone(), Role::Consumer);
         let identify = serde_json::json!({
             "msg_timeout": c.msg_timeout_ms.max(1000),
-            "client_id": c.name,
+            "client_id": c.name.en(),
         });
         self.sim
             .send(id, &Command::Identify(identify.to_string().into_bytes()));
@@ -187,10 +195,10 @@ impl Lab {
     }
 
     /// A consumer template (not yet connected).
-    pub fn consumer(name: &str, topic: &str, channel: &str, rdy: i64) -> Consumer {
+    pub fn consumer(name: Text, topic: &str, channel: &str, rdy: i64) -> Consumer {
         Consumer {
             id: ClientId(0),
-            name: name.into(),
+            name,
             topic: topic.into(),
             channel: channel.into(),
             rdy,
@@ -480,8 +488,8 @@ impl Lab {
             .actors
             .values()
             .filter(|a| a.role == Role::Consumer);
-        let name = format!("consumer {}", consumers.count() + 1);
-        let id = self.add_consumer(Lab::consumer(&name, topic, channel, rdy));
+        let name = Text::new("who.consumer.n").arg("n", consumers.count() + 1);
+        let id = self.add_consumer(Lab::consumer(name, topic, channel, rdy));
         self.show_next();
         id
     }
@@ -616,15 +624,14 @@ impl Lab {
             }
             Frame::Error(e) => {
                 let e = String::from_utf8_lossy(&e).into_owned();
-                let why = if e.starts_with("E_FIN_FAILED") || e.starts_with("E_REQ_FAILED") {
-                    " Its answer came too late: the message had timed out and is no longer in flight to it."
+                let late = e.starts_with("E_FIN_FAILED") || e.starts_with("E_REQ_FAILED");
+                let text = Text::new(if late {
+                    "note.error.late"
                 } else {
-                    ""
-                };
-                let text = format!(
-                    "nsqd answers {} with an error: {e}.{why}",
-                    self.view.who(client)
-                );
+                    "note.error"
+                })
+                .nest("who", self.view.who(client))
+                .arg("error", e);
                 self.pending.push_back(Pending::Note(at, text));
             }
             _ => {}
@@ -632,67 +639,66 @@ impl Lab {
     }
 
     /// Why nothing more happens, when messages still wait: no consumer is ready for them.
-    pub fn stuck(&self) -> Vec<String> {
+    pub fn stuck(&self) -> Vec<Text> {
         self.view
             .channels
             .values()
             .filter(|c| c.depth() > 0)
             .map(|c| {
-                let ready = self
+                let any = self
                     .consumers
                     .iter()
-                    .filter(|k| k.topic == c.topic && k.channel == c.name)
-                    .collect::<Vec<_>>();
-                let why = if ready.is_empty() {
-                    "it has no consumer".to_string()
+                    .any(|k| k.topic == c.topic && k.channel == c.name);
+                Text::new(if any {
+                    "stuck.notready"
                 } else {
-                    "none of its consumers is ready for more (RDY 0, or crashed)".to_string()
-                };
-                format!(
-                    "{} message{} wait in channel {}/{}: {why}.",
-                    c.depth(),
-                    if c.depth() == 1 { "" } else { "s" },
-                    c.topic,
-                    c.name
-                )
+                    "stuck.nobody"
+                })
+                .arg("n", c.depth())
+                .arg("topic", &c.topic)
+                .arg("channel", &c.name)
             })
             .collect()
     }
 
     /// What happened, for the end of a scenario.
-    pub fn summary(&self) -> Vec<String> {
+    pub fn summary(&self) -> Vec<Text> {
         let v = &self.view;
-        let mut out = vec![format!(
-            "{} message{} published{}.",
-            v.published,
-            if v.published == 1 { "" } else { "s" },
-            if v.published_deferred > 0 {
-                format!(", {} of them with a delay (DPUB)", v.published_deferred)
-            } else {
-                String::new()
-            }
-        )];
+        let mut out = vec![if v.published_deferred > 0 {
+            Text::new("summary.published.deferred")
+                .arg("n", v.published)
+                .arg("d", v.published_deferred)
+        } else {
+            Text::new("summary.published").arg("n", v.published)
+        }];
         for c in v.channels.values() {
-            out.push(format!(
-                "Channel {}/{}: {} finished, {} requeued (REQ), {} timed out, {} waiting.",
-                c.topic,
-                c.name,
-                c.finished,
-                c.requeued,
-                c.timed_out,
-                c.depth() + c.deferred() as u64 + c.in_flight.len() as u64
-            ));
+            out.push(
+                Text::new("summary.channel")
+                    .arg("topic", &c.topic)
+                    .arg("channel", &c.name)
+                    .arg("fin", c.finished)
+                    .arg("req", c.requeued)
+                    .arg("timeout", c.timed_out)
+                    .arg(
+                        "waiting",
+                        c.depth() + c.deferred() as u64 + c.in_flight.len() as u64,
+                    ),
+            );
         }
         for a in v.actors.values().filter(|a| a.role == Role::Consumer) {
-            out.push(format!(
-                "{}: received {}, finished {}, requeued {}, timed out {}{}.",
-                a.name,
-                a.received,
-                a.finished,
-                a.requeued,
-                a.timed_out,
-                if a.connected { "" } else { " (disconnected)" }
-            ));
+            let key = if a.connected {
+                "summary.consumer"
+            } else {
+                "summary.consumer.gone"
+            };
+            out.push(
+                Text::new(key)
+                    .nest("who", a.name.clone())
+                    .arg("received", a.received)
+                    .arg("fin", a.finished)
+                    .arg("req", a.requeued)
+                    .arg("timeout", a.timed_out),
+            );
         }
         let late: Vec<Time> = v
             .lateness
@@ -700,13 +706,15 @@ impl Lab {
             .map(|l| l.found.saturating_sub(l.due))
             .collect();
         if let Some(max) = late.iter().max() {
-            out.push(format!(
-                "{} deferred message{} came due: {} late at most ({} on average).",
-                late.len(),
-                if late.len() == 1 { "" } else { "s" },
-                crate::view::duration(*max),
-                crate::view::duration(late.iter().sum::<Time>() / late.len() as Time)
-            ));
+            out.push(
+                Text::new("summary.lateness")
+                    .arg("n", late.len())
+                    .arg("max", crate::view::duration(*max))
+                    .arg(
+                        "mean",
+                        crate::view::duration(late.iter().sum::<Time>() / late.len() as Time),
+                    ),
+            );
         }
         out.extend(self.stuck());
         out

@@ -11,6 +11,7 @@
 
 pub mod forms;
 pub mod glossary;
+pub mod i18n;
 pub mod lab;
 pub mod layout;
 pub mod live;

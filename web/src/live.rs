@@ -299,7 +299,8 @@ impl LiveModel {
                 } else {
                     crate::view::Role::Producer
                 };
-                self.view.name_actor(*client, client_id, role);
+                self.view
+                    .name_actor(*client, crate::i18n::Text::plain(client_id), role);
             }
         }
         if let Some(t) = self.view.apply(e) {
@@ -418,7 +419,7 @@ mod tests {
                 break;
             }
         }
-        assert!(live.log.iter().any(|s| s.text.starts_with("Sift up:")));
+        assert!(live.log.iter().any(|s| s.en().starts_with("Sift up:")));
         live.handle_message(r#"{"type":"dropped","count":3}"#);
         assert_eq!(live.dropped, 3);
         assert!(

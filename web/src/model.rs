@@ -7,6 +7,7 @@
 //! with something at that instant show one step each.
 
 use crate::forms::{self, Field, MAX_WORK_MS};
+use crate::i18n::{Lang, Text};
 use crate::lab::{Admin, Answer, Lab};
 use crate::scenarios::{find, Scenario, SCENARIOS};
 use nsqlab_core::time::Time;
@@ -75,6 +76,8 @@ pub enum Action {
     },
     /// Open a glossary entry (or close it, with `None`).
     Explain(Option<&'static str>),
+    /// Speak this language.
+    SetLang(Lang),
 }
 
 /// One lab on the page, with its heading ("" when it is the only one).
@@ -93,9 +96,11 @@ pub struct Model {
     /// The forms' fields, as typed.
     pub fields: BTreeMap<Field, String>,
     /// Why a field's value was refused, next to it.
-    pub refusals: BTreeMap<Field, String>,
+    pub refusals: BTreeMap<Field, Text>,
     /// Why a consumer's setting was refused, next to it.
-    pub knob_refusals: BTreeMap<(usize, ClientId, Knob), String>,
+    pub knob_refusals: BTreeMap<(usize, ClientId, Knob), Text>,
+    /// The language the page speaks.
+    pub lang: Lang,
     /// The glossary entry open, if any.
     pub term: Option<&'static str>,
     /// Bumped by every update (the components compare it to know what changed).
@@ -104,8 +109,13 @@ pub struct Model {
 
 impl Model {
     /// The page for a scenario (an unknown id opens the first), a seed and a speed (a speed
-    /// not on the menu plays at 1×).
+    /// not on the menu plays at 1×), in English.
     pub fn new(scenario: &str, seed: u64, speed: f64) -> Model {
+        Model::with_lang(scenario, seed, speed, Lang::En)
+    }
+
+    /// The same, in a language.
+    pub fn with_lang(scenario: &str, seed: u64, speed: f64, lang: Lang) -> Model {
         let scenario = find(scenario).unwrap_or(&SCENARIOS[0]);
         let mut m = Model {
             scenario,
@@ -117,6 +127,7 @@ impl Model {
             refusals: BTreeMap::new(),
             knob_refusals: BTreeMap::new(),
             term: None,
+            lang,
             version: 0,
         };
         m.restart();
@@ -162,8 +173,11 @@ impl Model {
     /// The URL query that reopens this page as it is.
     pub fn query(&self) -> String {
         format!(
-            "?scenario={}&seed={}&speed={}",
-            self.scenario.id, self.seed, self.speed
+            "?scenario={}&seed={}&speed={}&lang={}",
+            self.scenario.id,
+            self.seed,
+            self.speed,
+            self.lang.code()
         )
     }
 
@@ -198,10 +212,8 @@ impl Model {
                     self.restart();
                 }
                 Err(_) => {
-                    self.refusals.insert(
-                        Field::Seed,
-                        format!("a seed is a whole number from 0 to {}", u64::MAX),
-                    );
+                    self.refusals
+                        .insert(Field::Seed, Text::new("refuse.seed").arg("max", u64::MAX));
                 }
             },
             Action::Tick(real_ms) => {
@@ -243,6 +255,7 @@ impl Model {
                 }
             }
             Action::Explain(term) => self.term = term,
+            Action::SetLang(lang) => self.lang = lang,
         }
     }
 
@@ -368,7 +381,10 @@ impl Model {
             let code = if e.ends_with("NOT_FOUND") { 404 } else { 400 };
             self.refusals.insert(
                 field,
-                format!("{code} {e} — nsqd's answer to {}", op.path()),
+                Text::new("refuse.admin")
+                    .arg("code", code)
+                    .arg("error", e)
+                    .arg("path", op.path()),
             );
         }
     }
@@ -385,9 +401,9 @@ impl Model {
         let opts = p.lab.sim.broker.options().clone();
         let res = match knob {
             Knob::Rdy => forms::check_rdy(&opts, value).map(|n| p.lab.set_rdy_by_hand(client, n)),
-            Knob::Work => forms::check_number("work ms", value, 0, MAX_WORK_MS)
+            Knob::Work => forms::check_number("knob.work", value, 0, MAX_WORK_MS)
                 .map(|n| p.lab.set_behaviour(client, n, c.fail_rate)),
-            Knob::Fail => forms::check_number("fail %", value, 0, 100)
+            Knob::Fail => forms::check_number("knob.fail", value, 0, 100)
                 .map(|n| p.lab.set_behaviour(client, c.processing_ms, n)),
         };
         if let Err(e) = res {

@@ -1,5 +1,6 @@
 //! The scenario library: each sets up producers, consumers and a script on fresh labs.
 
+use crate::i18n::Text;
 use crate::lab::{Cue, Lab};
 use nsqlab_core::protocol::Command;
 use nsqlab_core::time::ms;
@@ -8,12 +9,14 @@ use nsqlab_core::{Options, TimerStrategy};
 /// One scenario.
 pub struct Scenario {
     pub id: &'static str,
+    /// Catalogue keys of its title and its text.
     pub title: &'static str,
     pub text: &'static str,
     /// The topic and channel it uses (the forms start with them).
     pub topic: &'static str,
     pub channel: &'static str,
-    /// The labs to run side by side (most scenarios have one).
+    /// The labs to run side by side (most scenarios have one), with a catalogue key for each
+    /// one's heading ("" when there is one lab).
     pub build: fn(u64) -> Vec<(&'static str, Lab)>,
 }
 
@@ -38,7 +41,12 @@ fn dpub(topic: &str, body: &str, defer_ms: u64) -> Command {
 
 fn dpub_heap(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    lab.add_consumer(Lab::consumer("billing worker", "orders", "billing", 10));
+    lab.add_consumer(Lab::consumer(
+        Text::new("name.billing-worker"),
+        "orders",
+        "billing",
+        10,
+    ));
     let p = lab.add_producer();
     for (i, d) in [5000u64, 3000, 4000, 1000, 2000, 6000, 1500]
         .into_iter()
@@ -59,7 +67,7 @@ pub const BIG_HEAP: u64 = 10_000;
 
 fn big_heap(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut c = Lab::consumer("archive worker", "events", "archive", 200);
+    let mut c = Lab::consumer(Text::new("name.archive-worker"), "events", "archive", 200);
     c.processing_ms = 5;
     lab.add_consumer(c);
     let p = lab.add_producer();
@@ -81,8 +89,18 @@ fn big_heap(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn fan_out(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    lab.add_consumer(Lab::consumer("billing service", "orders", "billing", 5));
-    lab.add_consumer(Lab::consumer("shipping service", "orders", "shipping", 5));
+    lab.add_consumer(Lab::consumer(
+        Text::new("name.billing-service"),
+        "orders",
+        "billing",
+        5,
+    ));
+    lab.add_consumer(Lab::consumer(
+        Text::new("name.shipping-service"),
+        "orders",
+        "shipping",
+        5,
+    ));
     let p = lab.add_producer();
     for i in 0..4 {
         send(
@@ -98,11 +116,11 @@ fn fan_out(seed: u64) -> Vec<(&'static str, Lab)> {
 fn load_balance(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
     for (name, rdy, work) in [
-        ("slow worker", 1, 1500),
-        ("medium worker", 2, 700),
-        ("fast worker", 4, 300),
+        ("name.slow-worker", 1, 1500),
+        ("name.medium-worker", 2, 700),
+        ("name.fast-worker", 4, 300),
     ] {
-        let mut c = Lab::consumer(name, "jobs", "workers", rdy);
+        let mut c = Lab::consumer(Text::new(name), "jobs", "workers", rdy);
         c.processing_ms = work;
         lab.add_consumer(c);
     }
@@ -120,10 +138,10 @@ fn load_balance(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn crash_timeout(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut a = Lab::consumer("worker A", "jobs", "workers", 1);
+    let mut a = Lab::consumer(Text::new("name.worker-a"), "jobs", "workers", 1);
     a.msg_timeout_ms = 3000;
     let a = lab.add_consumer(a);
-    let mut b = Lab::consumer("worker B", "jobs", "workers", 0);
+    let mut b = Lab::consumer(Text::new("name.worker-b"), "jobs", "workers", 0);
     b.msg_timeout_ms = 3000;
     let b = lab.add_consumer(b);
     lab.at(ms(50), Cue::Crash { consumer: a });
@@ -142,7 +160,7 @@ fn crash_timeout(seed: u64) -> Vec<(&'static str, Lab)> {
 
 fn req_backoff(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut lab = Lab::new(Options::default(), seed);
-    let mut c = Lab::consumer("flaky mailer", "emails", "sender", 3);
+    let mut c = Lab::consumer(Text::new("name.flaky-mailer"), "emails", "sender", 3);
     c.fail_rate = 60;
     c.req_delay_ms = 800;
     c.processing_ms = 200;
@@ -175,7 +193,7 @@ fn overflow_disk(seed: u64) -> Vec<(&'static str, Lab)> {
             pub_("events", &format!("event {i}")),
         );
     }
-    let mut c = Lab::consumer("archiver", "events", "archive", 2);
+    let mut c = Lab::consumer(Text::new("name.archiver"), "events", "archive", 2);
     c.processing_ms = 300;
     lab.waiting.push(c);
     lab.at(ms(1500), Cue::Join { consumer: 0 });
@@ -185,15 +203,15 @@ fn overflow_disk(seed: u64) -> Vec<(&'static str, Lab)> {
 fn scan_vs_exact(seed: u64) -> Vec<(&'static str, Lab)> {
     let mut labs = Vec::new();
     for (label, strategy) in [
-        ("exact timers (nsqlab)", TimerStrategy::Exact),
-        ("100 ms scan loop (nsqd)", TimerStrategy::ScanLoop),
+        ("pane.exact", TimerStrategy::Exact),
+        ("pane.scan", TimerStrategy::ScanLoop),
     ] {
         let opts = Options {
             timer_strategy: strategy,
             ..Options::default()
         };
         let mut lab = Lab::new(opts, seed);
-        let mut c = Lab::consumer("timer worker", "timers", "c", 100);
+        let mut c = Lab::consumer(Text::new("name.timer-worker"), "timers", "c", 100);
         c.processing_ms = 10;
         lab.add_consumer(c);
         let p = lab.add_producer();
@@ -216,64 +234,64 @@ pub const SCENARIOS: &[Scenario] = &[
         id: "dpub-heap",
         topic: "orders",
         channel: "billing",
-        title: "DPUB through the deferred heap",
-        text: "Seven orders are published with different delays. Each goes into the channel's deferred min-heap: pushed at the end, then swapped with its parent while it is due sooner. The root is always the next message due; when its time comes it is popped (the last entry moves to the root and sifts down) and delivered — exactly on time.",
+        title: "scenario.dpub-heap.title",
+        text: "scenario.dpub-heap.text",
         build: dpub_heap,
     },
     Scenario {
         id: "fan-out",
         topic: "orders",
         channel: "billing",
-        title: "Fan-out to two channels",
-        text: "A topic copies every message to each of its channels. Billing and shipping each get their own copy and consume at their own pace.",
+        title: "scenario.fan-out.title",
+        text: "scenario.fan-out.text",
         build: fan_out,
     },
     Scenario {
         id: "load-balance",
         topic: "jobs",
         channel: "workers",
-        title: "Load-balancing by RDY",
-        text: "Three consumers share one channel. Each says with RDY how many messages it can hold at once (1, 2 and 4); the channel hands messages out round-robin to whoever has room, so the fast worker does most of the work.",
+        title: "scenario.load-balance.title",
+        text: "scenario.load-balance.text",
         build: load_balance,
     },
     Scenario {
         id: "crash-timeout",
         topic: "jobs",
         channel: "workers",
-        title: "Consumer crash → in-flight timeout → redelivery",
-        text: "A consumer takes a message and crashes without answering. The message stays in flight until its msg_timeout passes (3 s here), then goes back to the queue and is delivered to another consumer, with attempts = 2.",
+        title: "scenario.crash-timeout.title",
+        text: "scenario.crash-timeout.text",
         build: crash_timeout,
     },
     Scenario {
         id: "req-backoff",
         topic: "emails",
         channel: "sender",
-        title: "REQ with backoff",
-        text: "A flaky consumer fails most messages and answers REQ with a delay that grows with each attempt. A requeued message waits in the deferred heap until its retry time.",
+        title: "scenario.req-backoff.title",
+        text: "scenario.req-backoff.text",
         build: req_backoff,
     },
     Scenario {
         id: "overflow-disk",
         topic: "events",
         channel: "archive",
-        title: "Memory queue overflowing to disk",
-        text: "The channel keeps --mem-queue-size messages (4 here) in memory; the rest go to the disk backlog, in order. When a consumer arrives it drains memory first, then the backlog.",
+        title: "scenario.overflow-disk.title",
+        text: "scenario.overflow-disk.text",
         build: overflow_disk,
     },
     Scenario {
         id: "big-heap",
         topic: "events",
         channel: "archive",
-        title: "10 000 deferred messages",
-        text: "Ten thousand DPUBs with random delays of 5 to 25 s. However many are waiting, the heap is only 14 levels deep: a push or a pop swaps at most 13 times, and the root is always the next message due. The drawing shows the top levels and counts the rest.",
+        title: "scenario.big-heap.title",
+        text: "scenario.big-heap.text",
         build: big_heap,
     },
     Scenario {
         id: "scan-vs-exact",
         topic: "timers",
         channel: "c",
-        title: "nsqd's 100 ms scan loop versus exact timers",
-        text: "The same 20 DPUBs under two timer strategies. nsqd looks for due messages by scanning a random sample of channels every 100 ms, so deliveries come late; nsqlab keeps one timer per channel and fires it exactly when due. The chart shows each message's lateness.",
+        title: "scenario.scan-vs-exact.title",
+        text: "scenario.scan-vs-exact.text",
         build: scan_vs_exact,
     },
 ];
@@ -336,7 +354,7 @@ mod tests {
             .1
             .log
             .iter()
-            .any(|s| s.text.contains("disk backlog")));
+            .any(|s| s.en().contains("disk backlog")));
 
         let labs = run("scan-vs-exact");
         let late = |l: &Lab| {
@@ -377,13 +395,13 @@ mod tests {
             .1
             .log
             .iter()
-            .map(|s| s.text.clone())
+            .map(|s| s.en().clone())
             .collect();
         let b: Vec<String> = run("req-backoff")[0]
             .1
             .log
             .iter()
-            .map(|s| s.text.clone())
+            .map(|s| s.en().clone())
             .collect();
         assert_eq!(a, b);
     }

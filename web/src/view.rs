@@ -9,6 +9,7 @@
 //! Every message gets a short [`Label`] (from its body: "order 3") and a colour, every client a
 //! name ("billing service"), used alike in the text and the drawing.
 
+use crate::i18n::Text;
 use nsqlab_core::event::{CloseReason, Event, EventKind, HeapKind, Place};
 use nsqlab_core::pqueue::HeapOp;
 use nsqlab_core::time::{Time, MILLISECOND};
@@ -34,7 +35,7 @@ pub enum Role {
 /// A client as the page names and counts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor {
-    pub name: String,
+    pub name: Text,
     pub role: Role,
     /// Messages it published.
     pub published: u64,
@@ -166,14 +167,14 @@ pub struct Claim {
 }
 
 /// What one event did: the words, and what they claim.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Told {
-    pub text: String,
+    pub text: Text,
     pub claims: Vec<Claim>,
 }
 
-impl From<String> for Told {
-    fn from(text: String) -> Self {
+impl From<Text> for Told {
+    fn from(text: Text) -> Self {
         Told {
             text,
             claims: Vec::new(),
@@ -296,11 +297,11 @@ impl View {
     }
 
     /// Name a client.
-    pub fn name_actor(&mut self, client: ClientId, name: &str, role: Role) {
+    pub fn name_actor(&mut self, client: ClientId, name: Text, role: Role) {
         self.actors.insert(
             client,
             Actor {
-                name: name.to_string(),
+                name,
                 role,
                 published: 0,
                 received: 0,
@@ -313,16 +314,16 @@ impl View {
     }
 
     /// A client's name ("billing service"), or "client 7" for one the page did not name.
-    pub fn who(&self, client: ClientId) -> String {
+    pub fn who(&self, client: ClientId) -> Text {
         self.actors
             .get(&client)
             .map(|a| a.name.clone())
-            .unwrap_or_else(|| format!("client {client}"))
+            .unwrap_or_else(|| Text::new("who.client.n").arg("n", client))
     }
 
     fn actor(&mut self, client: ClientId) -> &mut Actor {
         self.actors.entry(client).or_insert_with(|| Actor {
-            name: format!("client {client}"),
+            name: Text::new("who.client.n").arg("n", client),
             role: Role::Consumer,
             published: 0,
             received: 0,
@@ -426,11 +427,14 @@ impl View {
         let told: Told = match &e.kind {
             EventKind::TopicCreated { topic } => {
                 self.topics.entry(topic.to_string()).or_default();
-                format!("Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.").into()
+                Text::new("topic.created").arg("topic", topic).into()
             }
             EventKind::ChannelCreated { topic, channel } => {
                 self.chan(topic, channel);
-                format!("Channel {channel} is created on topic {topic}: from now on it gets its own copy of every message published to {topic}.").into()
+                Text::new("channel.created")
+                    .arg("topic", topic)
+                    .arg("channel", channel)
+                    .into()
             }
             EventKind::ClientSubscribed {
                 client,
@@ -438,19 +442,22 @@ impl View {
                 channel,
             } => {
                 self.chan(topic, channel).consumers.push(*client);
-                format!(
-                    "{} subscribes to channel {channel} of topic {topic} (SUB). It gets nothing until it says with RDY how many messages it can take.",
-                    self.who(*client)
-                )
-                .into()
+                Text::new("subscribed")
+                    .nest("who", self.who(*client))
+                    .arg("channel", channel)
+                    .arg("topic", topic)
+                    .into()
             }
             EventKind::ClientReady { client, count } => {
-                let what = match count {
-                    0 => "it takes no messages until it sends RDY again".to_string(),
-                    1 => "it takes one message at a time: the next is sent only after it answers the one it has".to_string(),
-                    n => format!("it can have up to {n} messages in flight at once"),
+                let key = match count {
+                    0 => "rdy.zero",
+                    1 => "rdy.one",
+                    _ => "rdy.many",
                 };
-                format!("{} sends RDY {count}: {what}.", self.who(*client)).into()
+                Text::new(key)
+                    .nest("who", self.who(*client))
+                    .arg("n", count)
+                    .into()
             }
             EventKind::Published {
                 topic,
@@ -464,25 +471,26 @@ impl View {
                 if let Some(c) = client {
                     self.actor(*c).published += 1;
                 }
-                let by = client
-                    .map(|c| self.who(c))
-                    .unwrap_or_else(|| "An HTTP client".into());
+                let who = client.map(|c| self.who(c));
+                let by = |t: Text| match who {
+                    Some(w) => t.nest("by", w),
+                    None => t.word("by", "who.http"),
+                };
+                let label = self.label(*id);
                 if let Some(d) = due {
                     self.published_deferred += 1;
                     self.due_of.insert(*id, *d);
-                    format!(
-                        "{by} publishes {} to topic {topic} with a delay of {} (DPUB): it must not be delivered before {}.",
-                        self.label(*id),
-                        duration(d - now),
-                        self.fmt(*d)
-                    )
-                    .into()
+                    by(Text::new("published.deferred"))
+                        .arg("label", label)
+                        .arg("topic", topic)
+                        .arg("delay", duration(d - now))
+                        .arg("due", self.fmt(*d))
+                        .into()
                 } else {
-                    format!(
-                        "{by} publishes {} to topic {topic} (PUB); nsqd stores it and answers OK.",
-                        self.label(*id)
-                    )
-                    .into()
+                    by(Text::new("published"))
+                        .arg("label", label)
+                        .arg("topic", topic)
+                        .into()
                 }
             }
             EventKind::HeldInTopic { topic, id, place } => {
@@ -493,11 +501,10 @@ impl View {
                         id: *id,
                         on_disk: *place == Place::Backend,
                     });
-                format!(
-                    "Topic {topic} has no channel yet (or is paused), so it keeps {} until one appears.",
-                    self.label(*id)
-                )
-                .into()
+                Text::new("held")
+                    .arg("topic", topic)
+                    .arg("label", self.label(*id))
+                    .into()
             }
             EventKind::Queued {
                 topic,
@@ -513,27 +520,27 @@ impl View {
                 let label = self.label(*id);
                 let c = self.chan(topic, channel);
                 let (in_mem, on_disk) = (c.in_memory(), c.on_disk());
-                c.queue.push(Chip { id: *id, on_disk: disk });
+                c.queue.push(Chip {
+                    id: *id,
+                    on_disk: disk,
+                });
                 self.highlight = Some(*id);
                 let text = if !disk {
-                    format!(
-                        "{label} joins the memory queue of channel {channel} (now {} of {mem_size}), ready to be sent.",
-                        in_mem + 1
-                    )
+                    Text::new("queued.memory").arg("n", in_mem + 1)
                 } else if in_mem >= mem_size {
-                    format!(
-                        "The memory queue of channel {channel} is full ({in_mem} of {mem_size}, the --mem-queue-size): {label} goes to the disk backlog."
-                    )
+                    Text::new("queued.disk.full").arg("n", in_mem)
+                } else if on_disk == 1 {
+                    Text::new("queued.disk.order.one").arg("n", in_mem)
                 } else {
-                    format!(
-                        "The memory queue of channel {channel} holds {in_mem} of {mem_size}, but {on_disk} older message{} already wait{} on disk: to keep the order, {label} joins the disk backlog behind {}.",
-                        plural(on_disk),
-                        if on_disk == 1 { "s" } else { "" },
-                        if on_disk == 1 { "it" } else { "them" }
-                    )
+                    Text::new("queued.disk.order.many")
+                        .arg("n", in_mem)
+                        .arg("k", on_disk)
                 };
                 Told {
-                    text,
+                    text: text
+                        .arg("label", label)
+                        .arg("channel", channel)
+                        .arg("size", mem_size),
                     claims: vec![Self::claim(
                         topic,
                         channel,
@@ -554,12 +561,11 @@ impl View {
                 self.chan(topic, channel).ever_deferred = true;
                 self.highlight = Some(*id);
                 self.due_of.entry(*id).or_insert(*due);
-                format!(
-                    "Channel {channel} keeps {} aside until {}: next it is pushed into the channel's deferred min-heap, which always has the message due first at its root.",
-                    self.label(*id),
-                    self.fmt(*due)
-                )
-                .into()
+                Text::new("deferred")
+                    .arg("channel", channel)
+                    .arg("label", self.label(*id))
+                    .arg("due", self.fmt(*due))
+                    .into()
             }
             EventKind::Heap {
                 topic,
@@ -585,27 +591,19 @@ impl View {
                 });
                 let label = self.label(*id);
                 let text = if self.scan_loop {
-                    let late = now.saturating_sub(*due);
-                    format!(
-                        "{label} was due at {}; nsqd's scan loop found it at {}, {} late. The loop wakes every 100 ms and looks only at a random sample of channels; this scan picked {channel}. Next {label} is popped from the root of the heap.",
-                        self.fmt(*due),
-                        self.fmt(now),
-                        duration(late)
-                    )
+                    Text::new("due.scan")
+                        .arg("late", duration(now.saturating_sub(*due)))
+                        .arg("channel", channel)
                 } else if now == *due {
-                    format!(
-                        "It is {}: {label} is due now, and the channel's timer fires exactly on time (0 ms late). Next it is popped from the root of the heap.",
-                        self.fmt(now)
-                    )
+                    Text::new("due.exact")
                 } else {
-                    format!(
-                        "{label} was due at {}; the channel's timer fired at {}. Next it is popped from the root of the heap.",
-                        self.fmt(*due),
-                        self.fmt(now)
-                    )
+                    Text::new("due.late")
                 };
                 Told {
-                    text,
+                    text: text
+                        .arg("label", label)
+                        .arg("due", self.fmt(*due))
+                        .arg("now", self.fmt(now)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::Heap(0))],
                 }
             }
@@ -635,19 +633,16 @@ impl View {
                 if let Some(l) = self.lateness.iter_mut().rev().find(|l| l.id == *id) {
                     l.sent.get_or_insert(now);
                 }
-                let again = if *attempts > 1 {
-                    format!(" — attempt {attempts}: it was tried before")
+                let text = if *attempts > 1 {
+                    Text::new("sent.again").arg("n", attempts)
                 } else {
-                    String::new()
+                    Text::new("sent")
                 };
                 Told {
-                    text: format!(
-                        "{} is sent to {}{again}. It is now in flight: {} must answer FIN (done), REQ (retry) or TOUCH (more time) by {}, its msg_timeout, or the message comes back.",
-                        self.label(*id),
-                        self.who(*client),
-                        self.who(*client),
-                        self.fmt(*deadline)
-                    ),
+                    text: text
+                        .arg("label", self.label(*id))
+                        .nest("who", self.who(*client))
+                        .arg("deadline", self.fmt(*deadline)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
                 }
             }
@@ -660,11 +655,9 @@ impl View {
                 self.leave_flight(topic, channel, *id).finished += 1;
                 self.actor(*client).finished += 1;
                 Told {
-                    text: format!(
-                        "{} is done with {} and sends FIN: the channel forgets the message for good.",
-                        self.who(*client),
-                        self.label(*id)
-                    ),
+                    text: Text::new("fin")
+                        .nest("who", self.who(*client))
+                        .arg("label", self.label(*id)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
                 }
             }
@@ -677,22 +670,14 @@ impl View {
             } => {
                 self.leave_flight(topic, channel, *id).requeued += 1;
                 self.actor(*client).requeued += 1;
-                if *delay == 0 {
-                    format!(
-                        "{} could not handle {} and sends REQ with no delay: it goes straight back to the channel's queue.",
-                        self.who(*client),
-                        self.label(*id)
-                    )
-                    .into()
+                let text = if *delay == 0 {
+                    Text::new("req.now")
                 } else {
-                    format!(
-                        "{} could not handle {} and sends REQ with a delay of {}: the message will be retried after that, so it waits in the deferred heap.",
-                        self.who(*client),
-                        self.label(*id),
-                        duration(*delay)
-                    )
+                    Text::new("req.later").arg("delay", duration(*delay))
+                };
+                text.nest("who", self.who(*client))
+                    .arg("label", self.label(*id))
                     .into()
-                }
             }
             EventKind::TimedOut {
                 topic,
@@ -703,13 +688,11 @@ impl View {
                 self.leave_flight(topic, channel, *id).timed_out += 1;
                 self.actor(*client).timed_out += 1;
                 self.highlight = Some(*id);
-                format!(
-                    "{} never answered {}: its msg_timeout passed at {}, so the channel takes the message back. It goes to the queue and will be sent again, with attempts + 1.",
-                    self.who(*client),
-                    self.label(*id),
-                    self.fmt(now)
-                )
-                .into()
+                Text::new("timeout")
+                    .nest("who", self.who(*client))
+                    .arg("label", self.label(*id))
+                    .arg("now", self.fmt(now))
+                    .into()
             }
             EventKind::Touched {
                 topic,
@@ -727,89 +710,91 @@ impl View {
                     m.deadline = *deadline;
                 }
                 Told {
-                    text: format!(
-                        "{} sends TOUCH for {}: it needs more time, so its deadline moves to {}.",
-                        self.who(*client),
-                        self.label(*id),
-                        self.fmt(*deadline)
-                    ),
+                    text: Text::new("touch")
+                        .nest("who", self.who(*client))
+                        .arg("label", self.label(*id))
+                        .arg("deadline", self.fmt(*deadline)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
                 }
             }
             EventKind::Dropped { topic, channel, id } => Told {
-                text: format!(
-                    "Ephemeral channel {channel} keeps only --mem-queue-size messages in memory and has no disk: {} is dropped.",
-                    self.label(*id)
-                ),
+                text: Text::new("dropped")
+                    .arg("channel", channel)
+                    .arg("label", self.label(*id)),
                 claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
             },
-            EventKind::TopicDropped { topic, id } => format!(
-                "Ephemeral topic {topic} already holds --mem-queue-size messages for channels it does not have yet: {} is dropped.",
-                self.label(*id)
-            )
-            .into(),
-            EventKind::Unsampled { id, client, .. } => format!(
-                "{} is skipped: {}'s sample_rate says it sees only a share of the messages.",
-                self.label(*id),
-                self.who(*client)
-            )
-            .into(),
+            EventKind::TopicDropped { topic, id } => Text::new("topic.dropped")
+                .arg("topic", topic)
+                .arg("label", self.label(*id))
+                .into(),
+            EventKind::Unsampled { id, client, .. } => Text::new("unsampled")
+                .arg("label", self.label(*id))
+                .nest("who", self.who(*client))
+                .into(),
             EventKind::Scan { channels, dirty } => {
                 self.last_scan = Some(now);
-                format!(
-                    "nsqd's scan loop wakes up (every 100 ms) and looks at {channels} channel{}: {}.",
-                    plural(*channels),
-                    match dirty {
-                        0 => "none had a message due, so nothing moves".to_string(),
-                        1 => "one had something due".to_string(),
-                        n => format!("{n} had something due"),
-                    }
-                )
-                .into()
+                let key = if *dirty == 0 {
+                    "scan.none"
+                } else {
+                    "scan.some"
+                };
+                Text::new(key).arg("n", channels).arg("dirty", dirty).into()
             }
             EventKind::ClientClosed { client, reason } => {
                 for c in self.channels.values_mut() {
                     c.consumers.retain(|x| x != client);
                 }
                 let who = self.who(*client);
-                let role = self.actor(*client).role;
+                let consumer = self.actor(*client).role == Role::Consumer;
                 self.actor(*client).connected = false;
-                let why = match reason {
-                    CloseReason::ChannelDeleted => "its channel was deleted".to_string(),
-                    CloseReason::ReadTimeout => {
-                        "it missed two heartbeats in a row, so nsqd closed the connection"
-                            .to_string()
-                    }
-                    CloseReason::ProtocolError(e) => format!("nsqd answered {e} and closed it"),
-                    CloseReason::BadInput => "it sent bytes nsqd could not read".to_string(),
-                    CloseReason::Disconnected => "it hung up".to_string(),
+                let (key, error) = match (consumer, reason) {
+                    (true, CloseReason::ChannelDeleted) => ("closed.consumer.deleted", None),
+                    (true, CloseReason::ReadTimeout) => ("closed.consumer.heartbeat", None),
+                    (true, CloseReason::ProtocolError(e)) => ("closed.consumer.error", Some(e)),
+                    (true, CloseReason::BadInput) => ("closed.consumer.badinput", None),
+                    (true, CloseReason::Disconnected) => ("closed.consumer.hungup", None),
+                    (false, CloseReason::ChannelDeleted) => ("closed.producer.deleted", None),
+                    (false, CloseReason::ReadTimeout) => ("closed.producer.heartbeat", None),
+                    (false, CloseReason::ProtocolError(e)) => ("closed.producer.error", Some(e)),
+                    (false, CloseReason::BadInput) => ("closed.producer.badinput", None),
+                    (false, CloseReason::Disconnected) => ("closed.producer.hungup", None),
                 };
-                if role == Role::Consumer {
-                    format!("{who} is disconnected: {why}. Messages it had in flight stay in flight until their msg_timeout passes, then go back to the queue (as in nsqd).").into()
-                } else {
-                    format!("{who} is disconnected: {why}.").into()
+                let mut text = Text::new(key).nest("who", who);
+                if let Some(e) = error {
+                    text = text.arg("error", e);
                 }
+                text.into()
             }
             EventKind::TopicDeleted { topic } => {
                 self.topics.remove(topic.as_ref());
                 self.channels.retain(|(t, _), _| t != topic.as_ref());
-                format!("Topic {topic} is deleted, with its channels and every message in them.")
-                    .into()
+                Text::new("topic.deleted").arg("topic", topic).into()
             }
             EventKind::ChannelDeleted { topic, channel } => {
                 self.channels
                     .remove(&(topic.to_string(), channel.to_string()));
-                format!("Channel {channel} is deleted from topic {topic}, with its messages; the topic's other channels keep theirs.").into()
+                Text::new("channel.deleted")
+                    .arg("topic", topic)
+                    .arg("channel", channel)
+                    .into()
             }
-            EventKind::TopicPaused { topic } => format!("Topic {topic} is paused: it keeps new messages instead of copying them to its channels.").into(),
-            EventKind::TopicUnpaused { topic } => format!("Topic {topic} is unpaused: it copies messages to its channels again.").into(),
-            EventKind::ChannelPaused { channel, .. } => format!("Channel {channel} is paused: it sends nothing to its consumers.").into(),
-            EventKind::ChannelUnpaused { channel, .. } => format!("Channel {channel} is unpaused: it sends to its consumers again.").into(),
+            EventKind::TopicPaused { topic } => {
+                Text::new("topic.paused").arg("topic", topic).into()
+            }
+            EventKind::TopicUnpaused { topic } => {
+                Text::new("topic.unpaused").arg("topic", topic).into()
+            }
+            EventKind::ChannelPaused { channel, .. } => {
+                Text::new("channel.paused").arg("channel", channel).into()
+            }
+            EventKind::ChannelUnpaused { channel, .. } => {
+                Text::new("channel.unpaused").arg("channel", channel).into()
+            }
             EventKind::TopicEmptied { topic } => {
                 if let Some(held) = self.topics.get_mut(&**topic) {
                     held.clear();
                 }
-                format!("Topic {topic} is emptied.").into()
+                Text::new("topic.emptied").arg("topic", topic).into()
             }
             EventKind::ChannelEmptied { topic, channel } => {
                 let c = self.chan(topic, channel);
@@ -818,7 +803,7 @@ impl View {
                 c.hole = None;
                 c.in_flight.clear();
                 c.unseen = 0;
-                format!("Channel {channel} is emptied: its queue, deferred heap and in-flight messages are gone.").into()
+                Text::new("channel.emptied").arg("channel", channel).into()
             }
             EventKind::ClientConnected { .. }
             | EventKind::ClientIdentified { .. }
@@ -871,30 +856,27 @@ impl View {
                 debug_assert_eq!(at, c.heap.len(), "a push appends");
                 c.heap.push((id, key));
                 sift = Some(Sift::Up);
-                let parent = if at > 0 {
+                let text = if at == 0 {
+                    Text::new("heap.push.root")
+                } else {
                     let p = (at - 1) / 2;
                     let (pid, pkey) = c.heap[p];
-                    let then = if key < pkey {
-                        "it is due sooner, so it will sift up"
+                    Text::new(if key < pkey {
+                        "heap.push.up"
                     } else {
-                        "it is due no sooner, so it stays where it is"
-                    };
-                    format!(
-                        " Its parent is index {p}, {} (due {}): {then}.",
-                        name(&pid),
-                        fmt(pkey)
-                    )
-                } else {
-                    " It is the only entry, so it is the root.".to_string()
+                        "heap.push.stay"
+                    })
+                    .arg("p", p)
+                    .arg("plabel", name(&pid))
+                    .arg("pdue", fmt(pkey))
                 };
                 (
                     vec![at],
                     Told {
-                        text: format!(
-                            "Push: {} (due {}) goes into the first free slot, index {at}.{parent}",
-                            name(&id),
-                            fmt(key)
-                        ),
+                        text: text
+                            .arg("label", name(&id))
+                            .arg("due", fmt(key))
+                            .arg("at", at),
                         claims: vec![claim(id, at)],
                     },
                 )
@@ -903,33 +885,19 @@ impl View {
                 let (cid, ckey) = c.heap[child];
                 let (pid, pkey) = c.heap[parent];
                 c.heap.swap(child, parent);
-                let why = if ckey < pkey {
-                    format!(
-                        "{} (due {}) is due sooner than {} (due {})",
-                        name(&cid),
-                        fmt(ckey),
-                        name(&pid),
-                        fmt(pkey)
-                    )
-                } else {
-                    format!(
-                        "{} is due at the same time as {} and came first",
-                        name(&cid),
-                        name(&pid)
-                    )
+                let key = match (sifting, ckey < pkey) {
+                    (Sift::Up, true) => "heap.swap.up",
+                    (Sift::Up, false) => "heap.swap.up.tie",
+                    (Sift::Down, true) => "heap.swap.down",
+                    (Sift::Down, false) => "heap.swap.down.tie",
                 };
-                let text = match sifting {
-                    Sift::Up => format!(
-                        "Sift up: {why}, so they swap. {} moves up to index {parent}, {} down to index {child}.",
-                        name(&cid),
-                        name(&pid)
-                    ),
-                    Sift::Down => format!(
-                        "Sift down: {why}, the sooner of the two children, so they swap. {} moves up to index {parent}, {} down to index {child}.",
-                        name(&cid),
-                        name(&pid)
-                    ),
-                };
+                let text = Text::new(key)
+                    .arg("c", name(&cid))
+                    .arg("cdue", fmt(ckey))
+                    .arg("p", name(&pid))
+                    .arg("pdue", fmt(pkey))
+                    .arg("parent", parent)
+                    .arg("child", child);
                 (
                     vec![child, parent],
                     Told {
@@ -944,22 +912,16 @@ impl View {
                     c.heap.truncate(at);
                     c.hole = None;
                     if at == 0 {
-                        format!(
-                            "Pop: {} leaves the heap. It was the only entry, so the heap is now empty.",
-                            name(&id)
-                        )
+                        Text::new("heap.take.only")
                     } else {
-                        format!("{} leaves the heap from its last slot, index {at}: nothing else moves.", name(&id))
+                        Text::new("heap.take.last").arg("at", at)
                     }
                 } else {
                     c.hole = Some(at);
                     if at == 0 {
-                        format!(
-                            "Pop: {} leaves the root, the slot of the message due first. The root is now a hole; the last entry will fill it.",
-                            name(&id)
-                        )
+                        Text::new("heap.take.root")
                     } else {
-                        format!("{} leaves the heap from index {at}, leaving a hole there; the last entry will fill it.", name(&id))
+                        Text::new("heap.take.at").arg("at", at)
                     }
                 };
                 let claims = if c.hole.is_some() {
@@ -967,7 +929,13 @@ impl View {
                 } else {
                     vec![]
                 };
-                (vec![at], Told { text, claims })
+                (
+                    vec![at],
+                    Told {
+                        text: text.arg("label", name(&id)),
+                        claims,
+                    },
+                )
             }
             HeapOp::Move { from, to } => {
                 let (mid, mkey) = c.heap[from];
@@ -975,23 +943,20 @@ impl View {
                 c.heap.truncate(from);
                 c.hole = None;
                 sift = Some(Sift::Down);
-                let kids: Vec<usize> = [2 * to + 1, 2 * to + 2]
-                    .into_iter()
-                    .filter(|&k| k < c.heap.len())
-                    .collect();
-                let next = if kids.is_empty() {
-                    " It has no children, so it stays.".to_string()
+                let leaf = 2 * to + 1 >= c.heap.len();
+                let text = Text::new(if leaf {
+                    "heap.move.leaf"
                 } else {
-                    " Now it sifts down: while a child is due sooner, it swaps with the sooner child.".to_string()
-                };
+                    "heap.move.down"
+                })
+                .arg("label", name(&mid))
+                .arg("due", fmt(mkey))
+                .arg("from", from)
+                .arg("to", to);
                 (
                     vec![to],
                     Told {
-                        text: format!(
-                            "The last entry, {} (due {}), moves from index {from} into the hole at index {to}.{next}",
-                            name(&mid),
-                            fmt(mkey)
-                        ),
+                        text,
                         claims: vec![claim(mid, to)],
                     },
                 )
@@ -1005,11 +970,9 @@ impl View {
                 (
                     vec![at],
                     Told {
-                        text: format!(
-                            "{} gets a new due time, {}; it sifts to its new place.",
-                            name(&id),
-                            fmt(key)
-                        ),
+                        text: Text::new("heap.rekey")
+                            .arg("label", name(&id))
+                            .arg("due", fmt(key)),
                         claims: vec![claim(id, at)],
                     },
                 )
@@ -1017,7 +980,7 @@ impl View {
             HeapOp::Clear => {
                 c.heap.clear();
                 c.hole = None;
-                (vec![], "The heap is emptied.".to_string().into())
+                (vec![], Text::new("heap.clear").into())
             }
         };
         if let Some(s) = sift {
@@ -1048,14 +1011,6 @@ impl View {
             }
         }
         Ok(())
-    }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
     }
 }
 

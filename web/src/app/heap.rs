@@ -2,6 +2,7 @@
 //! count of the rest) and as the array it really is. Tree nodes are drawn in a fixed order and
 //! move by CSS transform, so a swap glides; array cells glide by FLIP.
 
+use crate::i18n::{t, Lang, Text};
 use crate::layout::{heap_depth, heap_node_xy, nodes_in_levels, tree_levels};
 use crate::view::{secs, ChannelView, View};
 use nsqlab_core::time::Time;
@@ -26,6 +27,7 @@ pub struct Cell {
 
 #[derive(Properties, PartialEq)]
 pub struct HeapProps {
+    pub lang: Lang,
     pub topic: AttrValue,
     pub channel: AttrValue,
     /// Entries (a hole is not one).
@@ -41,9 +43,10 @@ pub struct HeapProps {
 
 impl HeapProps {
     /// The props for a channel's heap as the view has it.
-    pub fn of(view: &View, c: &ChannelView, now: Option<Time>) -> HeapProps {
+    pub fn of(lang: Lang, view: &View, c: &ChannelView, now: Option<Time>) -> HeapProps {
         let on_this = view.heap_channel.as_ref() == Some(&(c.topic.clone(), c.name.clone()));
         HeapProps {
+            lang,
             topic: c.topic.clone().into(),
             channel: c.name.clone().into(),
             len: c.deferred(),
@@ -72,21 +75,25 @@ impl HeapProps {
     }
 }
 
-fn due_text(due: Time, now: Option<Time>) -> String {
+fn due_text(lang: Lang, due: Time, now: Option<Time>) -> String {
     match now {
-        Some(now) if due > now => format!("in {:.1} s", (due - now) as f64 / 1e9),
-        Some(_) => "due now".to_string(),
+        Some(now) if due > now => Text::new("ui.due.in")
+            .arg("s", format!("{:.1}", (due - now) as f64 / 1e9))
+            .render(lang),
+        Some(_) => t(lang, "ui.due.now").to_string(),
         None => secs(due),
     }
 }
 
-/// Follows an element's width (a resize listener owned by the effect, dropped with it).
+/// Follows an element's width (a `ResizeObserver`, owned by the effect and disconnected with
+/// it: the width changes with the window and with the layout, such as two labs side by side).
 #[hook]
-fn use_width(node: NodeRef, fallback: f64) -> f64 {
+fn use_width(node: NodeRef, drawn: bool, fallback: f64) -> f64 {
     let width = use_state(|| fallback);
     {
         let width = width.clone();
-        use_effect_with(node, move |node| {
+        // Again when the element appears (an empty heap draws none).
+        use_effect_with((node, drawn), move |(node, _)| {
             let measure = {
                 let node = node.clone();
                 move || {
@@ -100,18 +107,15 @@ fn use_width(node: NodeRef, fallback: f64) -> f64 {
             };
             measure();
             let on_resize = Closure::<dyn Fn()>::new(measure);
-            let win = web_sys::window();
-            if let Some(w) = &win {
-                let _ = w
-                    .add_event_listener_with_callback("resize", on_resize.as_ref().unchecked_ref());
+            let observer = web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()).ok();
+            if let (Some(o), Some(el)) = (&observer, node.cast::<web_sys::Element>()) {
+                o.observe(&el);
             }
             move || {
-                if let Some(w) = win {
-                    let _ = w.remove_event_listener_with_callback(
-                        "resize",
-                        on_resize.as_ref().unchecked_ref(),
-                    );
+                if let Some(o) = observer {
+                    o.disconnect();
                 }
+                drop(on_resize);
             }
         });
     }
@@ -121,7 +125,7 @@ fn use_width(node: NodeRef, fallback: f64) -> f64 {
 #[function_component(HeapView)]
 pub fn heap_view(p: &HeapProps) -> Html {
     let node = use_node_ref();
-    let width = use_width(node.clone(), 760.0).max(SLOT);
+    let width = use_width(node.clone(), !p.cells.is_empty(), 760.0).max(SLOT);
     let slots = p.cells.len().max(p.len);
     let levels = tree_levels(slots, width, SLOT).max(1);
     let shown = slots.min(nodes_in_levels(levels)).min(p.cells.len());
@@ -140,34 +144,29 @@ pub fn heap_view(p: &HeapProps) -> Html {
     nodes.sort_by(|a, b| a.1.id.cmp(&b.1.id));
     let hole = p.cells.iter().take(shown).position(Option::is_none);
     let root = p.cells.first().and_then(|c| c.as_ref());
+    let l = p.lang;
+    let channel = format!("{}/{}", p.topic, p.channel);
     let summary = match root {
-        Some(r) => format!(
-            "Deferred heap of {}/{}: {} entr{}; the root, due first, is {} (due {}).",
-            p.topic,
-            p.channel,
-            p.len,
-            if p.len == 1 { "y" } else { "ies" },
-            r.label,
-            due_text(r.due, p.now)
-        ),
-        None if p.len > 0 => format!(
-            "Deferred heap of {}/{}: the root is a hole.",
-            p.topic, p.channel
-        ),
-        None => format!("Deferred heap of {}/{}: empty.", p.topic, p.channel),
+        Some(r) => Text::new("ui.heap.root")
+            .arg("channel", &channel)
+            .arg("n", p.len)
+            .arg("label", &r.label)
+            .arg("due", due_text(l, r.due, p.now))
+            .render(l),
+        None => Text::new("ui.heap.hole").arg("channel", &channel).render(l),
     };
     let deeper = heap_depth(p.len);
     if p.cells.is_empty() {
         return html! {
           <section class="heap empty" data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)}>
-            <h3>{format!("deferred min-heap of {}/{} — empty", p.topic, p.channel)}</h3>
-            <p class="hint">{"No message is waiting for its time here: every deferred one has come due."}</p>
+            <h3>{Text::new("ui.heap.empty.title").arg("channel", format!("{}/{}", p.topic, p.channel)).render(p.lang)}</h3>
+            <p class="hint">{t(p.lang, "ui.heap.empty")}</p>
           </section>
         };
     }
     html! {
       <section class="heap" data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)} aria-label={summary.clone()}>
-        <h3>{format!("deferred min-heap of {}/{} — {} pending", p.topic, p.channel, p.len)}</h3>
+        <h3>{Text::new("ui.heap.title").arg("channel", &channel).arg("n", p.len).render(l)}</h3>
         <div class="tree-wrap" ref={node}>
           <svg class="tree" width={width.to_string()} height={height.to_string()}
                viewBox={format!("0 0 {width} {height}")} role="img" aria-label={summary}>
@@ -180,7 +179,7 @@ pub fn heap_view(p: &HeapProps) -> Html {
                 let (x, y) = xy(i);
                 html!{ <g class="hnode hole mark" data-index={i.to_string()} style={format!("transform: translate({x:.1}px, {y:.1}px)")}>
                   <rect x="-32" y="-18" width="64" height="36" rx="9"/>
-                  <text y="4" class="lbl">{"hole"}</text>
+                  <text y="4" class="lbl">{t(l, "ui.hole")}</text>
                   <text x="-28" y="-22" class="idx">{i}</text>
                 </g> }
             }) }
@@ -193,26 +192,25 @@ pub fn heap_view(p: &HeapProps) -> Html {
                 );
                 html!{ <g key={c.id.clone()} class={cls} data-index={i.to_string()} data-id={c.id.clone()}
                           style={format!("transform: translate({x:.1}px, {y:.1}px); --h: {}", c.hue)}>
-                  <title>{format!("{} — due {}, index {i}", c.label, due_text(c.due, p.now))}</title>
+                  <title>{Text::new("ui.heap.node").arg("label", &c.label).arg("due", due_text(l, c.due, p.now)).arg("i", i).render(l)}</title>
                   <rect x="-32" y="-18" width="64" height="36" rx="9"/>
                   <text y="-3" class="lbl">{c.label.clone()}</text>
-                  <text y="11" class="due">{due_text(c.due, p.now)}</text>
+                  <text y="11" class="due">{due_text(p.lang, c.due, p.now)}</text>
                   <text x="-28" y="-22" class="idx">{i}</text>
                 </g> }
             }) }
           </svg>
         </div>
-        { if hidden > 0 { html!{ <p class="more" data-testid="heap-more">{format!(
-            "… and {hidden} more in level{} {}–{} (the tree is {deeper} levels deep; a push or pop swaps at most {} times)",
-            if deeper > levels + 1 { "s" } else { "" }, levels + 1, deeper, deeper.saturating_sub(1))}</p> } } else { html!{} } }
-        <div class="array" data-testid="heap-array" role="list" aria-label="the same heap as an array: the children of index i are 2i+1 and 2i+2">
+        { if hidden > 0 { html!{ <p class="more" data-testid="heap-more">{Text::new("ui.heap.more")
+            .arg("hidden", hidden).arg("from", levels + 1).arg("to", deeper).arg("depth", deeper).arg("swaps", deeper.saturating_sub(1)).render(l)}</p> } } else { html!{} } }
+        <div class="array" data-testid="heap-array" role="list" aria-label={t(l, "ui.heap.array")}>
           { for p.cells.iter().enumerate().map(|(i, c)| match c {
               Some(c) => html!{
                 <div role="listitem" class={classes!("cell", p.marks.contains(&i).then_some("mark"))} data-index={i.to_string()} data-id={c.id.clone()}
                      data-flip={c.id.clone()} data-due={c.due.to_string()} style={format!("--h: {}", c.hue)}>
-                  <span class="i">{i}</span><span class="l">{c.label.clone()}</span><span class="d">{due_text(c.due, p.now)}</span>
+                  <span class="i">{i}</span><span class="l">{c.label.clone()}</span><span class="d">{due_text(p.lang, c.due, p.now)}</span>
                 </div> },
-              None => html!{ <div role="listitem" class="cell hole mark" data-index={i.to_string()}><span class="i">{i}</span><span class="l">{"hole"}</span></div> },
+              None => html!{ <div role="listitem" class="cell hole mark" data-index={i.to_string()}><span class="i">{i}</span><span class="l">{t(l, "ui.hole")}</span></div> },
           }) }
           { if p.len > p.cells.len() { html!{ <div class="cell more">{format!("+{}", p.len - p.cells.len())}</div> } } else { html!{} } }
         </div>

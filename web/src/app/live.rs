@@ -3,6 +3,7 @@
 use super::flip::{animate_moves, Flip};
 use super::heap::{HeapProps, HeapView};
 use super::parts::*;
+use crate::i18n::{t, Lang, Text};
 use crate::live::{LiveModel, QueuesJson};
 use crate::view::time_of_day;
 use gloo_timers::callback::Interval;
@@ -16,22 +17,25 @@ pub enum LiveAction {
     /// Text messages from the event stream, in order.
     Messages(Vec<String>),
     Snapshot(Vec<QueuesJson>),
-    Status(String),
+    /// A catalogue key for the connection's state.
+    Status(&'static str),
     Explain(Option<&'static str>),
+    SetLang(Lang),
 }
 
 /// The mirror as the reducer holds it (see [`super::Shared`]).
 #[derive(Clone)]
 struct Live {
     model: Rc<RefCell<LiveModel>>,
-    status: Rc<RefCell<String>>,
+    status: &'static str,
     term: Option<&'static str>,
+    lang: Lang,
     version: u64,
 }
 
 impl PartialEq for Live {
     fn eq(&self, o: &Self) -> bool {
-        Rc::ptr_eq(&self.model, &o.model) && self.version == o.version && self.term == o.term
+        Rc::ptr_eq(&self.model, &o.model) && self.version == o.version
     }
 }
 
@@ -39,7 +43,7 @@ impl Reducible for Live {
     type Action = LiveAction;
 
     fn reduce(self: Rc<Self>, action: LiveAction) -> Rc<Self> {
-        let mut term = self.term;
+        let (mut term, mut lang, mut status) = (self.term, self.lang, self.status);
         match action {
             LiveAction::Messages(ms) => {
                 let mut m = self.model.borrow_mut();
@@ -48,13 +52,15 @@ impl Reducible for Live {
                 }
             }
             LiveAction::Snapshot(qs) => self.model.borrow_mut().load_snapshot(&qs),
-            LiveAction::Status(s) => *self.status.borrow_mut() = s,
-            LiveAction::Explain(t) => term = t,
+            LiveAction::Status(s) => status = s,
+            LiveAction::Explain(x) => term = x,
+            LiveAction::SetLang(l) => lang = l,
         }
         Rc::new(Live {
             model: self.model.clone(),
-            status: self.status.clone(),
+            status,
             term,
+            lang,
             version: self.version + 1,
         })
     }
@@ -87,8 +93,12 @@ fn load_snapshot(d: UseReducerDispatcher<Live>) {
 pub fn live_app() -> Html {
     let state = use_reducer(|| Live {
         model: Rc::new(RefCell::new(LiveModel::new())),
-        status: Rc::new(RefCell::new("connecting…".into())),
+        status: "ui.live.connecting",
         term: None,
+        lang: super::params()
+            .and_then(|p| p.get("lang"))
+            .map(|l| Lang::from_code(&l))
+            .unwrap_or_default(),
         version: 0,
     });
     let d = state.dispatcher();
@@ -120,7 +130,7 @@ pub fn live_app() -> Html {
             let on_open = {
                 let d = d.clone();
                 wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
-                    d.dispatch(LiveAction::Status("connected".into()));
+                    d.dispatch(LiveAction::Status("ui.live.connected"));
                     // Listening first, then the snapshot: nothing falls in between.
                     load_snapshot(d.clone());
                 })
@@ -128,9 +138,7 @@ pub fn live_app() -> Html {
             let on_close = {
                 let d = d.clone();
                 wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
-                    d.dispatch(LiveAction::Status(
-                        "disconnected (reload to reconnect)".into(),
-                    ));
+                    d.dispatch(LiveAction::Status("ui.live.closed"));
                 })
             };
             if let Some(ws) = &ws {
@@ -175,14 +183,17 @@ pub fn live_app() -> Html {
         let d = d.clone();
         Callback::from(move |k: Option<&'static str>| d.dispatch(LiveAction::Explain(k)))
     };
+    let l = state.lang;
     let m = state.model.borrow();
     let v = &m.view;
     let host = web_sys::window()
         .and_then(|w| w.location().host().ok())
         .unwrap_or_default();
-    let last = m.log.last().map(|s| s.text.clone()).unwrap_or_else(|| {
-        format!("Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'")
-    });
+    let last = m
+        .log
+        .last()
+        .map(|s| s.text.render(l))
+        .unwrap_or_else(|| Text::new("ui.live.waiting").arg("host", host).render(l));
     let heap_chan = v
         .heap_channel
         .as_ref()
@@ -227,48 +238,53 @@ pub fn live_app() -> Html {
         Callback::from(move |(from, to): (usize, usize)| {
             model.borrow().log[from..to]
                 .iter()
-                .map(|s| (s.at, s.text.clone()))
+                .map(|s| (s.at, s.text.render(l)))
                 .collect::<Vec<_>>()
         })
     };
-    let status = state.status.borrow().clone();
+    let switch = {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(LiveAction::SetLang(l.other())))
+    };
+    let highlight = v.highlight.map(|h| h.to_string());
     html! {
       <div class="app live">
         <header>
-          <h1>{"nsqlab"}<span class="sub">{" — live: this server's channels, as they change"}</span></h1>
+          <h1>{"nsqlab"}<span class="sub">{t(l, "ui.live.sub")}</span>
+            <button type="button" class="lang" data-testid="lang" title={t(l, "ui.lang.title")} onclick={switch}>{t(l, "sym.lang.other")}</button></h1>
           <nav class="scenarios">
-            <a class="live-link" href="?scenario=dpub-heap">{"← simulation"}</a>
-            <span class="status" data-testid="status">{format!("{status} · events dropped: {}", m.dropped)}</span>
+            <a class="live-link" href={format!("?scenario=dpub-heap&lang={}", l.code())}>{t(l, "ui.live.back")}</a>
+            <span class="status" data-testid="status">{Text::new("ui.live.status").word("status", state.status).arg("n", m.dropped).render(l)}</span>
           </nav>
         </header>
         <section class="controls">
-          <span class="clock" data-testid="clock">{format!("server time {} UTC", time_of_day(v.now))}</span>
-          <span class="hint">{"Counters are the server's own (/stats, every second); the drawing follows its events."}</span>
+          <span class="clock" data-testid="clock">{Text::new("ui.live.clock").arg("t", time_of_day(v.now)).render(l)}</span>
+          <span class="hint">{t(l, "ui.live.hint")}</span>
         </section>
         <section class="lab">
           <div class="lab-grid">
             <div class="now">
-              <div class="explain" data-testid="explain" aria-live="polite"><Words text={last} on_term={on_term.clone()}/></div>
+              <div class="explain" data-testid="explain" aria-live="polite"><Words text={last} lang={l} on_term={on_term.clone()}/></div>
             </div>
             <div class="picture">
               <div class="live-channels" data-testid="topology">
-                { for channels.iter().map(|c| channel_box(c, v.highlight.map(|h| h.to_string()).as_deref(), &on_term)) }
+                { for channels.iter().map(|c| channel_box(l, c, highlight.as_deref(), &on_term)) }
               </div>
-              { heap_chan.map(|c| { let props = HeapProps::of(v, c, Some(v.now)); html!{ <HeapView ..props/> } }).unwrap_or_default() }
+              { heap_chan.map(|c| { let props = HeapProps::of(l, v, c, Some(v.now)); html!{ <HeapView ..props/> } }).unwrap_or_default() }
             </div>
             <div class="side">
               { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
                   let rows: Vec<FlightRow> = c.in_flight.iter().map(|f| FlightRow {
                       token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },
-                      msg: f.id, client: f.client, who: v.who(f.client), attempts: f.attempts, sent: f.sent, deadline: f.deadline,
+                      msg: f.id, client: f.client, who: v.who(f.client).render(l), attempts: f.attempts, sent: f.sent, deadline: f.deadline,
                   }).collect();
-                  html!{ <InFlight lab={0} channel={format!("{}/{}", c.topic, c.name)} {rows} now={v.now} highlight={v.highlight.map(|h| h.to_string())}/> }
+                  html!{ <InFlight lang={l} lab={0} channel={format!("{}/{}", c.topic, c.name)} {rows} now={v.now} highlight={highlight.clone()}/> }
               }) }
-              <StepLog len={m.log.len()} {rows} wall={true}/>
+              <StepLog len={m.log.len()} {rows} wall={true} lang={l}/>
             </div>
           </div>
         </section>
-        <Glossary open={state.term} on_term={on_glossary}/>
+        <Glossary lang={l} open={state.term} on_term={on_glossary}/>
       </div>
     }
 }

@@ -5,6 +5,7 @@
 use super::Dispatch;
 use crate::forms::Field;
 use crate::glossary::{pieces, term, Piece, TERMS};
+use crate::i18n::{t, Lang, Text};
 use crate::lab::{Admin, Answer};
 use crate::model::{Action, Knob};
 use crate::view::{secs, ServerCounts};
@@ -33,6 +34,7 @@ pub fn token(t: &Token, hot: bool, flip: bool) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct WordsProps {
     pub text: AttrValue,
+    pub lang: Lang,
     /// Opens a glossary entry; without it terms are not links.
     #[prop_or_default]
     pub on_term: Option<Callback<&'static str>>,
@@ -45,13 +47,14 @@ pub fn words(p: &WordsProps) -> Html {
         return html! { <>{p.text.clone()}</> };
     };
     html! {
-      <>{ for pieces(&p.text).into_iter().map(|piece| match piece {
-          Piece::Text(t) => html!{ <>{t}</> },
-          Piece::Term(t, key) => {
+      <>{ for pieces(p.lang, &p.text).into_iter().map(|piece| match piece {
+          Piece::Text(x) => html!{ <>{x}</> },
+          Piece::Term(x, key) => {
               let on = on_term.clone();
-              let tip = term(key).map(|t| t.text).unwrap_or_default();
-              html!{ <button type="button" class="term" title={tip} aria-label={format!("{t}: what is this?")}
-                             onclick={Callback::from(move |_: MouseEvent| on.emit(key))}>{t}</button> }
+              let tip = term(key).map(|e| e.text(p.lang)).unwrap_or_default();
+              let aria = Text::new("ui.term").arg("term", &x).render(p.lang);
+              html!{ <button type="button" class="term" title={tip} aria-label={aria}
+                             onclick={Callback::from(move |_: MouseEvent| on.emit(key))}>{x}</button> }
           }
       }) }</>
     }
@@ -119,6 +122,7 @@ pub const CHIPS: usize = 24;
 
 #[derive(Properties, PartialEq)]
 pub struct TopologyProps {
+    pub lang: Lang,
     pub lab: usize,
     pub producers: Vec<ProducerCard>,
     pub topics: Vec<TopicCard>,
@@ -129,23 +133,30 @@ pub struct TopologyProps {
     pub on_term: Callback<&'static str>,
 }
 
-fn term_button(on_term: &Callback<&'static str>, text: &str, key: &'static str) -> Html {
+fn term_button(
+    lang: Lang,
+    on_term: &Callback<&'static str>,
+    text: &str,
+    key: &'static str,
+) -> Html {
     let on = on_term.clone();
-    let tip = term(key).map(|t| t.text).unwrap_or_default();
+    let tip = term(key).map(|e| e.text(lang)).unwrap_or_default();
     html! { <button type="button" class="term" title={tip} onclick={Callback::from(move |_: MouseEvent| on.emit(key))}>{text.to_string()}</button> }
 }
 
 /// One counter: its name (a glossary link when it has an entry) and value.
 fn counter(
+    lang: Lang,
     on_term: &Callback<&'static str>,
     testid: &'static str,
-    name: &str,
+    name: &'static str,
     key: Option<&'static str>,
     value: u64,
 ) -> Html {
+    let name = t(lang, name);
     html! {
       <span class="counter" data-testid={testid} data-value={value.to_string()}>
-        { match key { Some(k) => term_button(on_term, name, k), None => html!{ {name.to_string()} } } }
+        { match key { Some(k) => term_button(lang, on_term, name, k), None => html!{ {name} } } }
         {" "}<b>{value}</b>
       </span>
     }
@@ -154,36 +165,38 @@ fn counter(
 /// Producers → topics → channels → consumers.
 #[function_component(Topology)]
 pub fn topology(p: &TopologyProps) -> Html {
-    let hot = |t: &Token| p.highlight.as_deref() == Some(t.id.as_str());
+    let hot = |x: &Token| p.highlight.as_deref() == Some(x.id.as_str());
+    let l = p.lang;
     html! {
       <div class="topology" data-testid="topology">
-        <div class="col producers"><h3>{"producers"}</h3>
+        <div class="col producers"><h3>{t(l, "ui.producers")}</h3>
           { for p.producers.iter().map(|pr| html!{
               <div class={classes!("node", "producer", (!pr.connected).then_some("gone"))} data-client={pr.id.to_string()}>
                 <b>{pr.name.clone()}</b>
-                <div class="meta">{format!("published {}", pr.published)}{ if pr.connected { "" } else { " · disconnected" } }</div>
+                <div class="meta">{Text::new("ui.published").arg("n", pr.published).render(l)}
+                  { if pr.connected { html!{} } else { html!{ <>{" · "}{t(l, "ui.disconnected")}</> } } }</div>
               </div> }) }
-          { if p.producers.is_empty() { html!{ <p class="hint">{"none yet: publish below"}</p> } } else { html!{} } }
+          { if p.producers.is_empty() { html!{ <p class="hint">{t(l, "ui.producers.none")}</p> } } else { html!{} } }
         </div>
         <div class="arrow" aria-hidden="true">{"→"}</div>
-        <div class="col topics"><h3>{term_button(&p.on_term, "topics", "topic")}</h3>
-          { for p.topics.iter().map(|t| html!{
-              <div class="node topic" data-topic={t.name.clone()}>
-                <b>{t.name.clone()}</b>
-                { if t.held.is_empty() { html!{} } else { html!{
-                    <div class="chips" aria-label="messages the topic holds until it has a channel">
-                      <span class="label">{"held "}</span>{ for t.held.iter().map(|c| token(c, hot(c), true)) }
+        <div class="col topics"><h3>{term_button(l, &p.on_term, t(l, "ui.topics"), "topic")}</h3>
+          { for p.topics.iter().map(|tc| html!{
+              <div class="node topic" data-topic={tc.name.clone()}>
+                <b>{tc.name.clone()}</b>
+                { if tc.held.is_empty() { html!{} } else { html!{
+                    <div class="chips" aria-label={t(l, "ui.held.aria")}>
+                      <span class="label">{t(l, "ui.held")}</span>{ for tc.held.iter().map(|c| token(c, hot(c), true)) }
                     </div> } } }
               </div> }) }
         </div>
         <div class="arrow" aria-hidden="true">{"→"}</div>
-        <div class="col channels"><h3>{term_button(&p.on_term, "channels", "channel")}</h3>
-          { for p.channels.iter().map(|c| channel_box(c, p.highlight.as_deref(), &p.on_term)) }
+        <div class="col channels"><h3>{term_button(l, &p.on_term, t(l, "ui.channels"), "channel")}</h3>
+          { for p.channels.iter().map(|c| channel_box(l, c, p.highlight.as_deref(), &p.on_term)) }
         </div>
         <div class="arrow" aria-hidden="true">{"→"}</div>
-        <div class="col consumers"><h3>{"consumers"}</h3>
-          { for p.consumers.iter().map(|c| consumer_box(c, p.lab, &p.dispatch, &p.on_term)) }
-          { if p.consumers.is_empty() { html!{ <p class="hint">{"none yet: add one below"}</p> } } else { html!{} } }
+        <div class="col consumers"><h3>{t(l, "ui.consumers")}</h3>
+          { for p.consumers.iter().map(|c| consumer_box(l, c, p.lab, &p.dispatch, &p.on_term)) }
+          { if p.consumers.is_empty() { html!{ <p class="hint">{t(l, "ui.consumers.none")}</p> } } else { html!{} } }
         </div>
       </div>
     }
@@ -191,41 +204,42 @@ pub fn topology(p: &TopologyProps) -> Html {
 
 /// A channel's box: its counters, its memory queue and disk backlog as tokens.
 pub fn channel_box(
+    l: Lang,
     c: &ChannelCard,
     highlight: Option<&str>,
     on_term: &Callback<&'static str>,
 ) -> Html {
-    let hot = |t: &Token| highlight == Some(t.id.as_str());
+    let hot = |x: &Token| highlight == Some(x.id.as_str());
     let core = c.core.map(|[d, f, i]| format!("{d},{f},{i}"));
     html! {
       <div class="node channel" data-channel={c.name.clone()} data-key={format!("{}/{}", c.topic, c.name)} data-core={core}>
         <b>{format!("{}/{}", c.topic, c.name)}</b>
         <div class="counters">
-          { counter(on_term, "depth", "depth", Some("depth"), c.depth) }
-          { counter(on_term, "deferred", "deferred", Some("deferred"), c.deferred as u64) }
-          { counter(on_term, "in-flight", "in flight", Some("in-flight"), c.in_flight as u64) }
+          { counter(l, on_term, "depth", "ui.c.depth", Some("depth"), c.depth) }
+          { counter(l, on_term, "deferred", "ui.c.deferred", Some("deferred"), c.deferred as u64) }
+          { counter(l, on_term, "in-flight", "ui.c.inflight", Some("in-flight"), c.in_flight as u64) }
           { match c.server {
               Some(s) => html!{ <>
-                { counter(on_term, "messages", "messages", None, s.messages) }
-                { counter(on_term, "requeued", "requeued", Some("req"), s.requeued) }
-                { counter(on_term, "timed-out", "timed out", Some("msg-timeout"), s.timed_out) }
-                { counter(on_term, "clients", "consumers", None, s.clients) }
+                { counter(l, on_term, "messages", "ui.c.messages", None, s.messages) }
+                { counter(l, on_term, "requeued", "ui.c.requeued", Some("req"), s.requeued) }
+                { counter(l, on_term, "timed-out", "ui.c.timedout", Some("msg-timeout"), s.timed_out) }
+                { counter(l, on_term, "clients", "ui.c.clients", None, s.clients) }
               </> },
               None => html!{ <>
-                { counter(on_term, "finished", "finished", Some("fin"), c.finished) }
-                { counter(on_term, "requeued", "requeued", Some("req"), c.requeued) }
-                { counter(on_term, "timed-out", "timed out", Some("msg-timeout"), c.timed_out) }
+                { counter(l, on_term, "finished", "ui.c.finished", Some("fin"), c.finished) }
+                { counter(l, on_term, "requeued", "ui.c.requeued", Some("req"), c.requeued) }
+                { counter(l, on_term, "timed-out", "ui.c.timedout", Some("msg-timeout"), c.timed_out) }
               </> },
           } }
         </div>
         <div class="queue memory" data-testid="memory">
-          <span class="label">{term_button(on_term, "memory queue", "memory-queue")}{format!(" {} of {}", c.in_memory, c.mem_queue_size)}</span>
+          <span class="label">{term_button(l, on_term, t(l, "ui.memory"), "memory-queue")}{" "}{Text::new("ui.of").arg("n", c.in_memory).arg("size", c.mem_queue_size).render(l)}</span>
           { for c.memory.iter().map(|t| token(t, hot(t), true)) }
           { if c.in_memory > c.memory.len() { html!{ <span class="more">{format!("+{}", c.in_memory - c.memory.len())}</span> } } else { html!{} } }
         </div>
         { if c.on_disk > 0 { html!{
           <div class="queue disk" data-testid="disk" data-count={c.on_disk.to_string()}>
-            <span class="label">{term_button(on_term, "disk backlog", "disk-backlog")}{format!(" {}", c.on_disk)}</span>
+            <span class="label">{term_button(l, on_term, t(l, "ui.disk"), "disk-backlog")}{format!(" {}", c.on_disk)}</span>
             { for c.disk.iter().map(|t| token(t, hot(t), true)) }
             { if c.on_disk > c.disk.len() { html!{ <span class="more">{format!("+{}", c.on_disk - c.disk.len())}</span> } } else { html!{} } }
           </div> } } else { html!{} } }
@@ -234,6 +248,7 @@ pub fn channel_box(
 }
 
 fn consumer_box(
+    l: Lang,
     c: &ConsumerCard,
     lab: usize,
     d: &Dispatch,
@@ -266,11 +281,11 @@ fn consumer_box(
             .find(|(x, _)| *x == k)
             .map(|(_, t)| t.clone())
     };
-    let field = |k: Knob, label: &str, value: String, testid: &'static str| {
+    let field = |k: Knob, label: &'static str, value: String, testid: &'static str| {
         let err = refusal(k);
         let id = format!("c{}-{lab}-{testid}", client.0);
         html! {
-          <label class="knob">{label.to_string()}
+          <label class="knob">{t(l, label)}{" "}
             <input type="text" inputmode="numeric" size="5" {id} value={value} data-testid={testid}
                    aria-invalid={err.is_some().then_some("true")} onchange={tune(k)}/>
             { for err.map(|e| html!{ <span class="refusal" role="alert" data-testid={format!("{testid}-refusal")}>{e}</span> }) }
@@ -279,24 +294,25 @@ fn consumer_box(
     };
     html! {
       <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))} data-client={c.id.to_string()}>
-        <b>{c.name.clone()}</b>{ if c.crashed { html!{ <span class="tag">{" crashed"}</span> } } else { html!{} } }
+        <b>{c.name.clone()}</b>{ if c.crashed { html!{ <span class="tag">{" "}{t(l, "ui.crashed")}</span> } } else { html!{} } }
         <div class="meta" data-testid="consumer-meta">
-          {format!("{} · ", c.channel)}{term_button(on_term, "RDY", "rdy")}{format!(" {} · {} ms per message, {} % fail", c.rdy, c.work_ms, c.fail)}
+          <Words lang={l} on_term={Some(on_term.clone())}
+                 text={Text::new("ui.consumer.meta").arg("channel", &c.channel).arg("rdy", c.rdy).arg("work", c.work_ms).arg("fail", c.fail).render(l)}/>
         </div>
         <div class="counters" data-testid="consumer-counts">
-          <span data-testid="c-in-flight">{format!("in flight {}", c.in_flight)}</span>
-          <span data-testid="c-received">{format!("received {}", c.received)}</span>
-          <span data-testid="c-finished">{format!("finished {}", c.finished)}</span>
-          <span data-testid="c-requeued">{format!("REQ {}", c.requeued)}</span>
-          <span data-testid="c-timed-out">{format!("timed out {}", c.timed_out)}</span>
+          <span data-testid="c-in-flight">{Text::new("ui.cc.inflight").arg("n", c.in_flight).render(l)}</span>
+          <span data-testid="c-received">{Text::new("ui.cc.received").arg("n", c.received).render(l)}</span>
+          <span data-testid="c-finished">{Text::new("ui.cc.finished").arg("n", c.finished).render(l)}</span>
+          <span data-testid="c-requeued">{Text::new("ui.cc.req").arg("n", c.requeued).render(l)}</span>
+          <span data-testid="c-timed-out">{Text::new("ui.cc.timedout").arg("n", c.timed_out).render(l)}</span>
         </div>
         <div class="ctl" data-testid="consumer-controls">
-          { field(Knob::Rdy, "RDY ", c.rdy.to_string(), "rdy") }
-          { field(Knob::Work, "work ms ", c.work_ms.to_string(), "work") }
-          { field(Knob::Fail, "fail % ", c.fail.to_string(), "fail") }
+          { field(Knob::Rdy, "ui.f.rdy", c.rdy.to_string(), "rdy") }
+          { field(Knob::Work, "knob.work", c.work_ms.to_string(), "work") }
+          { field(Knob::Fail, "knob.fail", c.fail.to_string(), "fail") }
           <button type="button" data-testid="crash" onclick={crash} aria-pressed={c.crashed.to_string()}
-                  title="a crashed consumer never answers: its messages time out">{ if c.crashed { "recover" } else { "crash" } }</button>
-          <button type="button" data-testid="remove-consumer" onclick={remove} aria-label={format!("disconnect {}", c.name)} title="disconnect">{"✕"}</button>
+                  title={t(l, "ui.crash.title")}>{ if c.crashed { t(l, "ui.recover") } else { t(l, "ui.crash") } }</button>
+          <button type="button" data-testid="remove-consumer" onclick={remove} aria-label={Text::new("ui.disconnect").arg("who", &c.name).render(l)} title={t(l, "ui.disconnect.title")}>{"✕"}</button>
         </div>
       </div>
     }
@@ -316,6 +332,7 @@ pub struct FlightRow {
 
 #[derive(Properties, PartialEq)]
 pub struct InFlightProps {
+    pub lang: Lang,
     pub lab: usize,
     pub channel: AttrValue,
     pub rows: Vec<FlightRow>,
@@ -331,19 +348,19 @@ pub struct InFlightProps {
 pub fn in_flight(p: &InFlightProps) -> Html {
     html! {
       <section class="inflight" data-testid="in-flight-window" data-channel={p.channel.clone()}>
-        <h3>{format!("in flight on {}", p.channel)}</h3>
+        <h3>{Text::new("ui.inflight.title").arg("channel", &p.channel).render(p.lang)}</h3>
         { for p.rows.iter().map(|r| {
             let left = crate::layout::time_left(r.sent, r.deadline, p.now);
             let answer = |what: Answer, name: &str| -> Html {
                 let Some(d) = p.dispatch.clone() else { return html!{} };
                 let (lab, client, id) = (p.lab, r.client, r.msg);
-                html!{ <button type="button" aria-label={format!("{name} {}", r.token.label)}
+                html!{ <button type="button" aria-label={Text::new("ui.answer").arg("cmd", name).arg("label", &r.token.label).render(p.lang)}
                     onclick={Callback::from(move |_: MouseEvent| d.dispatch(Action::Answer { lab, client, id, what }))}>{name.to_string()}</button> }
             };
             html!{ <div class={classes!("row", p.dispatch.is_none().then_some("ro"))} data-id={r.token.id.clone()} data-client={r.client.to_string()} data-flip={r.token.id.clone()}>
               { token(&r.token, p.highlight.as_deref() == Some(r.token.id.as_str()), false) }
-              <span class="who">{format!("{} · attempt {}", r.who, r.attempts)}</span>
-              <span class="bar" role="meter" aria-label="time left to answer" aria-valuemin="0" aria-valuemax="100" aria-valuenow={format!("{:.0}", left * 100.0)}>
+              <span class="who">{Text::new("ui.inflight.row").arg("who", &r.who).arg("n", r.attempts).render(p.lang)}</span>
+              <span class="bar" role="meter" aria-label={t(p.lang, "ui.timeleft")} aria-valuemin="0" aria-valuemax="100" aria-valuenow={format!("{:.0}", left * 100.0)}>
                 <span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
               <span class="left">{format!("{:.1} s", r.deadline.saturating_sub(p.now) as f64 / 1e9)}</span>
               { answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }
@@ -360,6 +377,7 @@ pub struct LogProps {
     /// Steps `from..to` as (time, text).
     pub rows: Callback<(usize, usize), Vec<(Time, String)>>,
     pub wall: bool,
+    pub lang: Lang,
 }
 
 /// Rows of the step log drawn at a time (the log itself can hold hundreds of thousands).
@@ -398,8 +416,8 @@ pub fn step_log(p: &LogProps) -> Html {
     };
     html! {
       <section class="steplog">
-        <h3>{format!("every step so far ({len})")}</h3>
-        <div class="log" data-testid="log" {onscroll} tabindex="0" role="log" aria-label="every step so far"
+        <h3>{Text::new("ui.log.title").arg("n", len).render(p.lang)}</h3>
+        <div class="log" data-testid="log" {onscroll} tabindex="0" role="log" aria-label={Text::new("ui.log.title").arg("n", len).render(p.lang)}
              style={format!("height: {view}px")}>
           <div class="log-inner" style={format!("height: {}px", ROW_PX * len as f64)}>
             { for p.rows.emit((first, (first + ROWS + 1).min(len))).into_iter().enumerate().map(|(k, (at, text))| {
@@ -454,6 +472,7 @@ impl Series {
 #[derive(Properties, PartialEq)]
 pub struct ChartProps {
     pub series: Vec<Series>,
+    pub lang: Lang,
 }
 
 /// A round top for an axis: 10, 20, 50, 100, 200, 500… ms.
@@ -484,40 +503,42 @@ pub fn lateness_chart(p: &ChartProps) -> Html {
     let y = |ms: f64| 10.0 + plot_h * (1.0 - ms / top);
     html! {
       <section class="lateness" data-testid="lateness">
-        <h3>{"how late each deferred message was delivered (delivery time − due time)"}</h3>
+        <h3>{t(p.lang, "ui.chart.title")}</h3>
         <div class="charts">
         { for p.series.iter().map(|s| {
             let n = s.points.len().max(1);
             let bw = ((w - left - 8.0) / n as f64).min(24.0);
             let ms = |t: f64| t / MILLISECOND as f64;
             let summary = if s.count == 0 {
-                "no deferred message delivered yet".to_string()
+                t(p.lang, "ui.chart.none").to_string()
             } else {
-                format!(
-                    "{} delivered · at most {:.0} ms late · on average {:.1} ms{}",
-                    s.count,
-                    ms(s.max as f64),
-                    ms(s.mean),
-                    if s.count > s.points.len() { format!(" · each bar is the latest of {} messages", s.count.div_ceil(BARS)) } else { String::new() }
-                )
+                let mut x = Text::new("ui.chart.summary")
+                    .arg("n", s.count)
+                    .arg("max", format!("{:.0}", ms(s.max as f64)))
+                    .arg("mean", format!("{:.1}", ms(s.mean)))
+                    .render(p.lang);
+                if s.count > s.points.len() {
+                    x.push_str(&Text::new("ui.chart.binned").arg("k", s.count.div_ceil(BARS)).render(p.lang));
+                }
+                x
             };
             html!{
             <figure class="series">
               <figcaption><b>{s.title.clone()}</b><span class="summary" data-testid="lateness-summary">{summary}</span></figcaption>
-              <svg viewBox={format!("0 0 {w} {h}")} class="bars" role="img" aria-label={format!("{}: lateness per message in ms", s.title)}>
+              <svg viewBox={format!("0 0 {w} {h}")} class="bars" role="img" aria-label={Text::new("ui.chart.aria").arg("title", &s.title).render(p.lang)}>
                 <line class="axis" x1={left.to_string()} y1="10" x2={left.to_string()} y2={(h - bottom).to_string()}/>
                 <line class="axis" x1={left.to_string()} y1={(h - bottom).to_string()} x2={(w - 4.0).to_string()} y2={(h - bottom).to_string()}/>
-                { for [0.0, top / 2.0, top].iter().map(|&t| html!{ <>
-                    <line class="tick" x1={(left - 4.0).to_string()} x2={(w - 4.0).to_string()} y1={y(t).to_string()} y2={y(t).to_string()}/>
-                    <text class="ylab" x={(left - 6.0).to_string()} y={(y(t) + 4.0).to_string()}>{format!("{t:.0} ms")}</text>
+                { for [0.0, top / 2.0, top].iter().map(|&v| html!{ <>
+                    <line class="tick" x1={(left - 4.0).to_string()} x2={(w - 4.0).to_string()} y1={y(v).to_string()} y2={y(v).to_string()}/>
+                    <text class="ylab" x={(left - 6.0).to_string()} y={(y(v) + 4.0).to_string()}>{format!("{v:.0} ms")}</text>
                 </> }) }
-                <text class="xlab" x={((w + left) / 2.0).to_string()} y={(h - 6.0).to_string()}>{"deferred messages, in the order they came due"}</text>
-                { for s.points.iter().enumerate().map(|(i, (t, late))| {
+                <text class="xlab" x={((w + left) / 2.0).to_string()} y={(h - 6.0).to_string()}>{t(p.lang, "ui.chart.x")}</text>
+                { for s.points.iter().enumerate().map(|(i, (tok, late))| {
                     let ms = *late as f64 / MILLISECOND as f64;
                     let bh = (plot_h * ms / top).max(1.5);
                     html!{ <rect x={(left + 2.0 + i as f64 * bw).to_string()} y={(h - bottom - bh).to_string()} width={(bw * 0.8).max(1.0).to_string()} height={bh.to_string()}
-                                 data-late-ms={format!("{ms:.0}")} style={format!("--h: {}", t.hue)}>
-                      <title>{format!("{}: {ms:.0} ms late", t.label)}</title></rect> }
+                                 data-late-ms={format!("{ms:.0}")} style={format!("--h: {}", tok.hue)}>
+                      <title>{Text::new("ui.chart.bar").arg("label", &tok.label).arg("ms", format!("{ms:.0}")).render(p.lang)}</title></rect> }
                 }) }
               </svg>
             </figure> }
@@ -530,6 +551,7 @@ pub fn lateness_chart(p: &ChartProps) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct FieldProps {
     pub field: Field,
+    /// The words of its label (already in the page's language).
     pub label: AttrValue,
     pub value: AttrValue,
     pub refusal: Option<AttrValue>,
@@ -564,6 +586,7 @@ pub fn form_field(p: &FieldProps) -> Html {
 pub struct FormsProps {
     pub fields: Vec<(Field, String, Option<String>)>,
     pub dispatch: Dispatch,
+    pub lang: Lang,
 }
 
 impl FormsProps {
@@ -575,9 +598,9 @@ impl FormsProps {
             .unwrap_or_default()
     }
 
-    fn field(&self, f: Field, label: &str, size: u32, hint: &str) -> Html {
+    fn field(&self, f: Field, label: &'static str, size: u32, hint: &'static str) -> Html {
         let (value, refusal) = self.get(f);
-        html! { <FormField field={f} label={label.to_string()} {value} {refusal} {size} dispatch={self.dispatch.clone()} hint={Some(AttrValue::from(hint.to_string()))}/> }
+        html! { <FormField field={f} label={t(self.lang, label)} {value} {refusal} {size} dispatch={self.dispatch.clone()} hint={Some(AttrValue::from(t(self.lang, hint)))}/> }
     }
 }
 
@@ -590,13 +613,13 @@ pub fn publish_form(p: &FormsProps) -> Html {
         d.dispatch(Action::Publish);
     });
     html! {
-      <form class="publish" {onsubmit} aria-label="publish" novalidate=true>
-        <b>{"publish"}</b>
-        { p.field(Field::PubTopic, "topic", 10, "the topic to publish to") }
-        { p.field(Field::PubBody, "body", 10, "the message body") }
-        { p.field(Field::PubDelay, "delay ms", 7, "0 publishes at once (PUB); more defers it (DPUB), up to nsqd's --max-req-timeout") }
-        { p.field(Field::PubCount, "count", 4, "1 message, or several (MPUB; with a delay, that many DPUBs)") }
-        <button type="submit" data-testid="publish">{"publish"}</button>
+      <form class="publish" {onsubmit} aria-label={t(p.lang, "ui.publish")} novalidate=true>
+        <b>{t(p.lang, "ui.publish")}</b>
+        { p.field(Field::PubTopic, "ui.f.topic", 10, "ui.h.topic") }
+        { p.field(Field::PubBody, "ui.f.body", 10, "ui.h.body") }
+        { p.field(Field::PubDelay, "ui.f.delay", 7, "ui.h.delay") }
+        { p.field(Field::PubCount, "ui.f.count", 4, "ui.h.count") }
+        <button type="submit" data-testid="publish">{t(p.lang, "ui.publish")}</button>
       </form>
     }
 }
@@ -609,17 +632,17 @@ pub fn manage_form(p: &FormsProps) -> Html {
         Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
     };
     html! {
-      <form class="manage" aria-label="manage" onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())} novalidate=true>
-        <b>{"manage"}</b>
-        { p.field(Field::ManageTopic, "topic", 10, "a topic name") }
-        { p.field(Field::ManageChannel, "channel", 10, "a channel name") }
-        { p.field(Field::ManageRdy, "RDY", 4, "the new consumer's RDY count") }
+      <form class="manage" aria-label={t(p.lang, "ui.manage")} onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())} novalidate=true>
+        <b>{t(p.lang, "ui.manage")}</b>
+        { p.field(Field::ManageTopic, "ui.f.topic", 10, "ui.h.mtopic") }
+        { p.field(Field::ManageChannel, "ui.f.channel", 10, "ui.h.mchannel") }
+        { p.field(Field::ManageRdy, "ui.f.rdy", 4, "ui.h.rdy") }
         <span class="buttons">
-          <button type="button" data-testid="add-consumer" onclick={act(Action::AddConsumer)}>{"add consumer"}</button>
-          <button type="button" data-testid="create-topic" onclick={act(Action::Admin(Admin::CreateTopic))}>{"create topic"}</button>
-          <button type="button" data-testid="create-channel" onclick={act(Action::Admin(Admin::CreateChannel))}>{"create channel"}</button>
-          <button type="button" data-testid="delete-channel" onclick={act(Action::Admin(Admin::DeleteChannel))}>{"delete channel"}</button>
-          <button type="button" data-testid="delete-topic" onclick={act(Action::Admin(Admin::DeleteTopic))}>{"delete topic"}</button>
+          <button type="button" data-testid="add-consumer" onclick={act(Action::AddConsumer)}>{t(p.lang, "ui.add-consumer")}</button>
+          <button type="button" data-testid="create-topic" onclick={act(Action::Admin(Admin::CreateTopic))}>{t(p.lang, "ui.create-topic")}</button>
+          <button type="button" data-testid="create-channel" onclick={act(Action::Admin(Admin::CreateChannel))}>{t(p.lang, "ui.create-channel")}</button>
+          <button type="button" data-testid="delete-channel" onclick={act(Action::Admin(Admin::DeleteChannel))}>{t(p.lang, "ui.delete-channel")}</button>
+          <button type="button" data-testid="delete-topic" onclick={act(Action::Admin(Admin::DeleteTopic))}>{t(p.lang, "ui.delete-topic")}</button>
         </span>
       </form>
     }
@@ -627,6 +650,7 @@ pub fn manage_form(p: &FormsProps) -> Html {
 
 #[derive(Properties, PartialEq)]
 pub struct GlossaryProps {
+    pub lang: Lang,
     pub open: Option<&'static str>,
     pub on_term: Callback<Option<&'static str>>,
 }
@@ -640,15 +664,15 @@ pub fn glossary(p: &GlossaryProps) -> Html {
     };
     html! {
       <>
-        { for p.open.and_then(term).map(|t| html!{
-            <aside class="term-pop" role="dialog" aria-label={format!("glossary: {}", t.title)} data-testid="term-pop">
-              <b>{t.title}</b><p>{t.text}</p>
-              <button type="button" onclick={close} data-testid="term-close">{"close"}</button>
-              <a href={format!("#g-{}", t.key)}>{"in the glossary"}</a>
+        { for p.open.and_then(term).map(|e| html!{
+            <aside class="term-pop" role="dialog" aria-label={Text::new("ui.glossary.entry").arg("title", e.title(p.lang)).render(p.lang)} data-testid="term-pop">
+              <b>{e.title(p.lang)}</b><p>{e.text(p.lang)}</p>
+              <button type="button" onclick={close} data-testid="term-close">{t(p.lang, "ui.close")}</button>
+              <a href={format!("#g-{}", e.key)}>{t(p.lang, "ui.in-glossary")}</a>
             </aside> }) }
         <details class="glossary" id="glossary">
-          <summary>{"Glossary: the words on this page"}</summary>
-          <dl>{ for TERMS.iter().map(|t| html!{ <><dt id={format!("g-{}", t.key)}>{t.title}</dt><dd>{t.text}</dd></> }) }</dl>
+          <summary>{t(p.lang, "ui.glossary")}</summary>
+          <dl>{ for TERMS.iter().map(|e| html!{ <><dt id={format!("g-{}", e.key)}>{e.title(p.lang)}</dt><dd>{e.text(p.lang)}</dd></> }) }</dl>
         </details>
       </>
     }

@@ -5,6 +5,7 @@ use super::heap::{HeapProps, HeapView};
 use super::parts::*;
 use super::{params, Dispatch, Shared};
 use crate::forms::Field;
+use crate::i18n::{t, Lang};
 use crate::lab::Lab;
 use crate::model::{Action, Knob, Model, Pane, SPEEDS};
 use crate::scenarios::SCENARIOS;
@@ -19,13 +20,14 @@ use yew::prelude::*;
 /// How often the play timer ticks (real milliseconds).
 const TICK_MS: u32 = 50;
 
-fn query() -> (String, u64, f64) {
+fn query() -> (String, u64, f64, Lang) {
     let p = params();
     let get = |k: &str| p.as_ref().and_then(|p| p.get(k));
     (
         get("scenario").unwrap_or_else(|| SCENARIOS[0].id.to_string()),
         get("seed").and_then(|s| s.parse().ok()).unwrap_or(1),
         get("speed").and_then(|s| s.parse().ok()).unwrap_or(1.0),
+        get("lang").map(|l| Lang::from_code(&l)).unwrap_or_default(),
     )
 }
 
@@ -55,6 +57,7 @@ fn topology(
     m: &Model,
 ) -> Html {
     let v = &lab.view;
+    let l = m.lang;
     let between = lab.next_time() != Some(lab.now());
     let producers: Vec<ProducerCard> = v
         .actors
@@ -62,7 +65,7 @@ fn topology(
         .filter(|(_, a)| a.role == Role::Producer)
         .map(|(id, a)| ProducerCard {
             id: *id,
-            name: a.name.clone(),
+            name: a.name.render(l),
             published: a.published,
             connected: a.connected,
         })
@@ -115,7 +118,7 @@ fn topology(
             let a = v.actors.get(&c.id);
             ConsumerCard {
                 id: c.id,
-                name: c.name.clone(),
+                name: c.name.render(l),
                 channel: format!("{}/{}", c.topic, c.channel),
                 rdy: c.rdy,
                 in_flight: v
@@ -132,13 +135,13 @@ fn topology(
                 crashed: c.crashed,
                 refusals: [Knob::Rdy, Knob::Work, Knob::Fail]
                     .into_iter()
-                    .filter_map(|k| m.knob_refusals.get(&(i, c.id, k)).map(|e| (k, e.clone())))
+                    .filter_map(|k| m.knob_refusals.get(&(i, c.id, k)).map(|e| (k, e.render(l))))
                     .collect(),
             }
         })
         .collect();
     html! {
-      <Topology lab={i} {producers} {topics} {channels} {consumers}
+      <Topology lang={l} lab={i} {producers} {topics} {channels} {consumers}
                 highlight={v.highlight.map(|h| h.to_string())} dispatch={d.clone()} on_term={on_term.clone()}/>
     }
 }
@@ -154,10 +157,11 @@ fn pane(
 ) -> Html {
     let lab = &p.lab;
     let v = &lab.view;
+    let l = m.lang;
     let last = lab.log.last();
     let text = last
-        .map(|s| s.text.clone())
-        .unwrap_or_else(|| "Press Step (→) or Play (space) to begin.".into());
+        .map(|s| s.text.render(l))
+        .unwrap_or_else(|| t(l, "ui.begin").to_string());
     let claims = last
         .map(|s| serde_json::to_string(&s.claims).unwrap_or_default())
         .unwrap_or_else(|| "[]".into());
@@ -168,7 +172,7 @@ fn pane(
         .filter(|c| c.ever_deferred)
         .or_else(|| v.channels.values().find(|c| c.ever_deferred));
     let heap = heap_chan.map(|c| {
-        let props = HeapProps::of(v, c, None);
+        let props = HeapProps::of(l, v, c, None);
         html! { <HeapView ..props/> }
     });
     let finished = lab.is_finished() && !lab.log.is_empty();
@@ -178,25 +182,25 @@ fn pane(
             let m = state.get();
             m.panes[i].lab.log[from..to]
                 .iter()
-                .map(|s| (s.at, s.text.clone()))
+                .map(|s| (s.at, s.text.render(l)))
                 .collect::<Vec<_>>()
         })
     };
     html! {
       <section class="lab" data-label={p.title} data-testid="pane">
-        { if p.title.is_empty() { html!{} } else { html!{ <h2>{p.title}</h2> } } }
+        { if p.title.is_empty() { html!{} } else { html!{ <h2>{t(l, p.title)}</h2> } } }
         <div class="lab-grid">
           <div class="now">
             <div class="explain" data-testid="explain" aria-live="polite" data-claims={claims}
                  data-at={last.map(|s| s.at.to_string())}>
               <span class="when">{last.map(|s| secs(s.at)).unwrap_or_default()}</span>
-              <Words text={text} on_term={on_term.clone()}/>
+              <Words text={text} lang={l} on_term={on_term.clone()}/>
             </div>
             { if finished { html!{
               <div class="finished" data-testid="scenario-finished" role="status">
-                <b>{"Scenario finished — here is what happened"}</b>
-                <ul>{ for lab.summary().into_iter().map(|l| html!{ <li>{l}</li> }) }</ul>
-                <p class="hint">{"Nothing more happens by itself. Reset to watch it again, or change something by hand below: publish, add a consumer, change a consumer's RDY."}</p>
+                <b>{t(l, "ui.finished.title")}</b>
+                <ul>{ for lab.summary().into_iter().map(|x| html!{ <li>{x.render(l)}</li> }) }</ul>
+                <p class="hint">{t(l, "ui.finished.hint")}</p>
               </div> } } else { html!{} } }
           </div>
           <div class="picture">
@@ -209,15 +213,15 @@ fn pane(
                     token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },
                     msg: f.id,
                     client: f.client,
-                    who: v.who(f.client),
+                    who: v.who(f.client).render(l),
                     attempts: f.attempts,
                     sent: f.sent,
                     deadline: f.deadline,
                 }).collect();
-                html!{ <InFlight lab={i} channel={format!("{}/{}", c.topic, c.name)} {rows} now={lab.now()}
+                html!{ <InFlight lang={l} lab={i} channel={format!("{}/{}", c.topic, c.name)} {rows} now={lab.now()}
                                  highlight={v.highlight.map(|h| h.to_string())} dispatch={Some(d.clone())}/> }
             }) }
-            <StepLog len={lab.log.len()} {rows} wall={false}/>
+            <StepLog len={lab.log.len()} {rows} wall={false} lang={l}/>
           </div>
         </div>
       </section>
@@ -227,13 +231,13 @@ fn pane(
 #[function_component(SimApp)]
 pub fn sim_app() -> Html {
     let state = use_reducer(|| {
-        let (scenario, seed, speed) = query();
-        Shared::new(Model::new(&scenario, seed, speed))
+        let (scenario, seed, speed, lang) = query();
+        Shared::new(Model::with_lang(&scenario, seed, speed, lang))
     });
     let d = state.dispatcher();
-    let (playing, url) = {
+    let (playing, url, lang) = {
         let m = state.get();
-        (m.playing, m.query())
+        (m.playing, m.query(), m.lang)
     };
 
     // The play timer: owned by the effect, dropped (cancelled) when play stops. Virtual time
@@ -252,6 +256,15 @@ pub fn sim_app() -> Html {
             move || drop(timer)
         });
     }
+    // The document says which language it is in.
+    use_effect_with(lang, |lang| {
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.document_element())
+        {
+            let _ = el.set_attribute("lang", if *lang == Lang::Zh { "zh-CN" } else { "en" });
+        }
+    });
     // The URL reopens this page as it is.
     use_effect_with(url, |url| {
         if let Some(h) = web_sys::window().and_then(|w| w.history().ok()) {
@@ -363,62 +376,66 @@ pub fn sim_app() -> Html {
                     (token, late)
                 })
                 .collect();
-            let title = if p.title.is_empty() {
-                "delivered".into()
+            let key = if p.title.is_empty() {
+                "ui.chart.delivered"
             } else {
-                p.title.to_string()
+                p.title
             };
+            let title = t(lang, key).to_string();
             Series::new(title, all)
         })
         .collect();
+    let seed_refusal = m.refusals.get(&Field::Seed).map(|x| x.render(lang));
     let forms: Vec<(Field, String, Option<String>)> = m
         .fields
         .iter()
-        .map(|(f, v)| (*f, v.clone(), m.refusals.get(f).cloned()))
+        .map(|(f, v)| (*f, v.clone(), m.refusals.get(f).map(|x| x.render(lang))))
         .collect();
-    let seed_refusal = m.refusals.get(&Field::Seed).cloned();
+    let l = lang;
     html! {
       <div class={classes!("app", (m.panes.len() > 1).then_some("two"))}>
         <header>
-          <h1>{"nsqlab"}<span class="sub">{" — watch a message queue work from the inside"}</span></h1>
-          <nav class="scenarios" aria-label="scenarios">
+          <h1>{"nsqlab"}<span class="sub">{t(l, "ui.sub")}</span>
+            <button type="button" class="lang" data-testid="lang" lang={if l == Lang::En { "zh-CN" } else { "en" }}
+                    title={t(l, "ui.lang.title")} onclick={click(Action::SetLang(l.other()))}>{t(l, "sym.lang.other")}</button></h1>
+          <nav class="scenarios" aria-label={t(l, "ui.scenarios")}>
             { for SCENARIOS.iter().map(|s| html! {
                 <button type="button" class={classes!("scenario", (s.id == m.scenario.id).then_some("active"))}
                         aria-pressed={(s.id == m.scenario.id).to_string()}
-                        data-scenario={s.id} onclick={click(Action::Pick(s.id.to_string()))}>{s.title}</button>
+                        data-scenario={s.id} onclick={click(Action::Pick(s.id.to_string()))}>{t(l, s.title)}</button>
             }) }
-            <a class="live-link" href="?mode=live" data-testid="live">{"● live server"}</a>
+            <a class="live-link" href={format!("?mode=live&lang={}", l.code())} data-testid="live">{t(l, "ui.live")}</a>
           </nav>
-          <p class="scenario-text" data-testid="scenario-text"><Words text={m.scenario.text} on_term={on_term.clone()}/></p>
+          <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p>
         </header>
-        <section class="controls" aria-label="controls">
-          <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title="play or pause (space)">
-            { if m.playing { "‖ Pause" } else { "▶ Play" } }</button>
-          <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title="one step (→ or s)">{"Step"}</button>
-          <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title="the first step of the next instant (n)">{"Next timer"}</button>
-          <button type="button" data-testid="reset" onclick={click(Action::Reset)} title="start over (r)">{"Reset"}</button>
-          <label>{"speed "}
+        <section class="controls" aria-label={t(l, "ui.controls")}>
+          <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title={t(l, "ui.play.title")}>
+            { if m.playing { t(l, "ui.pause") } else { t(l, "ui.play") } }</button>
+          <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title={t(l, "ui.step.title")}>{t(l, "ui.step")}</button>
+          <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title={t(l, "ui.next.title")}>{t(l, "ui.next")}</button>
+          <button type="button" data-testid="reset" onclick={click(Action::Reset)} title={t(l, "ui.reset.title")}>{t(l, "ui.reset")}</button>
+          <label>{t(l, "ui.speed")}{" "}
             <select data-testid="speed" onchange={on_speed}>
               { for SPEEDS.iter().map(|s| html! { <option value={s.to_string()} selected={(*s - m.speed).abs() < 1e-9}>{format!("{s}×")}</option> }) }
             </select>
           </label>
           <form class="seed" onsubmit={on_seed} novalidate=true>
-            <FormField field={Field::Seed} label="seed" value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} dispatch={d.clone()}
-                       hint={Some(AttrValue::from("the same seed replays the same run; Enter starts over with it"))}/>
-            <button type="submit" data-testid="apply-seed">{"start over"}</button>
+            <FormField field={Field::Seed} label={t(l, "ui.seed")} value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} dispatch={d.clone()}
+                       hint={Some(AttrValue::from(t(l, "ui.seed.hint")))}/>
+            <button type="submit" data-testid="apply-seed">{t(l, "ui.seed.apply")}</button>
           </form>
           <span class="clock" data-testid="clock">{format!("t = {}", secs(now))}</span>
-          { if finished { html!{ <span class="done" data-testid="done">{"finished"}</span> } } else { html!{} } }
+          { if finished { html!{ <span class="done" data-testid="done">{t(l, "ui.done")}</span> } } else { html!{} } }
         </section>
         <div class="panes">
           { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
         </div>
-        { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series}/> } } }
+        { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
         <div class="forms">
-          <PublishForm fields={forms.clone()} dispatch={d.clone()}/>
-          <ManageForm fields={forms} dispatch={d.clone()}/>
+          <PublishForm fields={forms.clone()} dispatch={d.clone()} lang={l}/>
+          <ManageForm fields={forms} dispatch={d.clone()} lang={l}/>
         </div>
-        <Glossary open={m.term} on_term={on_glossary}/>
+        <Glossary lang={l} open={m.term} on_term={on_glossary}/>
       </div>
     }
 }

@@ -1,6 +1,7 @@
 //! The lab's behaviour, item by item of what a learner must be able to trust.
 
 use super::*;
+use crate::i18n::Text;
 use crate::scenarios::{find, SCENARIOS};
 use crate::view::Spot;
 use nsqlab_core::time::{MILLISECOND, SECOND};
@@ -28,7 +29,7 @@ fn dpub(lab: &mut Lab, p: usize, t: Time, defer: u64, body: &str) {
 fn step_to(lab: &mut Lab, prefix: &str) -> Step {
     for _ in 0..10_000 {
         let s = lab.step().expect("the scenario has such a step");
-        if s.text.starts_with(prefix) {
+        if s.en().starts_with(prefix) {
             return s;
         }
     }
@@ -81,7 +82,7 @@ fn by_hand_changes_apply_at_the_current_instant() {
     assert!(
         l.log
             .iter()
-            .any(|s| s.text.contains("producer publishes hello")),
+            .any(|s| s.en().contains("producer publishes hello")),
         "the publish is shown at once: {:?}",
         last.text
     );
@@ -103,7 +104,7 @@ fn by_hand_changes_apply_at_the_current_instant() {
     let c = l.consumers[0].id;
     l.set_rdy_by_hand(c, 0);
     assert_eq!(l.now(), 250 * MILLISECOND);
-    assert!(l.log.last().unwrap().text.contains("sends RDY 0"));
+    assert!(l.log.last().unwrap().en().contains("sends RDY 0"));
     let mut l = lab("overflow-disk");
     l.run_until(1500 * MILLISECOND);
     l.admin_by_hand(Admin::CreateTopic, "audit", "").unwrap();
@@ -112,7 +113,7 @@ fn by_hand_changes_apply_at_the_current_instant() {
         .log
         .last()
         .unwrap()
-        .text
+        .en()
         .starts_with("Topic audit is created"));
 }
 
@@ -128,18 +129,13 @@ fn a_consumer_that_joins_while_messages_wait_answers_them() {
         "{:?}",
         l.log.iter().rev().take(5).collect::<Vec<_>>()
     );
-    assert!(l.log.iter().all(|s| !s.text.contains("never answered")));
+    assert!(l.log.iter().all(|s| !s.en().contains("never answered")));
     // Drained in the order published: memory first, then the backlog, which is that order.
     let sent: Vec<String> = l
         .log
         .iter()
-        .filter_map(|s| {
-            s.text
-                .split(" is sent to ")
-                .next()
-                .filter(|_| s.text.contains(" is sent to "))
-        })
-        .map(str::to_string)
+        .map(|s| s.en())
+        .filter_map(|t| t.split_once(" is sent to ").map(|(l, _)| l.to_string()))
         .collect();
     let want: Vec<String> = (0..10).map(|i| format!("event {i}")).collect();
     assert_eq!(sent, want);
@@ -164,12 +160,12 @@ fn the_disk_backlog_is_explained_as_it_is() {
     let full: Vec<_> = l
         .log
         .iter()
-        .filter(|s| s.text.contains("goes to the disk backlog"))
+        .filter(|s| s.en().contains("goes to the disk backlog"))
         .collect();
     assert_eq!(full.len(), 6, "events 4 to 9 find memory full");
     assert!(full
         .iter()
-        .all(|s| s.text.contains("is full (4 of 4, the --mem-queue-size)")));
+        .all(|s| s.en().contains("is full (4 of 4, the --mem-queue-size)")));
     let c = &l.view.channels[&("events".into(), "archive".into())];
     assert_eq!(
         (c.in_memory(), c.on_disk()),
@@ -182,11 +178,11 @@ fn the_disk_backlog_is_explained_as_it_is() {
         .log
         .iter()
         .rev()
-        .find(|s| s.text.contains("late"))
+        .find(|s| s.en().contains("late"))
         .unwrap()
         .text;
     assert!(
-        l.log.iter().any(|s| s.text.starts_with("The memory queue of channel archive holds 2 of 4, but 6 older messages already wait on disk: to keep the order, late joins the disk backlog behind them.")),
+        l.log.iter().any(|s| s.en().starts_with("The memory queue of channel archive holds 2 of 4, but 6 older messages already wait on disk: to keep the order, late joins the disk backlog behind them.")),
         "{said}"
     );
 }
@@ -205,7 +201,7 @@ fn thirty_virtual_minutes_later_it_still_works() {
     let closed: Vec<_> = l
         .log
         .iter()
-        .filter(|s| s.text.contains("disconnected"))
+        .filter(|s| s.en().contains("disconnected"))
         .collect();
     assert!(closed.is_empty(), "{closed:?}");
     l.publish_by_hand("orders", "late order", 0, 1);
@@ -215,11 +211,11 @@ fn thirty_virtual_minutes_later_it_still_works() {
     assert!(l
         .log
         .iter()
-        .any(|s| s.text.starts_with("producer publishes late order")));
+        .any(|s| s.en().starts_with("producer publishes late order")));
     assert!(l
         .log
         .iter()
-        .any(|s| s.text.starts_with("billing worker is done with late order")));
+        .any(|s| s.en().starts_with("billing worker is done with late order")));
 }
 
 /// Issue item 5: At every step the picture is the state the text describes: each claim holds in the
@@ -258,7 +254,7 @@ fn a_pop_is_shown_one_move_at_a_time() {
     assert_eq!(l.view.label(before[0].0), "order 3", "still at the root");
     let pop = l.step().unwrap();
     assert!(
-        pop.text.starts_with("Pop: order 3 leaves the root"),
+        pop.en().starts_with("Pop: order 3 leaves the root"),
         "{}",
         pop.text
     );
@@ -270,19 +266,19 @@ fn a_pop_is_shown_one_move_at_a_time() {
         "the last entry has not moved yet"
     );
     let mv = l.step().unwrap();
-    assert!(mv.text.starts_with("The last entry"), "{}", mv.text);
+    assert!(mv.en().starts_with("The last entry"), "{}", mv.text);
     let c = &l.view.channels[&key];
     assert_eq!((c.hole, c.heap.len()), (None, before.len() - 1));
     assert_eq!(c.heap[0], *before.last().unwrap(), "it moved into the hole");
     let mut swaps = 0;
     loop {
         let s = l.step().unwrap();
-        if s.text.starts_with("Sift down:") {
+        if s.en().starts_with("Sift down:") {
             swaps += 1;
             continue;
         }
         assert!(
-            s.text.starts_with("order 3 joins the memory queue"),
+            s.en().starts_with("order 3 joins the memory queue"),
             "{}",
             s.text
         );
@@ -304,7 +300,7 @@ fn the_end_is_explicit_and_next_timer_lands_on_an_instants_first_step() {
     let n = l.log.len();
     assert!(l.step().is_none() && l.step().is_none());
     assert_eq!(l.log.len(), n, "nothing repeats after the end");
-    assert!(l.summary().iter().any(|s| s.contains("4 finished")));
+    assert!(l.summary().iter().any(|s| s.en().contains("finished 4")));
 
     // From the middle of each instant, Next timer shows the first step of the next one.
     let firsts: Vec<&Step> = all
@@ -335,7 +331,7 @@ fn the_end_is_explicit_and_next_timer_lands_on_an_instants_first_step() {
 fn labels_and_names() {
     let mut l = lab("dpub-heap");
     l.run_until(10 * SECOND);
-    let texts: Vec<&str> = l.log.iter().map(|s| s.text.as_str()).collect();
+    let texts: Vec<String> = l.log.iter().map(|s| s.en()).collect();
     assert!(texts.iter().any(|t| t.contains("order 3")));
     let bare: Vec<_> = texts.iter().filter(|t| t.contains('…')).collect();
     assert!(bare.is_empty(), "no bare IDs in text: {bare:?}");
@@ -354,7 +350,7 @@ fn labels_and_names() {
         .actors
         .values()
         .filter(|a| a.role == Role::Consumer)
-        .map(|a| (a.name.clone(), a.finished))
+        .map(|a| (a.name.en(), a.finished))
         .collect();
     assert_eq!(per.iter().map(|p| p.1).sum::<u64>(), c.finished);
     let of = |n: &str| per.iter().find(|p| p.0 == n).unwrap().1;
@@ -365,7 +361,7 @@ fn labels_and_names() {
 #[test]
 fn a_late_answer_gets_nsqds_error() {
     let mut l = Lab::new(Options::default(), 5);
-    let mut c = Lab::consumer("slowpoke", "t", "c", 1);
+    let mut c = Lab::consumer(Text::plain("slowpoke"), "t", "c", 1);
     c.processing_ms = 3000;
     c.msg_timeout_ms = 1000;
     let slow = l.add_consumer(c);
@@ -377,9 +373,9 @@ fn a_late_answer_gets_nsqds_error() {
     l.run_until(3500 * MILLISECOND);
     assert!(
         l.log.iter().any(|s| s
-            .text
+            .en()
             .starts_with("nsqd answers slowpoke with an error: E_FIN_FAILED")
-            && s.text.contains("too late")),
+            && s.en().contains("too late")),
         "{:#?}",
         l.log
     );
@@ -389,16 +385,16 @@ fn a_late_answer_gets_nsqds_error() {
 #[test]
 fn heap_view_replays_each_swap() {
     let mut l = Lab::new(Options::default(), 1);
-    l.add_consumer(Lab::consumer("c1", "t", "c", 10));
+    l.add_consumer(Lab::consumer(Text::plain("c1"), "t", "c", 10));
     let p = l.add_producer();
     for (i, d) in [500, 400, 300, 200, 100].into_iter().enumerate() {
         dpub(&mut l, p, 0, d, &format!("m{i}"));
     }
     let mut swaps = 0;
     while let Some(step) = l.step() {
-        if step.text.starts_with("Sift up:") {
+        if step.en().starts_with("Sift up:") {
             swaps += 1;
-            assert!(step.text.contains("is due sooner than"), "{}", step.text);
+            assert!(step.en().contains("is due sooner than"), "{}", step.text);
         }
         if l.next_time().is_none_or(|t| t > 0) {
             break;
@@ -420,11 +416,11 @@ fn crash_times_out_and_redelivers() {
     assert!(l
         .log
         .iter()
-        .any(|s| s.text.contains("worker A never answered")));
+        .any(|s| s.en().contains("worker A never answered")));
     assert!(l
         .log
         .iter()
-        .any(|s| s.text.contains("is sent to worker B — attempt 2")));
+        .any(|s| s.en().contains("is sent to worker B — attempt 2")));
 }
 
 /// The manage controls: a consumer added by hand gets messages; RDY 0 stops delivery; a
@@ -449,7 +445,7 @@ fn changes_by_hand() {
         "RDY 0: it waits"
     );
     assert!(l.is_finished(), "nothing happens by itself");
-    assert!(l.stuck()[0].contains("none of its consumers is ready"));
+    assert!(l.stuck()[0].en().contains("none of its consumers is ready"));
 
     l.set_rdy_by_hand(a, 1);
     l.toggle_crash(a);
@@ -492,11 +488,11 @@ fn answers_by_hand_show_at_once() {
         l.log
             .last()
             .unwrap()
-            .text
+            .en()
             .starts_with("consumer 1 is done with job"),
         "{:?}",
         l.log.last()
     );
     l.run_until(5 * SECOND);
-    assert!(l.log.iter().all(|s| !s.text.contains("E_FIN_FAILED")));
+    assert!(l.log.iter().all(|s| !s.en().contains("E_FIN_FAILED")));
 }

@@ -9,7 +9,7 @@ fn last_text(m: &Model, pane: usize) -> String {
         .lab
         .log
         .last()
-        .map(|s| s.text.clone())
+        .map(|s| s.en().clone())
         .unwrap_or_default()
 }
 
@@ -29,14 +29,14 @@ fn the_scan_loop_comparison_shares_one_clock() {
         assert_eq!(a, b, "after step {i} the panels' clocks differ");
     }
     let scan = &m.panes[1].lab;
-    let found: Vec<&str> = scan
+    let found: Vec<String> = scan
         .log
         .iter()
-        .filter(|s| s.text.contains("nsqd's scan loop found it"))
-        .map(|s| s.text.as_str())
+        .map(|s| s.en())
+        .filter(|s| s.contains("nsqd's scan loop found it"))
         .collect();
     assert!(found.len() >= 5, "{found:?}");
-    assert!(scan.log.iter().all(|s| !s.text.contains("exactly")));
+    assert!(scan.log.iter().all(|s| !s.en().contains("exactly")));
     // "due at X; … found it at Y, Z ms late": Z is Y − X, and Y is a scan instant.
     for l in &scan.view.lateness {
         assert!(l.found >= l.due);
@@ -45,11 +45,11 @@ fn the_scan_loop_comparison_shares_one_clock() {
         let text = scan
             .log
             .iter()
-            .find(|s| s.text.starts_with(&format!("{label} was due at")))
+            .find(|s| s.en().starts_with(&format!("{label} was due at")))
             .unwrap();
         let late = crate::view::duration(l.found - l.due);
         assert!(
-            text.text.contains(&format!(", {late} late.")),
+            text.en().contains(&format!(", {late} late.")),
             "{}",
             text.text
         );
@@ -83,13 +83,13 @@ fn thirty_minutes_at_100x() {
     let lab = &m.panes[0].lab;
     let after = lab.view.channels[&("jobs".into(), "workers".into())].finished;
     assert_eq!(after, before + 1);
-    assert!(lab.log.iter().all(|s| !s.text.contains("disconnected")));
+    assert!(lab.log.iter().all(|s| !s.en().contains("disconnected")));
     let p = lab.producers[0].id;
     assert_eq!(lab.view.actors[&p].role, Role::Producer);
     assert!(lab
         .log
         .iter()
-        .any(|s| s.text.starts_with("producer publishes hello")));
+        .any(|s| s.en().starts_with("producer publishes hello")));
 }
 
 /// Issue item 8: Every refusal is shown next to its field with nsqd's rule; nothing is published,
@@ -109,7 +109,7 @@ fn forms_refuse_out_loud() {
     edit(&mut m, Field::PubDelay, "99999999");
     m.update(Action::Publish);
     assert_eq!(
-        m.refusals[&Field::PubDelay],
+        m.refusals[&Field::PubDelay].en(),
         "E_INVALID DPUB timeout 99999999 out of range 0-3600000"
     );
     assert_eq!(m.panes[0].lab.log.len(), steps, "nothing happened");
@@ -174,13 +174,19 @@ fn forms_refuse_out_loud() {
     // Manage: bad names and unknown channels are refused with nsqd's answer.
     edit(&mut m, Field::ManageChannel, "no such!");
     m.update(Action::AddConsumer);
-    assert!(m.refusals[&Field::ManageChannel].starts_with("E_BAD_CHANNEL SUB channel name"));
+    assert!(m.refusals[&Field::ManageChannel]
+        .en()
+        .starts_with("E_BAD_CHANNEL SUB channel name"));
     edit(&mut m, Field::ManageChannel, "nosuch");
     m.update(Action::Admin(Admin::DeleteChannel));
-    assert!(m.refusals[&Field::ManageChannel].starts_with("404 CHANNEL_NOT_FOUND"));
+    assert!(m.refusals[&Field::ManageChannel]
+        .en()
+        .starts_with("404 CHANNEL_NOT_FOUND"));
     edit(&mut m, Field::ManageRdy, "-1");
     m.update(Action::AddConsumer);
-    assert!(m.refusals[&Field::ManageRdy].starts_with("E_INVALID RDY"));
+    assert!(m.refusals[&Field::ManageRdy]
+        .en()
+        .starts_with("E_INVALID RDY"));
 }
 
 /// Issue item 9: Controls: play toggles both ways, Reset stops, an answer by hand shows at once, a speed
@@ -252,7 +258,7 @@ fn finished() {
     let len = m.panes[0].lab.log.len();
     m.update(Action::Step);
     assert_eq!(m.panes[0].lab.log.len(), len);
-    assert!(m.panes[0].lab.summary()[0].starts_with("4 messages published"));
+    assert_eq!(m.panes[0].lab.summary()[0].en(), "Messages published: 4.");
 }
 
 /// Playing never shows more than a tick's worth of steps at once: the clock falls behind

@@ -1,0 +1,359 @@
+//! Every word the page shows, in English and in Chinese.
+//!
+//! A [`Text`] is a message key and its arguments; it is rendered in a [`Lang`] only when it is
+//! shown, so the language can change while a run is on screen (the step log is kept as
+//! texts, not as sentences). The words themselves are the [`catalogue`]: one entry per key with
+//! both languages and `{name}` placeholders. An argument is plain (a label, a time) or another
+//! key (a word that itself needs translating). Tests check that every entry has both
+//! languages with the same placeholders, and that the page's components put no words of their
+//! own on the page.
+
+mod catalogue;
+
+pub use catalogue::CATALOGUE;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// A language the page speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    /// Its code in the URL (`?lang=zh`).
+    pub fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+
+    /// The language with this code (anything else is English).
+    pub fn from_code(code: &str) -> Lang {
+        match code {
+            "zh" | "zh-CN" | "zh-cn" | "cn" => Lang::Zh,
+            _ => Lang::En,
+        }
+    }
+
+    /// The other one (the page's switch).
+    pub fn other(self) -> Lang {
+        match self {
+            Lang::En => Lang::Zh,
+            Lang::Zh => Lang::En,
+        }
+    }
+}
+
+/// One catalogue entry.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub key: &'static str,
+    pub en: &'static str,
+    pub zh: &'static str,
+}
+
+fn index() -> &'static HashMap<&'static str, &'static Entry> {
+    static INDEX: OnceLock<HashMap<&'static str, &'static Entry>> = OnceLock::new();
+    INDEX.get_or_init(|| CATALOGUE.iter().map(|e| (e.key, e)).collect())
+}
+
+/// Whether the catalogue has this key.
+pub fn has(key: &str) -> bool {
+    index().contains_key(key)
+}
+
+/// A key's words in a language, placeholders and all (the key itself if it is missing, which a
+/// test catches).
+pub fn t(lang: Lang, key: &str) -> &'static str {
+    match index().get(key) {
+        Some(e) => match lang {
+            Lang::En => e.en,
+            Lang::Zh => e.zh,
+        },
+        None => {
+            debug_assert!(false, "no catalogue entry {key:?}");
+            "?"
+        }
+    }
+}
+
+/// An argument of a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Arg {
+    /// The same in every language (a label, a name, a number, a time).
+    Plain(String),
+    /// A word or phrase from the catalogue.
+    Key(&'static str),
+    /// A text of its own (a client's name).
+    Text(Box<Text>),
+}
+
+/// Something to say: a catalogue key and its arguments, rendered when shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text {
+    pub key: &'static str,
+    pub args: Vec<(&'static str, Arg)>,
+}
+
+impl Text {
+    pub fn new(key: &'static str) -> Text {
+        debug_assert!(has(key), "no catalogue entry {key:?}");
+        Text {
+            key,
+            args: Vec::new(),
+        }
+    }
+
+    /// Add a plain argument.
+    pub fn arg(mut self, name: &'static str, value: impl ToString) -> Text {
+        self.args.push((name, Arg::Plain(value.to_string())));
+        self
+    }
+
+    /// Add an argument that is itself a catalogue word.
+    pub fn word(mut self, name: &'static str, key: &'static str) -> Text {
+        debug_assert!(has(key), "no catalogue entry {key:?}");
+        self.args.push((name, Arg::Key(key)));
+        self
+    }
+
+    /// Add an argument that is a text of its own.
+    pub fn nest(mut self, name: &'static str, text: Text) -> Text {
+        self.args.push((name, Arg::Text(Box::new(text))));
+        self
+    }
+
+    /// A name that is the same in every language.
+    pub fn plain(s: impl ToString) -> Text {
+        Text {
+            key: "sym.plain",
+            args: vec![("s", Arg::Plain(s.to_string()))],
+        }
+    }
+
+    /// The text in a language.
+    pub fn render(&self, lang: Lang) -> String {
+        fill(t(lang, self.key), lang, &self.args)
+    }
+
+    /// The text in English (what the tests read).
+    pub fn en(&self) -> String {
+        self.render(Lang::En)
+    }
+}
+
+/// A text shows as its English (in logs and test messages).
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.en())
+    }
+}
+
+/// Put arguments into a template's `{name}` places.
+fn fill(template: &str, lang: Lang, args: &[(&'static str, Arg)]) -> String {
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                let name = &after[..close];
+                match args.iter().find(|(n, _)| *n == name) {
+                    Some((_, Arg::Plain(v))) => out.push_str(v),
+                    Some((_, Arg::Key(k))) => out.push_str(t(lang, k)),
+                    Some((_, Arg::Text(x))) => out.push_str(&x.render(lang)),
+                    None => {
+                        out.push('{');
+                        out.push_str(name);
+                        out.push('}');
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The `{name}` places of a template, sorted.
+pub fn placeholders(template: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                out.push(&after[..close]);
+                rest = &after[close + 1..];
+            }
+            None => break,
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether a string has Chinese characters.
+pub fn has_cjk(s: &str) -> bool {
+    s.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every entry exists in both languages, with the same placeholders, and the Chinese is
+    /// Chinese (not the English left in place).
+    #[test]
+    fn every_entry_is_in_both_languages() {
+        let mut seen = std::collections::HashSet::new();
+        for e in CATALOGUE {
+            assert!(seen.insert(e.key), "{} twice", e.key);
+            assert!(!e.en.trim().is_empty(), "{}: no English", e.key);
+            assert!(!e.zh.trim().is_empty(), "{}: no Chinese", e.key);
+            assert_eq!(
+                placeholders(e.en),
+                placeholders(e.zh),
+                "{}: the placeholders differ",
+                e.key
+            );
+            // Letters outside placeholders, commands and flags make it words to translate.
+            let mut bare = e.en.to_string();
+            for p in placeholders(e.en) {
+                bare = bare.replace(&format!("{{{p}}}"), "");
+            }
+            let words = bare
+                .split_whitespace()
+                .filter(|w| w.chars().filter(|c| c.is_ascii_lowercase()).count() > 2)
+                .count();
+            if words > 0 && !e.key.starts_with("sym.") {
+                assert!(
+                    has_cjk(e.zh),
+                    "{}: the Chinese is not Chinese: {}",
+                    e.key,
+                    e.zh
+                );
+            }
+        }
+    }
+
+    /// The components put no words of their own on the page: every word comes from the
+    /// catalogue. A literal text node, a literal `title`/`aria-label`, or a `format!` string
+    /// with a word in it (outside its placeholders, and not a style, a URL or an id) fails.
+    #[test]
+    fn the_components_say_nothing_of_their_own() {
+        let sources = [
+            ("app/mod.rs", include_str!("app/mod.rs")),
+            ("app/sim.rs", include_str!("app/sim.rs")),
+            ("app/live.rs", include_str!("app/live.rs")),
+            ("app/parts.rs", include_str!("app/parts.rs")),
+            ("app/heap.rs", include_str!("app/heap.rs")),
+            ("app/flip.rs", include_str!("app/flip.rs")),
+        ];
+        // Words that are not to be translated: the product's name, units, symbols.
+        let allowed = ["nsqlab"];
+        let technical = [
+            "translate",
+            "transform",
+            "width",
+            "height",
+            "top:",
+            "--h",
+            "px",
+            "#g-",
+            "?mode=",
+            "?scenario=",
+            "ease",
+            "none",
+            "duration",
+            "easing",
+            "cancel",
+            "animate",
+            "data-",
+            "keydown",
+            "resize",
+            "Escape",
+            "Arrow",
+            "/api/",
+            "/ws/",
+            "-refusal",
+        ];
+        let word = |lit: &str| {
+            let mut bare = lit.to_string();
+            for p in placeholders(lit) {
+                bare = bare.replace(&format!("{{{p}}}"), "");
+            }
+            bare.split(|c: char| !c.is_ascii_alphabetic())
+                .any(|w| w.len() >= 3 && !allowed.contains(&w))
+        };
+        let mut bad = Vec::new();
+        for (file, src) in sources {
+            for (n, line) in src.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                let mut checks = Vec::new();
+                for opener in [
+                    "{\"",
+                    "title=\"",
+                    "aria-label=\"",
+                    "placeholder=\"",
+                    "alt=\"",
+                    "format!(\"",
+                ] {
+                    let mut rest = code;
+                    while let Some(i) = rest.find(opener) {
+                        let after = &rest[i + opener.len()..];
+                        let end = after.find('"').unwrap_or(after.len());
+                        checks.push((opener, &after[..end]));
+                        rest = &after[end..];
+                    }
+                }
+                for (opener, lit) in checks {
+                    let skip = opener == "format!(\""
+                        && technical
+                            .iter()
+                            .any(|t| lit.contains(t) || code.contains(t));
+                    if !skip && word(lit) {
+                        bad.push(format!("{file}:{}: {lit:?}", n + 1));
+                    }
+                }
+            }
+        }
+        assert!(
+            bad.is_empty(),
+            "words that are not in the catalogue:\n{}",
+            bad.join("\n")
+        );
+    }
+
+    #[test]
+    fn texts_render_in_each_language() {
+        let x = Text::new("heap.take.only").arg("label", "order 3");
+        assert_eq!(
+            x.en(),
+            "Pop: order 3 leaves the heap. It was the only entry, so the heap is now empty."
+        );
+        assert!(x.render(Lang::Zh).contains("order 3"));
+        assert!(has_cjk(&x.render(Lang::Zh)));
+        assert_eq!(Lang::from_code("zh"), Lang::Zh);
+        assert_eq!(Lang::from_code("de"), Lang::En);
+        assert_eq!(
+            fill("{a} and {b}", Lang::En, &[("a", Arg::Plain("x".into()))]),
+            "x and {b}"
+        );
+    }
+}

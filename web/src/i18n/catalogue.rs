@@ -1,0 +1,347 @@
+//! The page's words: key, English, Chinese. `{name}` is a place for an argument.
+//!
+//! Terms follow nsqd's vocabulary. In Chinese: 主题 (topic), 通道 (channel), 在途 (in flight),
+//! 延迟 (deferred), 内存队列 (memory queue), 磁盘积压 (disk backlog), 深度 (depth); commands
+//! (PUB, RDY, FIN, REQ, TOUCH) and flags stay as nsqd spells them.
+
+use super::Entry;
+
+macro_rules! catalogue {
+    ($($key:literal => $en:literal, $zh:literal;)*) => {
+        /// Every entry.
+        pub const CATALOGUE: &[Entry] = &[$(Entry { key: $key, en: $en, zh: $zh }),*];
+    };
+}
+
+catalogue! {
+    "sym.plain" => "{s}", "{s}";
+    // ---------------------------------------------------------------- who
+    "who.http" => "An HTTP client", "一个 HTTP 客户端";
+    "who.producer" => "producer", "生产者";
+    "who.producer.n" => "producer {n}", "生产者 {n}";
+    "who.consumer.n" => "consumer {n}", "消费者 {n}";
+    "who.client.n" => "client {n}", "客户端 {n}";
+    "name.billing-worker" => "billing worker", "计费 worker";
+    "name.archive-worker" => "archive worker", "归档 worker";
+    "name.billing-service" => "billing service", "计费服务";
+    "name.shipping-service" => "shipping service", "发货服务";
+    "name.slow-worker" => "slow worker", "慢 worker";
+    "name.medium-worker" => "medium worker", "中速 worker";
+    "name.fast-worker" => "fast worker", "快 worker";
+    "name.worker-a" => "worker A", "消费者 A";
+    "name.worker-b" => "worker B", "消费者 B";
+    "name.flaky-mailer" => "flaky mailer", "不稳定的邮件服务";
+    "name.archiver" => "archiver", "归档器";
+    "name.timer-worker" => "timer worker", "定时 worker";
+
+    // ---------------------------------------------------------------- topics and channels
+    "topic.created" => "Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.",
+        "主题 {topic} 被创建：有人第一次向它发布消息或订阅它时，nsqd 就会创建这个主题。";
+    "channel.created" => "Channel {channel} is created on topic {topic}: from now on it gets its own copy of every message published to {topic}.",
+        "主题 {topic} 上创建了通道 {channel}：从现在起，发布到 {topic} 的每条消息它都会得到一份自己的副本。";
+    "topic.deleted" => "Topic {topic} is deleted, with its channels and every message in them.",
+        "主题 {topic} 被删除，连同它的通道和其中的所有消息。";
+    "channel.deleted" => "Channel {channel} is deleted from topic {topic}, with its messages; the topic's other channels keep theirs.",
+        "通道 {channel} 从主题 {topic} 中删除，连同它的消息；主题的其他通道保留各自的消息。";
+    "topic.paused" => "Topic {topic} is paused: it keeps new messages instead of copying them to its channels.",
+        "主题 {topic} 已暂停：新消息先留在主题里，不再复制到它的通道。";
+    "topic.unpaused" => "Topic {topic} is unpaused: it copies messages to its channels again.",
+        "主题 {topic} 恢复：重新把消息复制到它的通道。";
+    "channel.paused" => "Channel {channel} is paused: it sends nothing to its consumers.",
+        "通道 {channel} 已暂停：不再向消费者发送消息。";
+    "channel.unpaused" => "Channel {channel} is unpaused: it sends to its consumers again.",
+        "通道 {channel} 恢复：重新向消费者发送消息。";
+    "topic.emptied" => "Topic {topic} is emptied.", "主题 {topic} 被清空。";
+    "channel.emptied" => "Channel {channel} is emptied: its queue, deferred heap and in-flight messages are gone.",
+        "通道 {channel} 被清空：它的队列、延迟堆和在途消息都被删除。";
+
+    // ---------------------------------------------------------------- clients
+    "subscribed" => "{who} subscribes to channel {channel} of topic {topic} (SUB). It gets nothing until it says with RDY how many messages it can take.",
+        "{who} 订阅主题 {topic} 的通道 {channel}（SUB）。在它用 RDY 说明自己能接收多少条消息之前，它什么也收不到。";
+    "rdy.zero" => "{who} sends RDY 0: it takes no messages until it sends RDY again.",
+        "{who} 发送 RDY 0：在再次发送 RDY 之前，它不接收任何消息。";
+    "rdy.one" => "{who} sends RDY 1: it takes one message at a time: the next is sent only after it answers the one it has.",
+        "{who} 发送 RDY 1：它一次只接收一条消息，回复手上这条之后才会收到下一条。";
+    "rdy.many" => "{who} sends RDY {n}: it can have up to {n} messages in flight at once.",
+        "{who} 发送 RDY {n}：它最多可以同时有 {n} 条消息在途。";
+    "closed.consumer.deleted" => "{who} is disconnected: its channel was deleted.",
+        "{who} 断开了连接：它的通道被删除了。";
+    "closed.consumer.heartbeat" => "{who} is disconnected: it missed two heartbeats in a row, so nsqd closed the connection. Messages it had in flight stay in flight until their msg_timeout passes, then go back to the queue (as in nsqd).",
+        "{who} 断开了连接：它连续错过两次心跳，nsqd 关闭了连接。它的在途消息会一直保持在途，直到 msg_timeout 到期，然后回到队列（与 nsqd 相同）。";
+    "closed.consumer.error" => "{who} is disconnected: nsqd answered {error} and closed it. Messages it had in flight stay in flight until their msg_timeout passes, then go back to the queue (as in nsqd).",
+        "{who} 断开了连接：nsqd 回复了 {error} 并关闭了连接。它的在途消息会一直保持在途，直到 msg_timeout 到期，然后回到队列（与 nsqd 相同）。";
+    "closed.consumer.badinput" => "{who} is disconnected: it sent bytes nsqd could not read.",
+        "{who} 断开了连接：它发送了 nsqd 无法解析的字节。";
+    "closed.consumer.hungup" => "{who} is disconnected: it hung up. Messages it had in flight stay in flight until their msg_timeout passes, then go back to the queue (as in nsqd).",
+        "{who} 断开了连接：它主动挂断。它的在途消息会一直保持在途，直到 msg_timeout 到期，然后回到队列（与 nsqd 相同）。";
+    "closed.producer.deleted" => "{who} is disconnected: its channel was deleted.", "{who} 断开了连接：它的通道被删除了。";
+    "closed.producer.heartbeat" => "{who} is disconnected: it missed two heartbeats in a row, so nsqd closed the connection.",
+        "{who} 断开了连接：它连续错过两次心跳，nsqd 关闭了连接。";
+    "closed.producer.error" => "{who} is disconnected: nsqd answered {error} and closed it.",
+        "{who} 断开了连接：nsqd 回复了 {error} 并关闭了连接。";
+    "closed.producer.badinput" => "{who} is disconnected: it sent bytes nsqd could not read.",
+        "{who} 断开了连接：它发送了 nsqd 无法解析的字节。";
+    "closed.producer.hungup" => "{who} is disconnected: it hung up.", "{who} 断开了连接：它主动挂断。";
+    "note.error" => "nsqd answers {who} with an error: {error}.", "nsqd 向 {who} 回复错误：{error}。";
+    "note.error.late" => "nsqd answers {who} with an error: {error}. Its answer came too late: the message had timed out and is no longer in flight to it.",
+        "nsqd 向 {who} 回复错误：{error}。它的回复来得太晚了：消息已经超时，不再是它的在途消息。";
+
+    // ---------------------------------------------------------------- messages
+    "published" => "{by} publishes {label} to topic {topic} (PUB); nsqd stores it and answers OK.",
+        "{by} 向主题 {topic} 发布 {label}（PUB）；nsqd 保存它并回复 OK。";
+    "published.deferred" => "{by} publishes {label} to topic {topic} with a delay of {delay} (DPUB): it must not be delivered before {due}.",
+        "{by} 向主题 {topic} 发布 {label}，延迟 {delay}（DPUB）：在 {due} 之前不能投递。";
+    "held" => "Topic {topic} has no channel yet (or is paused), so it keeps {label} until one appears.",
+        "主题 {topic} 还没有通道（或已暂停），所以它先保留 {label}，直到出现通道。";
+    "queued.memory" => "{label} joins the memory queue of channel {channel} (now {n} of {size}), ready to be sent.",
+        "{label} 进入通道 {channel} 的内存队列（现在 {n}/{size}），等待发送。";
+    "queued.disk.full" => "The memory queue of channel {channel} is full ({n} of {size}, the --mem-queue-size): {label} goes to the disk backlog.",
+        "通道 {channel} 的内存队列已满（{n}/{size}，即 --mem-queue-size）：{label} 进入磁盘积压。";
+    "queued.disk.order.one" => "The memory queue of channel {channel} holds {n} of {size}, but 1 older message already waits on disk: to keep the order, {label} joins the disk backlog behind it.",
+        "通道 {channel} 的内存队列有 {n}/{size} 条，但已有 1 条更早的消息在磁盘上等待：为了保持顺序，{label} 排到磁盘积压的后面。";
+    "queued.disk.order.many" => "The memory queue of channel {channel} holds {n} of {size}, but {k} older messages already wait on disk: to keep the order, {label} joins the disk backlog behind them.",
+        "通道 {channel} 的内存队列有 {n}/{size} 条，但已有 {k} 条更早的消息在磁盘上等待：为了保持顺序，{label} 排到磁盘积压的后面。";
+    "deferred" => "Channel {channel} keeps {label} aside until {due}: next it is pushed into the channel's deferred min-heap, which always has the message due first at its root.",
+        "通道 {channel} 把 {label} 暂放到 {due}：接下来它被压入通道的延迟最小堆，堆顶永远是最先到期的消息。";
+    "due.exact" => "It is {now}: {label} is due now, and the channel's timer fires exactly on time (0 ms late). Next it is popped from the root of the heap.",
+        "现在是 {now}：{label} 到期了，通道的定时器准时触发（晚 0 ms）。接下来它从堆顶弹出。";
+    "due.late" => "{label} was due at {due}; the channel's timer fired at {now}. Next it is popped from the root of the heap.",
+        "{label} 应在 {due} 到期；通道的定时器在 {now} 触发。接下来它从堆顶弹出。";
+    "due.scan" => "{label} was due at {due}; nsqd's scan loop found it at {now}, {late} late. The loop wakes every 100 ms and looks only at a random sample of channels; this scan picked {channel}. Next {label} is popped from the root of the heap.",
+        "{label} 应在 {due} 到期；nsqd 的扫描循环在 {now} 才发现它，晚了 {late}。扫描循环每 100 ms 醒来一次，只查看随机抽取的部分通道；这次扫描抽到了 {channel}。接下来 {label} 从堆顶弹出。";
+    "sent" => "{label} is sent to {who}. It is now in flight: {who} must answer FIN (done), REQ (retry) or TOUCH (more time) by {deadline}, its msg_timeout, or the message comes back.",
+        "{label} 被发送给 {who}，现在处于在途状态：{who} 必须在 {deadline}（它的 msg_timeout）之前回复 FIN（完成）、REQ（重试）或 TOUCH（需要更多时间），否则消息会被收回。";
+    "sent.again" => "{label} is sent to {who} — attempt {n}: it was tried before. It is now in flight: {who} must answer FIN (done), REQ (retry) or TOUCH (more time) by {deadline}, its msg_timeout, or the message comes back.",
+        "{label} 被发送给 {who}——第 {n} 次尝试：之前已经投递过。现在处于在途状态：{who} 必须在 {deadline}（它的 msg_timeout）之前回复 FIN、REQ 或 TOUCH，否则消息会被收回。";
+    "fin" => "{who} is done with {label} and sends FIN: the channel forgets the message for good.",
+        "{who} 处理完 {label} 并发送 FIN：通道彻底删除这条消息。";
+    "req.now" => "{who} could not handle {label} and sends REQ with no delay: it goes straight back to the channel's queue.",
+        "{who} 处理 {label} 失败，发送不带延迟的 REQ：消息立刻回到通道的队列。";
+    "req.later" => "{who} could not handle {label} and sends REQ with a delay of {delay}: the message will be retried after that, so it waits in the deferred heap.",
+        "{who} 处理 {label} 失败，发送延迟 {delay} 的 REQ：消息要过这段时间才重试，在此之前它在延迟堆里等待。";
+    "timeout" => "{who} never answered {label}: its msg_timeout passed at {now}, so the channel takes the message back. It goes to the queue and will be sent again, with attempts + 1.",
+        "{who} 一直没有回复 {label}：它的 msg_timeout 在 {now} 到期，通道收回这条消息。消息回到队列，之后会再次发送，attempts 加 1。";
+    "touch" => "{who} sends TOUCH for {label}: it needs more time, so its deadline moves to {deadline}.",
+        "{who} 为 {label} 发送 TOUCH：它需要更多时间，截止时间推迟到 {deadline}。";
+    "dropped" => "Ephemeral channel {channel} keeps only --mem-queue-size messages in memory and has no disk: {label} is dropped.",
+        "临时通道 {channel} 只在内存中保留 --mem-queue-size 条消息，没有磁盘：{label} 被丢弃。";
+    "topic.dropped" => "Ephemeral topic {topic} already holds --mem-queue-size messages for channels it does not have yet: {label} is dropped.",
+        "临时主题 {topic} 已经为尚不存在的通道保留了 --mem-queue-size 条消息：{label} 被丢弃。";
+    "unsampled" => "{label} is skipped: {who}'s sample_rate says it sees only a share of the messages.",
+        "{label} 被跳过：{who} 的 sample_rate 表示它只接收一部分消息。";
+    "scan.none" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: none had a message due, so nothing moves.",
+        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：都没有到期的消息，什么也不发生。";
+    "scan.some" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: {dirty} had something due.",
+        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：其中 {dirty} 个有到期的消息。";
+
+    // ---------------------------------------------------------------- the heap
+    "heap.push.root" => "Push: {label} (due {due}) goes into the first free slot, index {at}. It is the only entry, so it is the root.",
+        "入堆：{label}（{due} 到期）放入第一个空位，下标 {at}。它是唯一的元素，所以就是堆顶。";
+    "heap.push.up" => "Push: {label} (due {due}) goes into the first free slot, index {at}. Its parent is index {p}, {plabel} (due {pdue}): it is due sooner, so it will sift up.",
+        "入堆：{label}（{due} 到期）放入第一个空位，下标 {at}。它的父节点是下标 {p} 的 {plabel}（{pdue} 到期）：它更早到期，所以要上浮。";
+    "heap.push.stay" => "Push: {label} (due {due}) goes into the first free slot, index {at}. Its parent is index {p}, {plabel} (due {pdue}): it is due no sooner, so it stays where it is.",
+        "入堆：{label}（{due} 到期）放入第一个空位，下标 {at}。它的父节点是下标 {p} 的 {plabel}（{pdue} 到期）：它不比父节点早，所以留在原地。";
+    "heap.swap.up" => "Sift up: {c} (due {cdue}) is due sooner than {p} (due {pdue}), so they swap. {c} moves up to index {parent}, {p} down to index {child}.",
+        "上浮：{c}（{cdue} 到期）比 {p}（{pdue} 到期）更早到期，两者交换。{c} 上移到下标 {parent}，{p} 下移到下标 {child}。";
+    "heap.swap.up.tie" => "Sift up: {c} is due at the same time as {p} and came first, so they swap. {c} moves up to index {parent}, {p} down to index {child}.",
+        "上浮：{c} 与 {p} 同时到期，但 {c} 先来，两者交换。{c} 上移到下标 {parent}，{p} 下移到下标 {child}。";
+    "heap.swap.down" => "Sift down: {c} (due {cdue}) is due sooner than {p} (due {pdue}), the sooner of the two children, so they swap. {c} moves up to index {parent}, {p} down to index {child}.",
+        "下沉：{c}（{cdue} 到期）比 {p}（{pdue} 到期）更早到期，而且是两个子节点中更早的那个，两者交换。{c} 上移到下标 {parent}，{p} 下移到下标 {child}。";
+    "heap.swap.down.tie" => "Sift down: {c} is due at the same time as {p} and came first, so they swap. {c} moves up to index {parent}, {p} down to index {child}.",
+        "下沉：{c} 与 {p} 同时到期，但 {c} 先来，两者交换。{c} 上移到下标 {parent}，{p} 下移到下标 {child}。";
+    "heap.take.only" => "Pop: {label} leaves the heap. It was the only entry, so the heap is now empty.",
+        "出堆：{label} 离开堆。它是唯一的元素，所以堆现在空了。";
+    "heap.take.last" => "{label} leaves the heap from its last slot, index {at}: nothing else moves.",
+        "{label} 从最后一个位置（下标 {at}）离开堆：其他元素都不动。";
+    "heap.take.root" => "Pop: {label} leaves the root, the slot of the message due first. The root is now a hole; the last entry will fill it.",
+        "出堆：{label} 离开堆顶——最先到期的消息所在的位置。堆顶现在是一个空位，最后一个元素将填进来。";
+    "heap.take.at" => "{label} leaves the heap from index {at}, leaving a hole there; the last entry will fill it.",
+        "{label} 从下标 {at} 离开堆，那里留下一个空位；最后一个元素将填进来。";
+    "heap.move.leaf" => "The last entry, {label} (due {due}), moves from index {from} into the hole at index {to}. It has no children, so it stays.",
+        "最后一个元素 {label}（{due} 到期）从下标 {from} 移到下标 {to} 的空位。它没有子节点，所以留在那里。";
+    "heap.move.down" => "The last entry, {label} (due {due}), moves from index {from} into the hole at index {to}. Now it sifts down: while a child is due sooner, it swaps with the sooner child.",
+        "最后一个元素 {label}（{due} 到期）从下标 {from} 移到下标 {to} 的空位。接着它下沉：只要有子节点比它更早到期，就与更早的那个子节点交换。";
+    "heap.rekey" => "{label} gets a new due time, {due}; it sifts to its new place.",
+        "{label} 得到新的到期时间 {due}，然后移动到新的位置。";
+    "heap.clear" => "The heap is emptied.", "堆被清空。";
+
+    // ---------------------------------------------------------------- scenarios
+    "scenario.dpub-heap.title" => "DPUB through the deferred heap", "DPUB 经过延迟堆";
+    "scenario.dpub-heap.text" => "Seven orders are published with different delays. Each goes into the channel's deferred min-heap: pushed at the end, then swapped with its parent while it is due sooner. The root is always the next message due; when its time comes it is popped (the last entry moves to the root and sifts down) and delivered — exactly on time.",
+        "七个订单以不同的延迟发布。每条消息进入通道的延迟最小堆：先放到末尾，只要比父节点更早到期就与父节点交换。堆顶永远是下一条到期的消息；时间一到，它就被弹出（最后一个元素移到堆顶再下沉），并且准时投递。";
+    "scenario.fan-out.title" => "Fan-out to two channels", "扇出到两个通道";
+    "scenario.fan-out.text" => "A topic copies every message to each of its channels. Billing and shipping each get their own copy and consume at their own pace.",
+        "一个主题把每条消息复制到它的每个通道。计费和发货各自得到自己的副本，按各自的节奏消费。";
+    "scenario.load-balance.title" => "Load-balancing by RDY", "按 RDY 负载均衡";
+    "scenario.load-balance.text" => "Three consumers share one channel. Each says with RDY how many messages it can hold at once (1, 2 and 4); the channel hands messages out round-robin to whoever has room, so the fast worker does most of the work.",
+        "三个消费者共享一个通道。每个消费者用 RDY 说明自己同时能处理多少条消息（1、2 和 4）；通道把消息轮流交给有空位的消费者，所以快的 worker 做了大部分工作。";
+    "scenario.crash-timeout.title" => "Consumer crash → in-flight timeout → redelivery", "消费者崩溃 → 在途超时 → 重新投递";
+    "scenario.crash-timeout.text" => "A consumer takes a message and crashes without answering. The message stays in flight until its msg_timeout passes (3 s here), then goes back to the queue and is delivered to another consumer, with attempts = 2.",
+        "一个消费者拿到消息后崩溃，没有回复。消息保持在途，直到 msg_timeout（这里是 3 秒）到期，然后回到队列，被投递给另一个消费者，attempts = 2。";
+    "scenario.req-backoff.title" => "REQ with backoff", "带退避的 REQ";
+    "scenario.req-backoff.text" => "A flaky consumer fails most messages and answers REQ with a delay that grows with each attempt. A requeued message waits in the deferred heap until its retry time.",
+        "一个不稳定的消费者处理大多数消息都会失败，它用 REQ 回复，延迟随每次尝试增长。重新入队的消息在延迟堆里等到重试时间。";
+    "scenario.overflow-disk.title" => "Memory queue overflowing to disk", "内存队列溢出到磁盘";
+    "scenario.overflow-disk.text" => "The channel keeps --mem-queue-size messages (4 here) in memory; the rest go to the disk backlog, in order. When a consumer arrives it drains memory first, then the backlog.",
+        "通道在内存中保留 --mem-queue-size 条消息（这里是 4 条），其余按顺序进入磁盘积压。消费者到来后，先取内存里的，再取积压的。";
+    "scenario.big-heap.title" => "10 000 deferred messages", "一万条延迟消息";
+    "scenario.big-heap.text" => "Ten thousand DPUBs with random delays of 5 to 25 s. However many are waiting, the heap is only 14 levels deep: a push or a pop swaps at most 13 times, and the root is always the next message due. The drawing shows the top levels and counts the rest.",
+        "一万个 DPUB，随机延迟 5 到 25 秒。不管有多少条在等待，堆只有 14 层：一次入堆或出堆最多交换 13 次，堆顶永远是下一条到期的消息。图里画出上面几层，其余的只计数。";
+    "scenario.scan-vs-exact.title" => "nsqd's 100 ms scan loop versus exact timers", "nsqd 的 100 ms 扫描循环与精确定时器";
+    "scenario.scan-vs-exact.text" => "The same 20 DPUBs under two timer strategies. nsqd looks for due messages by scanning a random sample of channels every 100 ms, so deliveries come late; nsqlab keeps one timer per channel and fires it exactly when due. The chart shows each message's lateness.",
+        "同样的 20 个 DPUB，两种定时策略。nsqd 每 100 ms 随机抽取一部分通道扫描到期消息，所以投递会晚；nsqlab 每个通道有一个定时器，准时触发。图表显示每条消息晚了多少。";
+
+    "pane.exact" => "exact timers (nsqlab)", "精确定时器（nsqlab）";
+    "pane.scan" => "100 ms scan loop (nsqd)", "100 ms 扫描循环（nsqd）";
+
+    // ---------------------------------------------------------------- refusals
+    "refuse.nsqd" => "{error}", "nsqd 会回复：{error}";
+    "refuse.name" => "{error} — a name is 1 to 64 characters of a–z A–Z 0–9 . _ - (it may end in #ephemeral)",
+        "{error}——名称为 1 到 64 个字符，只能是 a–z A–Z 0–9 . _ -（可以以 #ephemeral 结尾）";
+    "refuse.delay.empty" => "a delay in milliseconds is needed (0 publishes at once)", "需要填写以毫秒为单位的延迟（0 表示立即发布）";
+    "refuse.count.low" => "{error} — at least one message", "{error}——至少要有一条消息";
+    "refuse.count.high" => "{n} is more than this page publishes at once: at most {max} (nsqd takes an MPUB as big as --max-body-size, 5 MiB)",
+        "{n} 超过了本页面一次能发布的数量：最多 {max} 条（nsqd 接受的 MPUB 最大为 --max-body-size，即 5 MiB）";
+    "refuse.count.nan" => "how many messages: a whole number from 1 to {max}", "消息条数：1 到 {max} 之间的整数";
+    "refuse.number" => "{what}: a whole number from {lo} to {hi}", "{what}：{lo} 到 {hi} 之间的整数";
+    "refuse.seed" => "a seed is a whole number from 0 to {max}", "种子是 0 到 {max} 之间的整数";
+    "refuse.admin" => "{code} {error} — nsqd's answer to {path}", "{code} {error}——nsqd 对 {path} 的回复";
+    "knob.work" => "work ms", "处理毫秒数";
+    "knob.fail" => "fail %", "失败率 %";
+
+
+    // ---------------------------------------------------------------- the page
+    "ui.sub" => " — watch a message queue work from the inside", " —— 看消息队列在内部如何工作";
+    "ui.scenarios" => "scenarios", "场景";
+    "ui.controls" => "controls", "控制";
+    "ui.live" => "● live server", "● 实时服务器";
+    "ui.play" => "▶ Play", "▶ 播放";
+    "ui.pause" => "‖ Pause", "‖ 暂停";
+    "ui.play.title" => "play or pause (space)", "播放或暂停（空格键）";
+    "ui.step" => "Step", "单步";
+    "ui.step.title" => "one step (→ or s)", "前进一步（→ 或 s）";
+    "ui.next" => "Next timer", "下一个定时器";
+    "ui.next.title" => "the first step of the next instant (n)", "跳到下一个时刻的第一步（n）";
+    "ui.reset" => "Reset", "重置";
+    "ui.reset.title" => "start over (r)", "重新开始（r）";
+    "ui.speed" => "speed", "速度";
+    "ui.seed" => "seed", "种子";
+    "ui.seed.hint" => "the same seed replays the same run; Enter starts over with it", "同样的种子会重放同样的运行；按回车用它重新开始";
+    "ui.seed.apply" => "start over", "重新开始";
+    "ui.done" => "finished", "已结束";
+    "ui.begin" => "Press Step (→) or Play (space) to begin.", "按“单步”（→）或“播放”（空格键）开始。";
+    "ui.finished.title" => "Scenario finished — here is what happened", "场景结束——发生了这些事";
+    "ui.finished.hint" => "Nothing more happens by itself. Reset to watch it again, or change something by hand below: publish, add a consumer, change a consumer's RDY.",
+        "不会再自动发生任何事。点“重置”再看一遍，或者在下面手动改点什么：发布消息、添加消费者、修改消费者的 RDY。";
+    "sym.lang.other" => "中文", "English";
+    "ui.lang.title" => "Read this page in Chinese", "用英文阅读本页";
+    "ui.producers" => "producers", "生产者";
+    "ui.topics" => "topics", "主题";
+    "ui.channels" => "channels", "通道";
+    "ui.consumers" => "consumers", "消费者";
+    "ui.producers.none" => "none yet: publish below", "还没有：在下面发布";
+    "ui.consumers.none" => "none yet: add one below", "还没有：在下面添加";
+    "ui.published" => "published {n}", "已发布 {n}";
+    "ui.disconnected" => "disconnected", "已断开";
+    "ui.held" => "held", "保留";
+    "ui.held.aria" => "messages the topic holds until it has a channel", "主题在有通道之前保留的消息";
+    "ui.c.depth" => "depth", "深度";
+    "ui.c.deferred" => "deferred", "延迟";
+    "ui.c.inflight" => "in flight", "在途";
+    "ui.c.finished" => "finished", "完成";
+    "ui.c.requeued" => "requeued", "重新入队";
+    "ui.c.timedout" => "timed out", "超时";
+    "ui.c.messages" => "messages", "消息";
+    "ui.c.clients" => "consumers", "消费者";
+    "ui.memory" => "memory queue", "内存队列";
+    "ui.disk" => "disk backlog", "磁盘积压";
+    "ui.of" => "{n} of {size}", "{n}/{size}";
+    "ui.crashed" => "crashed", "已崩溃";
+    "ui.consumer.meta" => "{channel} · RDY {rdy} · {work} ms per message, {fail} % fail", "{channel} · RDY {rdy} · 每条 {work} ms，失败率 {fail}%";
+    "ui.cc.inflight" => "in flight {n}", "在途 {n}";
+    "ui.cc.received" => "received {n}", "收到 {n}";
+    "ui.cc.finished" => "finished {n}", "完成 {n}";
+    "ui.cc.req" => "REQ {n}", "REQ {n} 次";
+    "ui.cc.timedout" => "timed out {n}", "超时 {n}";
+    "ui.crash" => "crash", "崩溃";
+    "ui.recover" => "recover", "恢复";
+    "ui.crash.title" => "a crashed consumer never answers: its messages time out", "崩溃的消费者不再回复：它的消息会超时";
+    "ui.disconnect" => "disconnect {who}", "断开 {who}";
+    "ui.disconnect.title" => "disconnect", "断开连接";
+    "ui.inflight.title" => "in flight on {channel}", "{channel} 的在途消息";
+    "ui.inflight.row" => "{who} · attempt {n}", "{who} · 第 {n} 次";
+    "ui.answer" => "{cmd} {label}", "对 {label} 发送 {cmd}";
+    "ui.timeleft" => "time left to answer", "剩余回复时间";
+    "ui.log.title" => "every step so far ({n})", "到目前为止的每一步（{n}）";
+    "ui.chart.title" => "how late each deferred message was delivered (delivery time − due time)", "每条延迟消息晚了多久投递（投递时间 − 到期时间）";
+    "ui.chart.delivered" => "delivered", "投递";
+    "ui.chart.none" => "no deferred message delivered yet", "还没有投递延迟消息";
+    "ui.chart.summary" => "{n} delivered · at most {max} ms late · on average {mean} ms", "已投递 {n} 条 · 最多晚 {max} ms · 平均 {mean} ms";
+    "ui.chart.binned" => " · each bar is the latest of {k} messages", " · 每根柱子是 {k} 条消息中最晚的一条";
+    "ui.chart.x" => "deferred messages, in the order they came due", "延迟消息，按到期顺序排列";
+    "ui.chart.aria" => "{title}: lateness per message in ms", "{title}：每条消息晚了多少毫秒";
+    "ui.chart.bar" => "{label}: {ms} ms late", "{label}：晚 {ms} ms";
+    "ui.heap.title" => "deferred min-heap of {channel} — {n} pending", "{channel} 的延迟最小堆——{n} 条等待中";
+    "ui.heap.empty.title" => "deferred min-heap of {channel} — empty", "{channel} 的延迟最小堆——空";
+    "ui.heap.empty" => "No message is waiting for its time here: every deferred one has come due.", "这里没有等待到期的消息：所有延迟消息都已到期。";
+    "ui.heap.more" => "… and {hidden} more in levels {from}–{to} (the tree is {depth} levels deep; a push or pop swaps at most {swaps} times)",
+        "……还有 {hidden} 条在第 {from}–{to} 层（树共有 {depth} 层；一次入堆或出堆最多交换 {swaps} 次）";
+    "ui.heap.root" => "Deferred heap of {channel}: {n} entries; the root, due first, is {label} (due {due}).", "{channel} 的延迟堆：{n} 个元素；堆顶（最先到期）是 {label}（{due} 到期）。";
+    "ui.heap.hole" => "Deferred heap of {channel}: the root is a hole.", "{channel} 的延迟堆：堆顶是一个空位。";
+    "ui.heap.array" => "the same heap as an array: the children of index i are 2i+1 and 2i+2", "同一个堆的数组形式：下标 i 的子节点是 2i+1 和 2i+2";
+    "ui.hole" => "hole", "空位";
+    "ui.due.in" => "in {s} s", "{s} 秒后";
+    "ui.due.now" => "due now", "已到期";
+    "ui.heap.node" => "{label} — due {due}, index {i}", "{label}——{due} 到期，下标 {i}";
+    "ui.publish" => "publish", "发布";
+    "ui.f.topic" => "topic", "主题";
+    "ui.f.body" => "body", "消息体";
+    "ui.f.delay" => "delay ms", "延迟（毫秒）";
+    "ui.f.count" => "count", "条数";
+    "ui.f.channel" => "channel", "通道";
+    "ui.f.rdy" => "RDY", "RDY 数";
+    "ui.h.topic" => "the topic to publish to", "要发布到的主题";
+    "ui.h.body" => "the message body", "消息内容";
+    "ui.h.delay" => "0 publishes at once (PUB); more defers it (DPUB), up to nsqd's --max-req-timeout", "0 表示立即发布（PUB）；大于 0 表示延迟发布（DPUB），最多为 nsqd 的 --max-req-timeout";
+    "ui.h.count" => "1 message, or several (MPUB; with a delay, that many DPUBs)", "1 条，或多条（MPUB；有延迟时发布相同条数的 DPUB）";
+    "ui.manage" => "manage", "管理";
+    "ui.h.mtopic" => "a topic name", "主题名";
+    "ui.h.mchannel" => "a channel name", "通道名";
+    "ui.h.rdy" => "the new consumer's RDY count", "新消费者的 RDY 数";
+    "ui.add-consumer" => "add consumer", "添加消费者";
+    "ui.create-topic" => "create topic", "创建主题";
+    "ui.create-channel" => "create channel", "创建通道";
+    "ui.delete-channel" => "delete channel", "删除通道";
+    "ui.delete-topic" => "delete topic", "删除主题";
+    "ui.glossary" => "Glossary: the words on this page", "术语表：本页出现的词";
+    "ui.close" => "close", "关闭";
+    "ui.in-glossary" => "in the glossary", "在术语表中查看";
+    "ui.term" => "{term}: what is this?", "{term}：这是什么？";
+    "ui.glossary.entry" => "glossary: {title}", "术语表：{title}";
+    "ui.live.sub" => " — live: this server's channels, as they change", " —— 实时：本服务器的通道，随时变化";
+    "ui.live.back" => "← simulation", "← 模拟";
+    "ui.live.status" => "{status} · events dropped: {n}", "{status} · 丢弃的事件：{n}";
+    "ui.live.connecting" => "connecting…", "连接中……";
+    "ui.live.connected" => "connected", "已连接";
+    "ui.live.closed" => "disconnected (reload to reconnect)", "已断开（刷新页面重新连接）";
+    "ui.live.clock" => "server time {t} UTC", "服务器时间 {t} UTC";
+    "ui.live.hint" => "Counters are the server's own (/stats, every second); the drawing follows its events.", "计数器来自服务器自身（/stats，每秒一次）；图形跟随它的事件变化。";
+    "ui.live.waiting" => "Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'", "等待流量……试试：curl -d hi 'http://{host}/pub?topic=t&defer=5000'";
+
+    // ---------------------------------------------------------------- summary
+    "summary.published" => "Messages published: {n}.", "发布的消息：{n} 条。";
+    "summary.published.deferred" => "Messages published: {n}, of them with a delay (DPUB): {d}.",
+        "发布的消息：{n} 条，其中带延迟的（DPUB）：{d} 条。";
+    "summary.channel" => "Channel {topic}/{channel}: finished {fin}, requeued (REQ) {req}, timed out {timeout}, waiting {waiting}.",
+        "通道 {topic}/{channel}：完成 {fin}，重新入队（REQ）{req}，超时 {timeout}，等待中 {waiting}。";
+    "summary.consumer" => "{who}: received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
+        "{who}：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
+    "summary.consumer.gone" => "{who} (disconnected): received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
+        "{who}（已断开）：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
+    "summary.lateness" => "Deferred messages that came due: {n}; at most {max} late ({mean} on average).",
+        "到期的延迟消息：{n} 条；最多晚 {max}（平均 {mean}）。";
+    "stuck.nobody" => "Messages waiting in channel {topic}/{channel}: {n}; it has no consumer.",
+        "通道 {topic}/{channel} 中有 {n} 条消息在等待：它没有消费者。";
+    "stuck.notready" => "Messages waiting in channel {topic}/{channel}: {n}; none of its consumers is ready for more (RDY 0, or crashed).",
+        "通道 {topic}/{channel} 中有 {n} 条消息在等待：它的消费者都不能再接收（RDY 0 或已崩溃）。";
+}
