@@ -96,13 +96,15 @@ const TIMER_KIND_MASK: u64 = 0xff << 56;
 const SCAN_INTERVAL: Nanos = 100 * MILLISECOND;
 const SCAN_REFRESH: Nanos = 5 * SECOND;
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct ScanState {
     channels: Vec<ChannelId>,
     next_refresh: Time,
 }
 
-/// The sans-IO NSQ broker.
+/// The sans-IO NSQ broker. Cloning one copies its whole state (the visualiser keeps
+/// snapshots of a run to step back through it).
+#[derive(Clone)]
 pub struct Broker {
     opts: Options,
     clock: Clock,

@@ -176,7 +176,7 @@ impl MessageQueue {
 }
 
 /// A channel of a topic.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Channel {
     pub topic: Name,
     pub name: Name,

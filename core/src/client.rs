@@ -6,7 +6,7 @@ use crate::protocol::identify::{ClientSettings, IdentifyData};
 use crate::time::Time;
 use crate::{ChannelId, ClientId};
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Client {
     pub id: ClientId,
     pub remote_address: String,

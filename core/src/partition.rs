@@ -42,7 +42,7 @@ pub fn partition_of(topic: &str, partitions: u32) -> u32 {
 
 /// A client leaving this partition for partition `to`, with its state and the input it sent
 /// that this partition did not run (starting with the command that made it move).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Migration {
     pub client: ClientId,
     pub to: u32,

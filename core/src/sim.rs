@@ -30,7 +30,7 @@ use crate::ClientId;
 use std::collections::BTreeMap;
 
 /// The client side of one simulated connection.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ClientEnd {
     /// Bytes received and not yet parsed into frames.
     inbox: Vec<u8>,
@@ -42,7 +42,8 @@ pub struct ClientEnd {
     pub upgrades: Vec<crate::broker::Upgrade>,
 }
 
-/// A broker, its clients and a virtual clock.
+/// A broker, its clients and a virtual clock. A clone is an independent copy of all of it.
+#[derive(Clone)]
 pub struct Sim {
     pub broker: Broker,
     now: Time,

@@ -9,7 +9,7 @@ use crate::ChannelId;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Topic {
     pub name: Name,
     pub ephemeral: bool,
@@ -77,7 +77,7 @@ impl Topic {
 /// The broker's topics: kept in slots, so a publisher that names the same topic again reaches
 /// it without a search (see `Client::last_pub`), and indexed by name in name order, which is
 /// the order [`Topics::values`] and stats list them in.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Topics {
     slots: Vec<Option<Topic>>,
     free: Vec<u32>,

@@ -289,6 +289,7 @@ mod tests {
             "/api/",
             "/ws/",
             "-refusal",
+            "left:",
         ];
         let word = |lit: &str| {
             let mut bare = lit.to_string();

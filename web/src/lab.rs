@@ -74,7 +74,8 @@ pub enum Cue {
 }
 
 /// How a message is answered by hand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Answer {
     Fin,
     Req,
@@ -97,7 +98,7 @@ impl Step {
 }
 
 /// Something waiting to be shown.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 enum Pending {
     Event(Event),
     /// Words of the lab's own (a broker error a client received).
@@ -107,7 +108,8 @@ enum Pending {
 /// At most this many instants are passed in one call (a safety net: the browser never hangs).
 const MAX_INSTANTS: usize = 1_000_000;
 
-/// The playback engine.
+/// The playback engine. A clone is an independent copy (a snapshot to come back to).
+#[derive(Clone)]
 pub struct Lab {
     pub sim: Sim,
     agenda: BTreeMap<(Time, u64), Cue>,
@@ -722,7 +724,8 @@ impl Lab {
 }
 
 /// The manage form's admin calls (nsqd's HTTP `/topic/…` and `/channel/…`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Admin {
     CreateTopic,
     DeleteTopic,

@@ -13,6 +13,7 @@ use crate::scenarios::{find, Scenario, SCENARIOS};
 use nsqlab_core::time::Time;
 use nsqlab_core::{ClientId, MessageId};
 use std::collections::BTreeMap;
+pub use timeline::{Change, Entry, Mark, Timeline};
 
 /// Playback speeds offered (virtual seconds per real second).
 pub const SPEEDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0];
@@ -35,6 +36,10 @@ pub enum Knob {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
     Step,
+    /// One step back in time.
+    Back,
+    /// Go to this point of the run (the scrubber).
+    Seek(usize),
     NextTimer,
     TogglePlay,
     Pause,
@@ -105,6 +110,10 @@ pub struct Model {
     pub term: Option<&'static str>,
     /// Bumped by every update (the components compare it to know what changed).
     pub version: u64,
+    /// The run as a line to travel along.
+    pub timeline: Timeline,
+    /// In the past: each lab's steps after the current point, as they were shown.
+    future: Vec<std::collections::VecDeque<crate::lab::Step>>,
 }
 
 impl Model {
@@ -129,6 +138,8 @@ impl Model {
             term: None,
             lang,
             version: 0,
+            timeline: Timeline::new(&mut []),
+            future: Vec::new(),
         };
         m.restart();
         m
@@ -139,6 +150,8 @@ impl Model {
             .into_iter()
             .map(|(title, lab)| Pane { title, lab })
             .collect();
+        self.timeline = Timeline::new(&mut self.panes);
+        self.future = vec![Default::default(); self.panes.len()];
         self.playing = false;
         self.refusals.clear();
         self.knob_refusals.clear();
@@ -154,6 +167,11 @@ impl Model {
             (Field::Seed, self.seed.to_string()),
         ]
         .into();
+    }
+
+    /// The position on the run's line: steps shown so far, all labs together.
+    pub fn pos(&self) -> usize {
+        self.panes.iter().map(|p| p.lab.log.len()).sum()
     }
 
     /// The shared clock.
@@ -184,13 +202,25 @@ impl Model {
     /// Apply one action.
     pub fn update(&mut self, action: Action) {
         self.version += 1;
+        let at_head = self.pos() == self.timeline.horizon();
         match action {
-            Action::Step => self.step(),
-            Action::NextTimer => {
-                for p in &mut self.panes {
+            Action::Step if at_head => self.grow(|m| {
+                m.step();
+            }),
+            Action::Step => self.seek(self.pos() + 1),
+            Action::Back => self.back(),
+            Action::Seek(pos) => self.seek(pos),
+            Action::NextTimer if at_head => self.grow(|m| {
+                for p in &mut m.panes {
                     p.lab.flush_instant();
                 }
-                self.step();
+                m.step();
+            }),
+            Action::NextTimer => {
+                let now = self.now();
+                while self.pos() < self.timeline.horizon() && self.now() <= now {
+                    self.seek(self.pos() + 1);
+                }
             }
             Action::TogglePlay => self.playing = !self.playing,
             Action::Pause => self.playing = false,
@@ -233,65 +263,259 @@ impl Model {
                 client,
                 id,
                 what,
-            } => {
-                if let Some(p) = self.panes.get_mut(lab) {
-                    p.lab.answer_by_hand(client, id, what);
-                }
-            }
+            } => self.change(Change::Answer {
+                lab,
+                client: client.0,
+                id,
+                what,
+            }),
             Action::Tune {
                 lab,
                 client,
                 knob,
                 value,
             } => self.tune(lab, client, knob, &value),
-            Action::ToggleCrash { lab, client } => {
-                if let Some(p) = self.panes.get_mut(lab) {
-                    p.lab.toggle_crash(client);
-                }
-            }
-            Action::RemoveConsumer { lab, client } => {
-                if let Some(p) = self.panes.get_mut(lab) {
-                    p.lab.remove_consumer_by_hand(client);
-                }
-            }
+            Action::ToggleCrash { lab, client } => self.change(Change::Crash {
+                lab,
+                client: client.0,
+            }),
+            Action::RemoveConsumer { lab, client } => self.change(Change::Remove {
+                lab,
+                client: client.0,
+            }),
             Action::Explain(term) => self.term = term,
             Action::SetLang(lang) => self.lang = lang,
         }
     }
 
-    /// Play `real_ms` of real time at the chosen speed, in slices of virtual time, all labs
-    /// together. A tick shows at most [`TICK_STEPS`] steps: when a burst has more, the clock
-    /// falls behind real time for a moment rather than the page freezing.
-    fn play(&mut self, real_ms: f64) {
-        let target = self.now() + (real_ms.max(0.0) * self.speed * 1e6) as Time;
-        let mut t = self.now();
-        let mut shown = 0;
-        while t < target && shown < TICK_STEPS {
-            t = (t + SLICE).min(target);
-            for p in &mut self.panes {
-                shown += p.lab.run_until(t);
+    /// Run `f` at the head of the run and put the steps it showed on the trail.
+    fn grow(&mut self, f: impl FnOnce(&mut Model)) {
+        let before: Vec<usize> = self.panes.iter().map(|p| p.lab.log.len()).collect();
+        f(self);
+        self.timeline.extend(&mut self.panes, &before);
+    }
+
+    /// Make a change by hand now, and note it on the run's line (in the past, the run takes
+    /// another way from here).
+    fn change(&mut self, change: Change) {
+        let pos = self.pos();
+        if pos < self.timeline.horizon() || self.timeline.applied < self.timeline.journal.len() {
+            self.timeline.branch(pos);
+            for f in &mut self.future {
+                f.clear();
+            }
+        }
+        let at = self.panes.iter().map(|p| p.lab.now()).collect();
+        self.grow(|m| m.apply(&change));
+        self.timeline.record(pos, at, change);
+    }
+
+    /// Make a change (now, or again on the way to a past point).
+    fn apply(&mut self, change: &Change) {
+        fn one(panes: &mut [Pane], lab: usize) -> Option<&mut Lab> {
+            panes.get_mut(lab).map(|p| &mut p.lab)
+        }
+        match change {
+            Change::Publish {
+                topic,
+                body,
+                defer_ms,
+                count,
+            } => {
+                for p in &mut self.panes {
+                    p.lab.publish_by_hand(topic, body, *defer_ms, *count);
+                }
+            }
+            Change::AddConsumer {
+                topic,
+                channel,
+                rdy,
+            } => {
+                for p in &mut self.panes {
+                    p.lab.add_consumer_by_hand(topic, channel, *rdy);
+                }
+            }
+            Change::Admin { op, topic, channel } => {
+                let mut failed = None;
+                for p in &mut self.panes {
+                    if let Err(e) = p.lab.admin_by_hand(*op, topic, channel) {
+                        failed = Some(e);
+                    }
+                }
+                if let Some(e) = failed {
+                    let field = if e.contains("CHANNEL") {
+                        Field::ManageChannel
+                    } else {
+                        Field::ManageTopic
+                    };
+                    let code = if e.ends_with("NOT_FOUND") { 404 } else { 400 };
+                    self.refusals.insert(
+                        field,
+                        Text::new("refuse.admin")
+                            .arg("code", code)
+                            .arg("error", e)
+                            .arg("path", op.path()),
+                    );
+                }
+            }
+            Change::Answer {
+                lab,
+                client,
+                id,
+                what,
+            } => {
+                if let Some(l) = one(&mut self.panes, *lab) {
+                    l.answer_by_hand(ClientId(*client), *id, *what);
+                }
+            }
+            Change::Rdy { lab, client, rdy } => {
+                if let Some(l) = one(&mut self.panes, *lab) {
+                    l.set_rdy_by_hand(ClientId(*client), *rdy);
+                }
+            }
+            Change::Behaviour {
+                lab,
+                client,
+                work,
+                fail,
+            } => {
+                if let Some(l) = one(&mut self.panes, *lab) {
+                    l.set_behaviour(ClientId(*client), *work, *fail);
+                }
+            }
+            Change::Crash { lab, client } => {
+                if let Some(l) = one(&mut self.panes, *lab) {
+                    l.toggle_crash(ClientId(*client));
+                }
+            }
+            Change::Remove { lab, client } => {
+                if let Some(l) = one(&mut self.panes, *lab) {
+                    l.remove_consumer_by_hand(ClientId(*client));
+                }
             }
         }
     }
 
-    /// One step on the shared clock.
-    fn step(&mut self) {
+    /// Make again the journal's changes due at this point (on the way to a past point), each
+    /// at the clocks it was made at.
+    fn replay_due(&mut self) {
+        while let Some(e) = self.timeline.due(self.pos()).cloned() {
+            for (p, at) in self.panes.iter_mut().zip(&e.at) {
+                p.lab.idle_to(*at);
+            }
+            self.apply(&e.change);
+            self.timeline.applied += 1;
+        }
+    }
+
+    /// One step back: the nearest point before this one that a run stands on (a change by
+    /// hand shows its first steps at once: the points inside them are not).
+    fn back(&mut self) {
+        let here = self.pos();
+        let mut target = here;
+        while target > 0 {
+            target -= 1;
+            self.seek(target);
+            if self.pos() < here {
+                return;
+            }
+        }
+    }
+
+    /// Go to a point of the run, back or forward (no further than the furthest reached), by
+    /// the trail: from the last snapshot before it, each step by the lab that showed it.
+    fn seek(&mut self, target: usize) {
+        let target = target.min(self.timeline.horizon());
+        let here = self.pos();
+        if target < here || self.timeline.restore_point(target).pos > here {
+            let snap = self.timeline.restore_point(target).clone();
+            for (i, p) in self.panes.iter_mut().enumerate() {
+                let mut log = std::mem::take(&mut p.lab.log);
+                let future = &mut self.future[i];
+                if snap.logs[i] <= log.len() {
+                    // Back: the steps after the snapshot wait in the future.
+                    for s in log.split_off(snap.logs[i]).into_iter().rev() {
+                        future.push_front(s);
+                    }
+                } else {
+                    // Forward: the steps up to the snapshot come back from the future.
+                    let need = snap.logs[i] - log.len();
+                    log.extend(future.drain(..need.min(future.len())));
+                }
+                p.lab = snap.labs[i].clone();
+                p.lab.log = log;
+            }
+            self.timeline.applied = snap.applied;
+        }
+        let start: Vec<usize> = self.panes.iter().map(|p| p.lab.log.len()).collect();
+        while self.pos() < target {
+            let pos = self.pos();
+            self.replay_due();
+            if self.pos() != pos {
+                continue;
+            }
+            let i = self.timeline.trail[pos] as usize;
+            if self.panes[i].lab.step().is_none() {
+                debug_assert!(false, "the trail says lab {i} shows a step at {pos}");
+                break;
+            }
+        }
+        // The steps shown again are the future's first ones.
+        for (i, p) in self.panes.iter().enumerate() {
+            let future = &mut self.future[i];
+            let shown = (p.lab.log.len() - start[i]).min(future.len());
+            future.drain(..shown);
+        }
+    }
+
+    /// Play `real_ms` of real time at the chosen speed, all labs together. In the past it
+    /// follows the run's trail; at its head, the labs play on. A tick shows at most
+    /// [`TICK_STEPS`] steps: when a burst has more, the clock falls behind real time for a
+    /// moment rather than the page freezing.
+    fn play(&mut self, real_ms: f64) {
+        let target = self.now() + (real_ms.max(0.0) * self.speed * 1e6) as Time;
+        let mut shown = 0;
+        while self.pos() < self.timeline.horizon() && shown < TICK_STEPS {
+            if self.now() >= target {
+                return;
+            }
+            self.seek(self.pos() + 1);
+            shown += 1;
+        }
+        if shown >= TICK_STEPS {
+            return;
+        }
+        self.grow(|m| {
+            let mut t = m.now();
+            while t < target && shown < TICK_STEPS {
+                t = (t + SLICE).min(target);
+                for p in &mut m.panes {
+                    shown += p.lab.run_until(t);
+                }
+            }
+        });
+    }
+
+    /// One step on the shared clock: every lab with something at the earliest next instant
+    /// shows one step. How many were shown.
+    fn step(&mut self) -> usize {
         for _ in 0..100_000 {
             let Some(t) = self.panes.iter().filter_map(|p| p.lab.next_time()).min() else {
-                return;
+                return 0;
             };
-            let mut shown = false;
+            let mut shown = 0;
             for p in &mut self.panes {
                 if p.lab.next_time() == Some(t) {
-                    shown |= p.lab.step_at(t).is_some();
+                    shown += usize::from(p.lab.step_at(t).is_some());
                 } else {
                     p.lab.idle_to(t);
                 }
             }
-            if shown {
-                return;
+            if shown > 0 {
+                return shown;
             }
         }
+        0
     }
 
     fn refuse(&mut self, no: forms::Refusals) -> bool {
@@ -319,12 +543,12 @@ impl Model {
             self.field(Field::PubDelay),
             self.field(Field::PubCount),
         ) {
-            Ok(p) => {
-                for pane in &mut self.panes {
-                    pane.lab
-                        .publish_by_hand(&p.topic, &p.body, p.defer_ms, p.count);
-                }
-            }
+            Ok(p) => self.change(Change::Publish {
+                topic: p.topic,
+                body: p.body,
+                defer_ms: p.defer_ms,
+                count: p.count,
+            }),
             Err(no) => {
                 self.refuse(no);
             }
@@ -353,9 +577,11 @@ impl Model {
             return;
         }
         let rdy = rdy.expect("checked");
-        for p in &mut self.panes {
-            p.lab.add_consumer_by_hand(&topic, &channel, rdy);
-        }
+        self.change(Change::AddConsumer {
+            topic,
+            channel,
+            rdy,
+        });
     }
 
     fn admin(&mut self, op: Admin) {
@@ -366,31 +592,11 @@ impl Model {
         if self.refuse(no) {
             return;
         }
-        let mut failed = None;
-        for p in &mut self.panes {
-            if let Err(e) = p.lab.admin_by_hand(op, &topic, &channel) {
-                failed = Some(e);
-            }
-        }
-        if let Some(e) = failed {
-            let field = if e.contains("CHANNEL") {
-                Field::ManageChannel
-            } else {
-                Field::ManageTopic
-            };
-            let code = if e.ends_with("NOT_FOUND") { 404 } else { 400 };
-            self.refusals.insert(
-                field,
-                Text::new("refuse.admin")
-                    .arg("code", code)
-                    .arg("error", e)
-                    .arg("path", op.path()),
-            );
-        }
+        self.change(Change::Admin { op, topic, channel });
     }
 
     fn tune(&mut self, lab: usize, client: ClientId, knob: Knob, value: &str) {
-        let Some(p) = self.panes.get_mut(lab) else {
+        let Some(p) = self.panes.get(lab) else {
             return;
         };
         let key = (lab, client, knob);
@@ -399,15 +605,34 @@ impl Model {
             return;
         };
         let opts = p.lab.sim.broker.options().clone();
-        let res = match knob {
-            Knob::Rdy => forms::check_rdy(&opts, value).map(|n| p.lab.set_rdy_by_hand(client, n)),
-            Knob::Work => forms::check_number("knob.work", value, 0, MAX_WORK_MS)
-                .map(|n| p.lab.set_behaviour(client, n, c.fail_rate)),
-            Knob::Fail => forms::check_number("knob.fail", value, 0, 100)
-                .map(|n| p.lab.set_behaviour(client, c.processing_ms, n)),
+        let change = match knob {
+            Knob::Rdy => forms::check_rdy(&opts, value).map(|rdy| Change::Rdy {
+                lab,
+                client: client.0,
+                rdy,
+            }),
+            Knob::Work => forms::check_number("knob.work", value, 0, MAX_WORK_MS).map(|work| {
+                Change::Behaviour {
+                    lab,
+                    client: client.0,
+                    work,
+                    fail: c.fail_rate,
+                }
+            }),
+            Knob::Fail => {
+                forms::check_number("knob.fail", value, 0, 100).map(|fail| Change::Behaviour {
+                    lab,
+                    client: client.0,
+                    work: c.processing_ms,
+                    fail,
+                })
+            }
         };
-        if let Err(e) = res {
-            self.knob_refusals.insert(key, e);
+        match change {
+            Ok(c) => self.change(c),
+            Err(e) => {
+                self.knob_refusals.insert(key, e);
+            }
         }
     }
 }
@@ -416,6 +641,8 @@ impl Model {
 pub fn valid_speed(s: f64) -> Option<f64> {
     SPEEDS.iter().copied().find(|x| (x - s).abs() < 1e-9)
 }
+
+mod timeline;
 
 #[cfg(test)]
 mod tests;

@@ -297,6 +297,7 @@ pub fn sim_app() -> Html {
                     let action = match key.as_str() {
                         " " => Action::TogglePlay,
                         "ArrowRight" | "s" => Action::Step,
+                        "ArrowLeft" | "b" => Action::Back,
                         "n" => Action::NextTimer,
                         "r" => Action::Reset,
                         "Escape" => Action::Explain(None),
@@ -356,7 +357,22 @@ pub fn sim_app() -> Html {
 
     let m = state.get();
     let now: Time = m.now();
-    let finished = m.finished();
+    let (pos, horizon) = (m.pos(), m.timeline.horizon());
+    let finished = m.finished() && pos == horizon;
+    // Marks binned to a few hundred places on the line (a long run has thousands of pops).
+    let marks: Vec<(usize, crate::model::Mark)> = {
+        let bin = (horizon / 400).max(1);
+        let mut out: Vec<(usize, crate::model::Mark)> = Vec::new();
+        for &(p, k) in &m.timeline.marks {
+            if out
+                .last()
+                .is_none_or(|&(q, j)| p / bin != q / bin || j != k)
+            {
+                out.push((p, k));
+            }
+        }
+        out
+    };
     let series: Vec<Series> = m
         .panes
         .iter()
@@ -411,6 +427,7 @@ pub fn sim_app() -> Html {
         <section class="controls" aria-label={t(l, "ui.controls")}>
           <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title={t(l, "ui.play.title")}>
             { if m.playing { t(l, "ui.pause") } else { t(l, "ui.play") } }</button>
+          <button type="button" data-testid="back" onclick={click(Action::Back)} disabled={pos == 0} title={t(l, "ui.back.title")}>{t(l, "ui.back")}</button>
           <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title={t(l, "ui.step.title")}>{t(l, "ui.step")}</button>
           <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title={t(l, "ui.next.title")}>{t(l, "ui.next")}</button>
           <button type="button" data-testid="reset" onclick={click(Action::Reset)} title={t(l, "ui.reset.title")}>{t(l, "ui.reset")}</button>
@@ -427,6 +444,7 @@ pub fn sim_app() -> Html {
           <span class="clock" data-testid="clock">{format!("t = {}", secs(now))}</span>
           { if finished { html!{ <span class="done" data-testid="done">{t(l, "ui.done")}</span> } } else { html!{} } }
         </section>
+        <Scrubber lang={l} {pos} {horizon} {marks} dispatch={d.clone()}/>
         <div class="panes">
           { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
         </div>

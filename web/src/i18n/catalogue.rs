@@ -222,6 +222,15 @@ catalogue! {
     "ui.step.title" => "one step (→ or s)", "前进一步（→ 或 s）";
     "ui.next" => "Next timer", "下一个定时器";
     "ui.next.title" => "the first step of the next instant (n)", "跳到下一个时刻的第一步（n）";
+    "ui.back" => "◀ Back", "◀ 后退";
+    "ui.back.title" => "one step back (← or b)", "后退一步（← 或 b）";
+    "ui.timeline" => "the run so far: drag to go back and forth in time", "到目前为止的运行：拖动可以在时间上前后移动";
+    "ui.timeline.at" => "step {pos} of {horizon}", "第 {pos} 步 / 共 {horizon} 步";
+    "ui.mark.pop" => "a pop from the heap", "一次出堆";
+    "ui.mark.timeout" => "a timeout", "一次超时";
+    "ui.mark.requeue" => "a REQ", "一次 REQ";
+    "ui.mark.by-hand" => "a change by hand", "一次手动修改";
+    "ui.marks" => "marks: pops ▲, timeouts ✕, REQs ↺, changes by hand ✎", "标记：出堆 ▲，超时 ✕，REQ ↺，手动修改 ✎";
     "ui.reset" => "Reset", "重置";
     "ui.reset.title" => "start over (r)", "重新开始（r）";
     "ui.speed" => "speed", "速度";
