@@ -210,6 +210,29 @@ if (part('scenarios')) {
   }
 }
 
+// Issue 31 item 4: the algorithm beside each step: the pop's steps are the pop's lines.
+if (part('forms')) {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  const seen = {};
+  for (let i = 0; i < 60; i++) {
+    await stepOnce(page);
+    const a = await page.$eval('[data-testid=algo]', (e) => [e.dataset.block, e.dataset.line, e.querySelector('.line.hot')?.textContent]).catch(() => null);
+    const text = await page.textContent('[data-testid=explain]');
+    const kind = /Pop:/.test(text) ? 'pop' : /The last entry/.test(text) ? 'move' : /Sift up/.test(text) ? 'up' : /Sift down/.test(text) ? 'down' : /Push:/.test(text) ? 'push' : null;
+    if (kind && a) seen[kind] = a;
+  }
+  check(seen.push && seen.push[0] === 'push' && seen.push[1] === '2', `a push is the push's line 2: ${seen.push}`);
+  check(seen.up && seen.up[0] === 'push' && seen.up[1] === '4', `a sift up is the push's line 4: ${seen.up}`);
+  check(seen.pop && seen.pop[0] === 'pop' && seen.pop[1] === '3' && /hole/.test(seen.pop[2]), `a pop is the pop's line 3: ${seen.pop}`);
+  check(seen.move && seen.move[0] === 'pop' && seen.move[1] === '4', `the move into the hole is line 4: ${seen.move}`);
+  check(seen.down && seen.down[0] === 'pop' && seen.down[1] === '6', `a sift down is line 6: ${seen.down}`);
+  const note = await page.$eval('[data-testid=algo] .nsqd p', (e) => e.textContent);
+  check(/nsqd/.test(note), `the panel says how nsqd does it: ${note}`);
+  await page.close();
+}
+
 // Issue item 5: a tree node glides on a swap as array cells do: the same element moves (its
 // transform transitions), it is not redrawn elsewhere.
 if (part('forms')) {

@@ -290,6 +290,7 @@ mod tests {
             "/ws/",
             "-refusal",
             "left:",
+            "algo.",
         ];
         let word = |lit: &str| {
             let mut bare = lit.to_string();

@@ -9,6 +9,7 @@
 //! [`live`] mirrors a real server. The Yew components (`app`) exist only on wasm32; everything
 //! else is tested natively, and the components in headless Chromium.
 
+pub mod algo;
 pub mod forms;
 pub mod glossary;
 pub mod i18n;

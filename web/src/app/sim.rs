@@ -208,6 +208,7 @@ fn pane(
             { heap.unwrap_or_default() }
           </div>
           <div class="side">
+            { for lab.log.len().checked_sub(1).and_then(|i| crate::algo::locate(&lab.log, i)).map(|at| html!{ <AlgoPanel lang={l} {at}/> }) }
             { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
                 let rows: Vec<FlightRow> = c.in_flight.iter().map(|f| FlightRow {
                     token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },

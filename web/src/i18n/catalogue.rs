@@ -337,6 +337,74 @@ catalogue! {
     "ui.live.hint" => "Counters are the server's own (/stats, every second); the drawing follows its events.", "计数器来自服务器自身（/stats，每秒一次）；图形跟随它的事件变化。";
     "ui.live.waiting" => "Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'", "等待流量……试试：curl -d hi 'http://{host}/pub?topic=t&defer=5000'";
 
+
+    // ---------------------------------------------------------------- the algorithm panel
+    "ui.algo" => "the algorithm at this step", "这一步的算法";
+    "ui.algo.nsqd" => "how nsqd does it", "nsqd 是怎么做的";
+    "algo.none" => "—", "——";
+    "algo.publish.title" => "publish: a topic copies each message to its channels", "发布：主题把每条消息复制到它的每个通道";
+    "algo.publish.1" => "on PUB(topic, body) or DPUB(topic, delay, body):", "收到 PUB(topic, body) 或 DPUB(topic, delay, body) 时：";
+    "algo.publish.2" => "  msg = message(id, now, body); store it; answer OK", "  msg = 新消息(id, now, body)；保存；回复 OK";
+    "algo.publish.3" => "  if topic has no channel: topic keeps msg", "  如果主题还没有通道：主题先保留 msg";
+    "algo.publish.4" => "  for each channel: if deferred: heap.push(msg, now + delay)", "  对每个通道：如果是延迟消息：heap.push(msg, now + delay)";
+    "algo.publish.5" => "    else if memory has room: memory.push(msg)", "    否则如果内存队列有空位：memory.push(msg)";
+    "algo.publish.6" => "    else: disk.append(msg)   // past --mem-queue-size", "    否则：disk.append(msg)   // 超过 --mem-queue-size";
+    "algo.publish.7" => "  pump(channel)", "  pump(channel)   // 尝试投递";
+    "algo.publish.nsqd" => "nsqd: the topic's messagePump goroutine copies each message to every channel; a channel's PutMessage tries its memoryMsgChan (a Go channel of --mem-queue-size) and writes to its disk queue when that is full.",
+        "nsqd：主题的 messagePump goroutine 把每条消息复制到每个通道；通道的 PutMessage 先尝试写入 memoryMsgChan（容量为 --mem-queue-size 的 Go channel），满了就写入磁盘队列。";
+    "algo.push.title" => "push into the deferred min-heap, then sift up", "压入延迟最小堆，然后上浮";
+    "algo.push.1" => "heap.push(msg, due):", "heap.push(msg, due)：   // 入堆";
+    "algo.push.2" => "  i = heap.len; heap[i] = (msg, due)   // the first free slot", "  i = heap.len; heap[i] = (msg, due)   // 第一个空位";
+    "algo.push.3" => "  while i > 0 and heap[i].due < heap[(i-1)/2].due:", "  当 i > 0 且 heap[i].due < heap[(i-1)/2].due 时：";
+    "algo.push.4" => "    swap(i, (i-1)/2); i = (i-1)/2   // sift up", "    swap(i, (i-1)/2); i = (i-1)/2   // 上浮";
+    "algo.push.5" => "  timer.arm(channel, heap[0].due)   // the root is due first", "  timer.arm(channel, heap[0].due)   // 按堆顶设定定时器";
+    "algo.push.nsqd" => "nsqd keeps the same kind of heap per channel (a Go container/heap), behind a mutex; it arms no timer: its queueScanLoop has to find due messages.",
+        "nsqd 每个通道也有一个同样的堆（Go 的 container/heap），用互斥锁保护；但它不设定时器：要靠 queueScanLoop 去发现到期的消息。";
+    "algo.pop.title" => "the channel's timer: pop what is due, then sift down", "通道的定时器：弹出到期的消息，然后下沉";
+    "algo.pop.1" => "on timer(channel) at now:", "定时器(channel) 在 now 触发时：";
+    "algo.pop.2" => "  while heap[0].due <= now:", "  当 heap[0].due <= now 时：   // 堆顶到期";
+    "algo.pop.3" => "    msg = heap[0]; heap[0] = hole", "    msg = heap[0]; heap[0] = 空位";
+    "algo.pop.4" => "    heap[0] = heap.pop_last()", "    heap[0] = heap.pop_last()   // 最后一个元素填进空位";
+    "algo.pop.5" => "    i = 0; c = the sooner child of i", "    i = 0; c = i 的子节点中更早到期的那个";
+    "algo.pop.6" => "    while heap[c].due < heap[i].due: swap(i, c); i = c   // sift down", "    当 heap[c].due < heap[i].due 时：swap(i, c); i = c   // 下沉";
+    "algo.pop.7" => "    memory.push(msg); pump(channel)", "    memory.push(msg); pump(channel)   // 进入队列，尝试投递";
+    "algo.pop.8" => "  timer.arm(channel, heap[0].due)", "  timer.arm(channel, heap[0].due)   // 按新的堆顶重新设定";
+    "algo.pop.nsqd" => "nsqd has no timer per channel: every 100 ms its queueScanLoop samples 20 channels and pops what is due in those, so a message waits up to a scan period, or longer when its channel is not picked. nsqlab arms one exact timer per channel, at its heap's root.",
+        "nsqd 没有每个通道的定时器：它的 queueScanLoop 每 100 ms 随机抽取 20 个通道，弹出其中到期的消息，所以一条消息最多要等一个扫描周期，通道没被抽到时更久。nsqlab 为每个通道按堆顶设定一个精确的定时器。";
+    "algo.deliver.title" => "pump: hand messages to ready consumers", "pump：把消息交给准备好的消费者";
+    "algo.deliver.1" => "pump(channel):", "pump(channel)：   // 投递";
+    "algo.deliver.2" => "  while channel has a ready message:", "  当通道有待发送的消息时：";
+    "algo.deliver.3" => "    c = the next consumer with in_flight < RDY (round robin)", "    c = 下一个 in_flight < RDY 的消费者（轮流）";
+    "algo.deliver.4" => "    msg = queue.pop(); msg.attempts += 1", "    msg = queue.pop(); msg.attempts += 1   // 取出并计数";
+    "algo.deliver.5" => "    in_flight.push(msg, now + c.msg_timeout)", "    in_flight.push(msg, now + c.msg_timeout)   // 进入在途堆";
+    "algo.deliver.6" => "    send(c, MESSAGE msg)", "    send(c, MESSAGE msg)   // 发给消费者";
+    "algo.deliver.nsqd" => "nsqd: every client has a messagePump goroutine selecting on the channel's memoryMsgChan and disk queue; whichever is ready wins, so memory and disk messages interleave, and the goroutines race for each message. nsqlab hands messages out in order, round robin among ready consumers.",
+        "nsqd：每个客户端都有一个 messagePump goroutine，用 select 同时等待通道的 memoryMsgChan 和磁盘队列；哪个先就绪就取哪个，所以内存和磁盘的消息会交错，goroutine 之间还会争抢消息。nsqlab 按顺序、在准备好的消费者之间轮流投递。";
+    "algo.answer.title" => "a consumer answers: FIN, REQ or TOUCH", "消费者回复：FIN、REQ 或 TOUCH";
+    "algo.answer.1" => "on FIN(id) from c:", "收到 c 的 FIN(id) 时：";
+    "algo.answer.2" => "  in_flight.remove(id)   // done: forgotten", "  in_flight.remove(id)   // 完成：删除";
+    "algo.answer.3" => "on REQ(id, delay) from c:", "收到 c 的 REQ(id, delay) 时：";
+    "algo.answer.4" => "  msg = in_flight.remove(id)", "  msg = in_flight.remove(id)   // 移出在途堆";
+    "algo.answer.5" => "  if delay == 0: memory.push(msg) else: heap.push(msg, now + delay)", "  如果 delay == 0：memory.push(msg)，否则：heap.push(msg, now + delay)";
+    "algo.answer.6" => "on TOUCH(id) from c:", "收到 c 的 TOUCH(id) 时：";
+    "algo.answer.7" => "  in_flight.rekey(id, now + c.msg_timeout)", "  in_flight.rekey(id, now + c.msg_timeout)   // 推迟截止时间";
+    "algo.answer.nsqd" => "nsqd does the same under the channel's in-flight mutex; a REQ with a delay goes to its deferred queue, which only the scan loop looks at.",
+        "nsqd 在通道的在途互斥锁下做同样的事；带延迟的 REQ 进入它的延迟队列，而那个队列只有扫描循环才会查看。";
+    "algo.timeout.title" => "the channel's timer: take back what timed out", "通道的定时器：收回超时的消息";
+    "algo.timeout.1" => "on timer(channel) at now:", "定时器(channel) 在 now 触发时：";
+    "algo.timeout.2" => "  while in_flight[0].deadline <= now:", "  当 in_flight[0].deadline <= now 时：   // 超时";
+    "algo.timeout.3" => "    msg = in_flight.pop()", "    msg = in_flight.pop()   // 从在途堆取出";
+    "algo.timeout.4" => "    memory.push(msg); pump(channel)   // sent again, attempts + 1", "    memory.push(msg); pump(channel)   // 再次发送，attempts 加 1";
+    "algo.timeout.nsqd" => "nsqd finds timed-out messages only when its queueScanLoop samples the channel (every 100 ms, 20 channels at a time); nsqlab's in-flight heap arms a timer at its earliest deadline.",
+        "nsqd 只有在 queueScanLoop 抽到这个通道时（每 100 ms，每次 20 个通道）才会发现超时的消息；nsqlab 的在途堆按最早的截止时间设定定时器。";
+    "algo.scan.title" => "nsqd's queueScanLoop", "nsqd 的 queueScanLoop";
+    "algo.scan.1" => "every 100 ms:", "每 100 ms：   // 扫描循环醒来";
+    "algo.scan.2" => "  pick 20 channels at random", "  随机抽取 20 个通道";
+    "algo.scan.3" => "  for each: pop what is due (deferred) and what timed out (in flight)", "  对每个通道：弹出到期的延迟消息和超时的在途消息";
+    "algo.scan.4" => "  if more than a quarter had work: go again at once", "  如果超过四分之一的通道有事可做：立即再扫一次";
+    "algo.scan.nsqd" => "This is nsqd's own loop (queueScanLoop in nsqd.go). What it costs: a message is late by up to a scan period, or more when its channel is not among the 20; and every scan works on channels with nothing due.",
+        "这就是 nsqd 自己的循环（nsqd.go 中的 queueScanLoop）。代价：消息最多晚一个扫描周期，通道没被抽到时更晚；而且每次扫描都要处理没有到期消息的通道。";
+
     // ---------------------------------------------------------------- summary
     "summary.published" => "Messages published: {n}.", "发布的消息：{n} 条。";
     "summary.published.deferred" => "Messages published: {n}, of them with a delay (DPUB): {d}.",
