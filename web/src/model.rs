@@ -83,6 +83,8 @@ pub enum Action {
     Explain(Option<&'static str>),
     /// Speak this language.
     SetLang(Lang),
+    /// Show the flow view (messages as tokens) or the structures.
+    ToggleFlow,
 }
 
 /// One lab on the page, with its heading ("" when it is the only one).
@@ -106,6 +108,8 @@ pub struct Model {
     pub knob_refusals: BTreeMap<(usize, ClientId, Knob), Text>,
     /// The language the page speaks.
     pub lang: Lang,
+    /// The flow view is on.
+    pub flow: bool,
     /// The glossary entry open, if any.
     pub term: Option<&'static str>,
     /// Bumped by every update (the components compare it to know what changed).
@@ -137,6 +141,7 @@ impl Model {
             knob_refusals: BTreeMap::new(),
             term: None,
             lang,
+            flow: false,
             version: 0,
             timeline: Timeline::new(&mut []),
             future: Vec::new(),
@@ -191,11 +196,12 @@ impl Model {
     /// The URL query that reopens this page as it is.
     pub fn query(&self) -> String {
         format!(
-            "?scenario={}&seed={}&speed={}&lang={}",
+            "?scenario={}&seed={}&speed={}&lang={}{}",
             self.scenario.id,
             self.seed,
             self.speed,
-            self.lang.code()
+            self.lang.code(),
+            if self.flow { "&view=flow" } else { "" }
         )
     }
 
@@ -285,6 +291,7 @@ impl Model {
             }),
             Action::Explain(term) => self.term = term,
             Action::SetLang(lang) => self.lang = lang,
+            Action::ToggleFlow => self.flow = !self.flow,
         }
     }
 

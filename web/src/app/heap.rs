@@ -88,7 +88,7 @@ fn due_text(lang: Lang, due: Time, now: Option<Time>) -> String {
 /// Follows an element's width (a `ResizeObserver`, owned by the effect and disconnected with
 /// it: the width changes with the window and with the layout, such as two labs side by side).
 #[hook]
-fn use_width(node: NodeRef, drawn: bool, fallback: f64) -> f64 {
+pub(super) fn use_width(node: NodeRef, drawn: bool, fallback: f64) -> f64 {
     let width = use_state(|| fallback);
     {
         let width = width.clone();

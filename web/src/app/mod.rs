@@ -5,6 +5,7 @@
 //! effects and dropped to cancel.
 
 mod flip;
+mod flow;
 mod heap;
 mod live;
 mod parts;

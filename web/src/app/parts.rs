@@ -363,7 +363,7 @@ pub fn in_flight(p: &InFlightProps) -> Html {
               <span class="bar" role="meter" aria-label={t(p.lang, "ui.timeleft")} aria-valuemin="0" aria-valuemax="100" aria-valuenow={format!("{:.0}", left * 100.0)}>
                 <span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
               <span class="left">{format!("{:.1} s", r.deadline.saturating_sub(p.now) as f64 / 1e9)}</span>
-              { answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }
+              { if p.dispatch.is_some() { html!{ <span class="answers">{ answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }</span> } } else { html!{} } }
             </div> }
         }) }
       </section>

@@ -20,7 +20,7 @@ use yew::prelude::*;
 /// How often the play timer ticks (real milliseconds).
 const TICK_MS: u32 = 50;
 
-fn query() -> (String, u64, f64, Lang) {
+fn query() -> (String, u64, f64, Lang, bool) {
     let p = params();
     let get = |k: &str| p.as_ref().and_then(|p| p.get(k));
     (
@@ -28,6 +28,7 @@ fn query() -> (String, u64, f64, Lang) {
         get("seed").and_then(|s| s.parse().ok()).unwrap_or(1),
         get("speed").and_then(|s| s.parse().ok()).unwrap_or(1.0),
         get("lang").map(|l| Lang::from_code(&l)).unwrap_or_default(),
+        get("view").as_deref() == Some("flow"),
     )
 }
 
@@ -146,6 +147,34 @@ fn topology(
     }
 }
 
+/// One lab's flow view.
+fn flow(i: usize, m: &Model, state: &Shared) -> Html {
+    let lab = &m.panes[i].lab;
+    let layout = {
+        let state = state.clone();
+        Callback::from(move |width: f64| {
+            let m = state.get();
+            let lab = &m.panes[i].lab;
+            let consumers: Vec<crate::flow::Consumer<'_>> = lab
+                .consumers
+                .iter()
+                .map(|c| crate::flow::Consumer {
+                    id: c.id,
+                    topic: &c.topic,
+                    channel: &c.channel,
+                })
+                .collect();
+            crate::flow::layout(&lab.view, &consumers, lab.now(), width)
+        })
+    };
+    let glide_ms = (450.0 / m.speed.max(0.1).sqrt()).clamp(80.0, 900.0) as u32;
+    let timed_out = lab.log.last().is_some_and(|s| s.text.key == "timeout");
+    html! {
+      <super::flow::FlowView lang={m.lang} {layout} version={m.version} {glide_ms}
+          highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}/>
+    }
+}
+
 /// One lab: the current step, the picture, the in-flight window, the log.
 fn pane(
     i: usize,
@@ -204,7 +233,7 @@ fn pane(
               </div> } } else { html!{} } }
           </div>
           <div class="picture">
-            { topology(i, lab, d, on_term, m) }
+            { if m.flow { flow(i, m, state) } else { topology(i, lab, d, on_term, m) } }
             { heap.unwrap_or_default() }
           </div>
           <div class="side">
@@ -232,8 +261,10 @@ fn pane(
 #[function_component(SimApp)]
 pub fn sim_app() -> Html {
     let state = use_reducer(|| {
-        let (scenario, seed, speed, lang) = query();
-        Shared::new(Model::with_lang(&scenario, seed, speed, lang))
+        let (scenario, seed, speed, lang, flow) = query();
+        let mut m = Model::with_lang(&scenario, seed, speed, lang);
+        m.flow = flow;
+        Shared::new(m)
     });
     let d = state.dispatcher();
     let (playing, url, lang) = {
@@ -431,6 +462,7 @@ pub fn sim_app() -> Html {
           <button type="button" data-testid="back" onclick={click(Action::Back)} disabled={pos == 0} title={t(l, "ui.back.title")}>{t(l, "ui.back")}</button>
           <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title={t(l, "ui.step.title")}>{t(l, "ui.step")}</button>
           <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title={t(l, "ui.next.title")}>{t(l, "ui.next")}</button>
+          <button type="button" data-testid="flow" onclick={click(Action::ToggleFlow)} aria-pressed={m.flow.to_string()} title={t(l, "ui.flow.title")}>{t(l, "ui.flow.on")}</button>
           <button type="button" data-testid="reset" onclick={click(Action::Reset)} title={t(l, "ui.reset.title")}>{t(l, "ui.reset")}</button>
           <label>{t(l, "ui.speed")}{" "}
             <select data-testid="speed" onchange={on_speed}>

@@ -263,6 +263,12 @@ catalogue! {
     "ui.c.messages" => "messages", "消息";
     "ui.c.clients" => "consumers", "消费者";
     "ui.memory" => "memory queue", "内存队列";
+    "ui.flow.deferred" => "deferred heap", "延迟堆";
+    "ui.flow" => "flow: every message as a token", "流动：每条消息是一个小标记";
+    "ui.flow.on" => "flow view", "流动视图";
+    "ui.flow.title" => "show messages moving as tokens between producers, channels and consumers", "把消息显示为在生产者、通道和消费者之间移动的标记";
+    "ui.flow.more" => "+{n} more", "另外 {n} 条";
+    "ui.flow.ring" => "{label}: {left} of its time left to be answered", "{label}：还剩 {left} 的回复时间";
     "ui.disk" => "disk backlog", "磁盘积压";
     "ui.of" => "{n} of {size}", "{n}/{size}";
     "ui.crashed" => "crashed", "已崩溃";
