@@ -291,6 +291,7 @@ mod tests {
             "-refusal",
             "left:",
             "algo.",
+            "tour.",
         ];
         let word = |lit: &str| {
             let mut bare = lit.to_string();

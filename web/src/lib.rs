@@ -19,6 +19,7 @@ pub mod layout;
 pub mod live;
 pub mod model;
 pub mod scenarios;
+pub mod tours;
 pub mod view;
 
 #[cfg(target_arch = "wasm32")]

@@ -85,6 +85,24 @@ pub enum Action {
     SetLang(Lang),
     /// Show the flow view (messages as tokens) or the structures.
     ToggleFlow,
+    /// Start the scenario's guided tour (from the beginning of the run).
+    StartTour,
+    /// Answer the chapter's question with option `n` (from 1): the run then shows the answer.
+    Predict(usize),
+    /// On to the tour's next chapter (the last one ends the tour).
+    NextChapter,
+    /// Leave the tour for free play.
+    EndTour,
+}
+
+/// Where a learner is in a guided tour.
+pub struct TourState {
+    pub tour: &'static crate::tours::Tour,
+    pub chapter: usize,
+    /// The option the learner picked, once they have.
+    pub predicted: Option<usize>,
+    /// The run reached the chapter's stop (or, after a prediction, the answer's).
+    pub reached: bool,
 }
 
 /// One lab on the page, with its heading ("" when it is the only one).
@@ -110,6 +128,8 @@ pub struct Model {
     pub lang: Lang,
     /// The flow view is on.
     pub flow: bool,
+    /// The guided tour, when one is on.
+    pub tour: Option<TourState>,
     /// The glossary entry open, if any.
     pub term: Option<&'static str>,
     /// Bumped by every update (the components compare it to know what changed).
@@ -142,6 +162,7 @@ impl Model {
             term: None,
             lang,
             flow: false,
+            tour: None,
             version: 0,
             timeline: Timeline::new(&mut []),
             future: Vec::new(),
@@ -230,11 +251,15 @@ impl Model {
             }
             Action::TogglePlay => self.playing = !self.playing,
             Action::Pause => self.playing = false,
-            Action::Reset => self.restart(),
+            Action::Reset => {
+                self.restart();
+                self.tour = None;
+            }
             Action::Pick(id) => {
                 if let Some(s) = find(&id) {
                     self.scenario = s;
                     self.restart();
+                    self.tour = None;
                 }
             }
             Action::SetSpeed(s) => {
@@ -292,7 +317,121 @@ impl Model {
             Action::Explain(term) => self.term = term,
             Action::SetLang(lang) => self.lang = lang,
             Action::ToggleFlow => self.flow = !self.flow,
+            Action::StartTour => {
+                if let Some(tour) = crate::tours::tour(self.scenario.id) {
+                    self.restart();
+                    self.playing = false;
+                    self.tour = Some(TourState {
+                        tour,
+                        chapter: 0,
+                        predicted: None,
+                        reached: false,
+                    });
+                    self.open_chapter();
+                }
+            }
+            Action::Predict(n) => {
+                let reveal = self.tour.as_ref().and_then(|t| {
+                    let q = t.tour.chapters[t.chapter].question.as_ref()?;
+                    (t.predicted.is_none() && (1..=q.options).contains(&n)).then_some(q.reveal)
+                });
+                if let Some(stop) = reveal {
+                    let reached = self.run_to(stop);
+                    if let Some(t) = &mut self.tour {
+                        t.predicted = Some(n);
+                        t.reached = reached;
+                    }
+                }
+            }
+            Action::NextChapter => {
+                if let Some(t) = &mut self.tour {
+                    if t.chapter + 1 >= t.tour.chapters.len() {
+                        self.tour = None;
+                    } else {
+                        t.chapter += 1;
+                        t.predicted = None;
+                        self.open_chapter();
+                    }
+                }
+            }
+            Action::EndTour => self.tour = None,
         }
+    }
+
+    /// Open the tour's current chapter: do what it does, then run to its stop.
+    fn open_chapter(&mut self) {
+        let Some(t) = &self.tour else { return };
+        let chapter = &t.tour.chapters[t.chapter];
+        if let Some(crate::tours::Act::CrashFirstConsumer) = chapter.act {
+            if let Some(c) = self.panes[0].lab.consumers.first() {
+                let client = c.id.0;
+                self.change(Change::Crash { lab: 0, client });
+            }
+        }
+        let reached = self.run_to(chapter.stop);
+        if let Some(t) = &mut self.tour {
+            t.reached = reached;
+        }
+    }
+
+    /// One step forward, at the head of the run or along its trail. Whether anything moved.
+    fn forward(&mut self) -> bool {
+        let pos = self.pos();
+        if pos == self.timeline.horizon() {
+            if self.finished() {
+                return false;
+            }
+            self.grow(|m| {
+                m.step();
+            });
+            true
+        } else {
+            self.seek(pos + 1);
+            self.pos() > pos
+        }
+    }
+
+    /// Step until a tour's stop; whether it was reached.
+    fn run_to(&mut self, stop: crate::tours::Stop) -> bool {
+        use crate::tours::Stop;
+        let count = |m: &Model, prefix: &str, lab: usize| {
+            m.panes.get(lab).map_or(0, |p| {
+                p.lab
+                    .log
+                    .iter()
+                    .filter(|s| s.text.key.starts_with(prefix))
+                    .count()
+            })
+        };
+        for _ in 0..1_000_000 {
+            let done = match stop {
+                Stop::Here => true,
+                Stop::Key { prefix, nth, lab } => count(self, prefix, lab) >= nth,
+                Stop::Time(t) => {
+                    let next = self.panes.iter().filter_map(|p| p.lab.next_time()).min();
+                    if next.is_none_or(|x| x > t) {
+                        if self.pos() == self.timeline.horizon() {
+                            self.grow(|m| {
+                                for p in &mut m.panes {
+                                    p.lab.idle_to(t);
+                                }
+                            });
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+                Stop::End => self.finished(),
+            };
+            if done {
+                return true;
+            }
+            if !self.forward() {
+                return false;
+            }
+        }
+        false
     }
 
     /// Run `f` at the head of the run and put the steps it showed on the trail.

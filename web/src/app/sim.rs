@@ -452,6 +452,9 @@ pub fn sim_app() -> Html {
                         aria-pressed={(s.id == m.scenario.id).to_string()}
                         data-scenario={s.id} onclick={click(Action::Pick(s.id.to_string()))}>{t(l, s.title)}</button>
             }) }
+            { if crate::tours::tour(m.scenario.id).is_some() && m.tour.is_none() { html!{
+                <button type="button" class="tour-start" data-testid="tour-start" title={t(l, "ui.tour.start.title")}
+                        onclick={click(Action::StartTour)}>{t(l, "ui.tour.start")}</button> } } else { html!{} } }
             <a class="live-link" href={format!("?mode=live&lang={}", l.code())} data-testid="live">{t(l, "ui.live")}</a>
           </nav>
           <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p>
@@ -478,6 +481,11 @@ pub fn sim_app() -> Html {
           { if finished { html!{ <span class="done" data-testid="done">{t(l, "ui.done")}</span> } } else { html!{} } }
         </section>
         <Scrubber lang={l} {pos} {horizon} {marks} dispatch={d.clone()}/>
+        { for m.tour.as_ref().map(|ts| {
+            let q = ts.tour.chapters[ts.chapter].question.as_ref().map(|q| (q.options, q.answer));
+            html!{ <TourPanel lang={l} scenario={ts.tour.scenario} chapter={ts.chapter} chapters={ts.tour.chapters.len()}
+                              question={q} predicted={ts.predicted} reached={ts.reached} dispatch={d.clone()} on_term={on_term.clone()}/> }
+        }) }
         <div class="panes">
           { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
         </div>

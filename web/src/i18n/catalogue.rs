@@ -411,6 +411,154 @@ catalogue! {
     "algo.scan.nsqd" => "This is nsqd's own loop (queueScanLoop in nsqd.go). What it costs: a message is late by up to a scan period, or more when its channel is not among the 20; and every scan works on channels with nothing due.",
         "这就是 nsqd 自己的循环（nsqd.go 中的 queueScanLoop）。代价：消息最多晚一个扫描周期，通道没被抽到时更晚；而且每次扫描都要处理没有到期消息的通道。";
 
+    // ---------------------------------------------------------------- guided tours
+    "ui.tour.start" => "▶ Guided tour", "▶ 导览";
+    "ui.tour.start.title" => "a few short chapters, one idea each; you predict, the simulation shows", "几个简短的章节，每章一个概念；你来预测，模拟来揭晓";
+    "ui.tour.chapter" => "guided tour · chapter {n} of {of}", "导览 · 第 {n} 章 / 共 {of} 章";
+    "ui.tour.next" => "Next chapter →", "下一章 →";
+    "ui.tour.finish" => "Finish the tour", "结束导览";
+    "ui.tour.end" => "Free play", "自由操作";
+    "ui.tour.predict" => "Predict first — then the simulation shows what happens:", "先预测——然后模拟会显示实际发生了什么：";
+    "ui.tour.right" => "Right.", "答对了。";
+    "ui.tour.wrong" => "Not quite — the simulation shows: {answer}.", "不完全对——模拟显示：{answer}。";
+    "ui.tour.unreached" => "The run did not reach this moment (changes by hand can take it another way). Reset the tour to see it.", "运行没有到达这一时刻（手动修改可能改变了它的走向）。重新开始导览即可看到。";
+
+    "tour.dpub-heap.1.title" => "A message for later", "一条留到以后的消息";
+    "tour.dpub-heap.1.text" => "The producer publishes order 0 with DPUB: deliver it in 5 s, not before. nsqd stores it and answers OK at once. The channel keeps it aside in its deferred min-heap, ordered by due time.",
+        "生产者用 DPUB 发布 order 0：5 秒后再投递，不能提前。nsqd 立即保存并回复 OK。通道把它暂放在延迟最小堆里，按到期时间排序。";
+    "tour.dpub-heap.2.title" => "Pushing into the heap", "压入堆中";
+    "tour.dpub-heap.2.text" => "order 1 (due 3.15 s) goes into the first free slot, index 1, a child of the root, order 0 (due 5.1 s). In a min-heap every parent is due no later than its children.",
+        "order 1（3.15 秒到期）放入第一个空位，下标 1，是堆顶 order 0（5.1 秒到期）的子节点。在最小堆里，每个父节点都不晚于它的子节点到期。";
+    "tour.dpub-heap.2.q" => "What happens to order 1 next?", "order 1 接下来会怎样？";
+    "tour.dpub-heap.2.a1" => "It stays at index 1", "它留在下标 1";
+    "tour.dpub-heap.2.a2" => "It swaps with order 0 and becomes the root", "它与 order 0 交换，成为堆顶";
+    "tour.dpub-heap.2.a3" => "It moves to the end of the array", "它移到数组末尾";
+    "tour.dpub-heap.2.why" => "It is due sooner than its parent, so it sifts up: one swap, and it is the root.", "它比父节点更早到期，所以上浮：交换一次，它就成为堆顶。";
+    "tour.dpub-heap.3.title" => "The root is always the next one due", "堆顶永远是下一个到期的";
+    "tour.dpub-heap.3.text" => "All seven are in. Every parent is due no later than its children, so no entry can be due sooner than the root: the next message due is always at index 0. nsqlab arms one timer, for the root's due time.",
+        "七条消息都进来了。每个父节点都不晚于子节点到期，所以不可能有元素比堆顶更早到期：下一个到期的消息总是在下标 0。nsqlab 只设一个定时器，定在堆顶的到期时间。";
+    "tour.dpub-heap.3.q" => "Which order is delivered first?", "哪个订单最先被投递？";
+    "tour.dpub-heap.3.a1" => "order 0, because it was published first", "order 0，因为它最先发布";
+    "tour.dpub-heap.3.a2" => "order 3, due at 1.25 s, the root", "order 3，1.25 秒到期，在堆顶";
+    "tour.dpub-heap.3.a3" => "order 5, the last one pushed", "order 5，最后压入的那个";
+    "tour.dpub-heap.3.why" => "The root's timer fires at 1.25 s, exactly when order 3 is due, and it is sent at once.", "堆顶的定时器在 1.25 秒触发，正是 order 3 到期的时刻，它立即被发送。";
+    "tour.dpub-heap.4.title" => "Popping the root", "弹出堆顶";
+    "tour.dpub-heap.4.text" => "order 3 leaves the root. The root is a hole now, and the heap has to repair itself without looking at every entry.",
+        "order 3 离开堆顶。堆顶现在是一个空位，堆需要在不检查所有元素的情况下修复自己。";
+    "tour.dpub-heap.4.q" => "Which entry fills the hole?", "哪个元素填进空位？";
+    "tour.dpub-heap.4.a1" => "The root's sooner child", "堆顶更早到期的那个子节点";
+    "tour.dpub-heap.4.a2" => "The last entry of the array", "数组的最后一个元素";
+    "tour.dpub-heap.4.a3" => "None: the heap shrinks from the top", "没有：堆从顶部缩小";
+    "tour.dpub-heap.4.why" => "The last entry moves into the hole (the array stays packed), then sifts down to its place.", "最后一个元素移到空位（数组保持紧凑），然后下沉到它的位置。";
+    "tour.dpub-heap.5.title" => "Sift down", "下沉";
+    "tour.dpub-heap.5.text" => "The moved entry is due later than a child, so it swaps with the sooner child, level by level, until no child is due sooner. A pop takes at most one swap per level: log₂(n).",
+        "移上来的元素比某个子节点晚到期，所以它与更早的子节点交换，一层一层往下，直到没有子节点比它早。一次出堆每层最多交换一次：log₂(n) 次。";
+    "tour.dpub-heap.6.title" => "What if the consumer crashes?", "如果消费者崩溃了？";
+    "tour.dpub-heap.6.text" => "The tour has just crashed billing worker: it stops answering. It still holds a message in flight.",
+        "导览刚刚让计费 worker 崩溃了：它不再回复。它手上还有一条在途消息。";
+    "tour.dpub-heap.6.q" => "What happens to the message it holds?", "它手上的那条消息会怎样？";
+    "tour.dpub-heap.6.a1" => "It is lost with the consumer", "随消费者一起丢失";
+    "tour.dpub-heap.6.a2" => "When its msg_timeout (5 s) passes it goes back to the queue and is sent again", "msg_timeout（5 秒）到期后，它回到队列并被再次发送";
+    "tour.dpub-heap.6.a3" => "nsqd moves it to another channel", "nsqd 把它移到另一个通道";
+    "tour.dpub-heap.6.why" => "An unanswered message stays in flight until its deadline, then the channel takes it back: delivery is at least once, never lost.", "没有回复的消息一直在途直到截止时间，然后通道把它收回：投递至少一次，不会丢失。";
+
+    "tour.fan-out.1.title" => "One topic, two channels", "一个主题，两个通道";
+    "tour.fan-out.1.text" => "Topic orders has two channels, billing and shipping: one for each kind of consumer. A channel is the topic's stream, copied for its consumers.",
+        "主题 orders 有两个通道：billing 和 shipping，每类消费者一个。通道就是为它的消费者复制的一份主题消息流。";
+    "tour.fan-out.2.title" => "A message arrives", "一条消息到来";
+    "tour.fan-out.2.text" => "order 0 is published to orders.", "order 0 被发布到 orders。";
+    "tour.fan-out.2.q" => "How many copies of order 0 will be delivered?", "order 0 会被投递几份？";
+    "tour.fan-out.2.a1" => "One: the faster consumer takes it", "一份：更快的消费者拿走";
+    "tour.fan-out.2.a2" => "Two: one in each channel", "两份：每个通道一份";
+    "tour.fan-out.2.a3" => "None until both consumers are ready", "两个消费者都就绪之前一份也不投";
+    "tour.fan-out.2.why" => "The topic copies every message to each of its channels: billing and shipping each get their own.", "主题把每条消息复制到每个通道：billing 和 shipping 各得一份。";
+    "tour.fan-out.3.title" => "Each at its own pace", "各按各的节奏";
+    "tour.fan-out.3.text" => "Each channel delivers and forgets its copy on its own: a FIN in billing does nothing to shipping's copy.", "每个通道独立投递和删除自己的副本：billing 里的 FIN 不影响 shipping 的副本。";
+    "tour.fan-out.4.title" => "Fan-out", "扇出";
+    "tour.fan-out.4.text" => "Every order was finished twice, once per channel. Consumers of different channels never compete; consumers of the same channel share its messages (see load-balancing).",
+        "每个订单都被完成了两次，每个通道一次。不同通道的消费者从不竞争；同一个通道的消费者分摊它的消息（见“按 RDY 负载均衡”）。";
+
+    "tour.load-balance.1.title" => "Three consumers, one channel", "三个消费者，一个通道";
+    "tour.load-balance.1.text" => "Three workers subscribe to the same channel and say with RDY how many messages each can hold at once: 1, 2 and 4.", "三个 worker 订阅同一个通道，并用 RDY 说明各自同时能处理多少条消息：1、2 和 4。";
+    "tour.load-balance.2.title" => "In turn, with room", "轮流，且要有空位";
+    "tour.load-balance.2.text" => "The channel hands each message to the next consumer that has room (fewer in flight than its RDY), in turn.", "通道把每条消息依次交给下一个有空位（在途数少于 RDY）的消费者。";
+    "tour.load-balance.3.title" => "Who does the most?", "谁做得最多？";
+    "tour.load-balance.3.text" => "The slow worker takes 1.5 s per job with RDY 1; the fast one 0.3 s with RDY 4.", "慢 worker 每个任务 1.5 秒，RDY 1；快 worker 每个 0.3 秒，RDY 4。";
+    "tour.load-balance.3.q" => "Which worker will have finished the most jobs?", "哪个 worker 完成的任务最多？";
+    "tour.load-balance.3.a1" => "slow worker", "慢 worker";
+    "tour.load-balance.3.a2" => "medium worker", "中速 worker";
+    "tour.load-balance.3.a3" => "fast worker", "快 worker";
+    "tour.load-balance.3.why" => "A fast consumer answers sooner, so it has room again sooner, and RDY 4 lets it hold more at once.", "快的消费者回复得更早，所以更早有空位，而 RDY 4 让它同时拿更多。";
+    "tour.load-balance.4.title" => "Load-balancing by RDY", "按 RDY 负载均衡";
+    "tour.load-balance.4.text" => "No one assigns work: each consumer's RDY and speed decide how much it gets. A consumer that slows down gets less.", "没有人分配工作：每个消费者的 RDY 和速度决定它拿到多少。变慢的消费者拿得更少。";
+
+    "tour.crash-timeout.1.title" => "In flight", "在途";
+    "tour.crash-timeout.1.text" => "payment 7 goes to worker A. It is now in flight: worker A must answer within its msg_timeout, 3 s here.", "payment 7 发给了消费者 A，现在处于在途状态：A 必须在它的 msg_timeout（这里是 3 秒）内回复。";
+    "tour.crash-timeout.2.title" => "A crash", "崩溃";
+    "tour.crash-timeout.2.text" => "worker A has crashed: it will never answer. worker B is ready (RDY 1), but the message is not in the queue: it is in flight to A.", "消费者 A 崩溃了：它永远不会回复。消费者 B 已经就绪（RDY 1），但消息不在队列里：它还在 A 那里在途。";
+    "tour.crash-timeout.2.q" => "What happens to payment 7?", "payment 7 会怎样？";
+    "tour.crash-timeout.2.a1" => "It is lost with worker A", "随 A 一起丢失";
+    "tour.crash-timeout.2.a2" => "When its msg_timeout passes it goes back to the queue", "msg_timeout 到期后它回到队列";
+    "tour.crash-timeout.2.a3" => "nsqd sends it to worker B at once", "nsqd 立即把它发给 B";
+    "tour.crash-timeout.2.why" => "nsqd cannot know A crashed; it waits for the deadline, then takes the message back.", "nsqd 无法知道 A 崩溃了；它等到截止时间，然后收回消息。";
+    "tour.crash-timeout.3.title" => "Attempt 2", "第 2 次尝试";
+    "tour.crash-timeout.3.text" => "Back in the queue, payment 7 goes to worker B, with attempts 2: the consumer can tell it was tried before.", "回到队列后，payment 7 发给了 B，attempts 为 2：消费者能知道它之前被尝试过。";
+    "tour.crash-timeout.4.title" => "At least once", "至少一次";
+    "tour.crash-timeout.4.text" => "worker B finished it. A message can be delivered more than once, but is not lost: consumers should be able to handle a message twice.", "消费者 B 完成了它。消息可能被投递不止一次，但不会丢失：消费者应该能处理重复的消息。";
+
+    "tour.req-backoff.1.title" => "A failure, retried later", "失败，稍后重试";
+    "tour.req-backoff.1.text" => "The flaky mailer could not send an email. It answers REQ with a delay that grows with each attempt: 0.8 s × attempts.", "不稳定的邮件服务没能发出一封邮件。它回复 REQ，延迟随每次尝试增长：0.8 秒 × attempts。";
+    "tour.req-backoff.1.q" => "Where does the requeued email wait?", "重新入队的邮件在哪里等待？";
+    "tour.req-backoff.1.a1" => "First in line in the memory queue", "内存队列的最前面";
+    "tour.req-backoff.1.a2" => "In the deferred heap, until its retry time", "延迟堆里，直到重试时间";
+    "tour.req-backoff.1.a3" => "Nowhere: nsqd drops it", "哪里都不在：nsqd 丢弃了它";
+    "tour.req-backoff.1.why" => "A REQ with a delay is a message for later, like a DPUB: it waits in the deferred heap.", "带延迟的 REQ 就像 DPUB 一样是留到以后的消息：它在延迟堆里等待。";
+    "tour.req-backoff.2.title" => "Backoff", "退避";
+    "tour.req-backoff.2.text" => "Each retry comes later than the last: a message that keeps failing does not hammer the consumer.", "每次重试都比上一次更晚：一直失败的消息不会反复冲击消费者。";
+    "tour.req-backoff.3.title" => "Finished in the end", "最终完成";
+    "tour.req-backoff.3.text" => "Every email was sent in the end. Attempts counts the tries; a real consumer would give up after too many.", "每封邮件最终都发出去了。attempts 记录尝试次数；真实的消费者尝试太多次后会放弃。";
+
+    "tour.overflow-disk.1.title" => "The memory queue", "内存队列";
+    "tour.overflow-disk.1.text" => "The channel has no consumer yet. Its memory queue holds --mem-queue-size messages: 4 here.", "通道还没有消费者。它的内存队列最多保存 --mem-queue-size 条消息：这里是 4 条。";
+    "tour.overflow-disk.2.title" => "Full", "满了";
+    "tour.overflow-disk.2.text" => "event 4 arrives and the memory queue holds 4 of 4.", "event 4 到来，内存队列已有 4/4 条。";
+    "tour.overflow-disk.2.q" => "Where does event 4 go?", "event 4 去哪里？";
+    "tour.overflow-disk.2.a1" => "It is dropped", "被丢弃";
+    "tour.overflow-disk.2.a2" => "To the disk backlog", "进入磁盘积压";
+    "tour.overflow-disk.2.a3" => "nsqd refuses the publish", "nsqd 拒绝发布";
+    "tour.overflow-disk.2.why" => "Past --mem-queue-size, messages go to disk (nsqd's backend); only ephemeral channels drop them.", "超过 --mem-queue-size 的消息写到磁盘（nsqd 的 backend）；只有临时通道才会丢弃。";
+    "tour.overflow-disk.3.title" => "A consumer arrives", "消费者到来";
+    "tour.overflow-disk.3.text" => "The archiver subscribes, with 4 messages in memory and 6 on disk.", "归档器订阅了，这时内存里有 4 条，磁盘上有 6 条。";
+    "tour.overflow-disk.3.q" => "In which order does it get them?", "它按什么顺序收到消息？";
+    "tour.overflow-disk.3.a1" => "The newest first", "最新的先到";
+    "tour.overflow-disk.3.a2" => "Memory first, then the disk backlog: the order they were published in", "先内存后磁盘：按发布的顺序";
+    "tour.overflow-disk.3.a3" => "A random mix of memory and disk", "内存和磁盘随机交错";
+    "tour.overflow-disk.3.why" => "nsqlab keeps order (memory, then disk). nsqd's pump picks from memory and disk at random, so its order is not kept.", "nsqlab 保持顺序（先内存后磁盘）。nsqd 的 pump 在内存和磁盘之间随机选取，所以顺序不保证。";
+
+    "tour.big-heap.1.title" => "Ten thousand waiting", "一万条在等待";
+    "tour.big-heap.1.text" => "Ten thousand DPUBs are in the heap, due 5 to 25 s from now.", "一万个 DPUB 在堆里，5 到 25 秒后到期。";
+    "tour.big-heap.1.q" => "How many swaps can one push or pop take, at most?", "一次入堆或出堆最多交换多少次？";
+    "tour.big-heap.1.a1" => "Up to 10 000", "最多一万次";
+    "tour.big-heap.1.a2" => "About 13: one per level of a 14-level tree", "大约 13 次：14 层的树每层一次";
+    "tour.big-heap.1.a3" => "Always exactly one", "总是恰好一次";
+    "tour.big-heap.1.why" => "The heap is a complete binary tree: 10 000 entries make 14 levels (log₂ 10 000 ≈ 13.3), and a swap moves one level.", "堆是一棵完全二叉树：一万个元素有 14 层（log₂ 10000 ≈ 13.3），每次交换移动一层。";
+    "tour.big-heap.2.title" => "The first one due", "第一个到期的";
+    "tour.big-heap.2.text" => "The root's timer fires exactly when the first message is due, however many wait behind it.", "堆顶的定时器在第一条消息到期时准时触发，不管后面等着多少条。";
+    "tour.big-heap.3.title" => "All on time", "全部准时";
+    "tour.big-heap.3.text" => "All 10 000 were delivered, each at its due time: 0 ms late.", "一万条全部投递，每条都在到期时刻：晚 0 ms。";
+
+    "tour.scan-vs-exact.1.title" => "Two ways to find what is due", "找到到期消息的两种方法";
+    "tour.scan-vs-exact.1.text" => "The same 20 DPUBs in two brokers: on the left nsqlab, with a timer per channel; on the right nsqd's way, a loop that scans a random sample of channels every 100 ms.", "两个 broker 里是同样的 20 个 DPUB：左边是 nsqlab，每个通道一个定时器；右边是 nsqd 的做法，每 100 ms 扫描随机抽取的一部分通道。";
+    "tour.scan-vs-exact.2.title" => "Due at 0.237 s", "0.237 秒到期";
+    "tour.scan-vs-exact.2.text" => "t0 is due at 0.237 s.", "t0 在 0.237 秒到期。";
+    "tour.scan-vs-exact.2.q" => "When does each broker deliver t0?", "两个 broker 分别在什么时候投递 t0？";
+    "tour.scan-vs-exact.2.a1" => "Both at 0.237 s", "都在 0.237 秒";
+    "tour.scan-vs-exact.2.a2" => "nsqlab at 0.237 s; nsqd at its next scan (0.3 s) or later", "nsqlab 在 0.237 秒；nsqd 在下一次扫描（0.3 秒）或更晚";
+    "tour.scan-vs-exact.2.a3" => "nsqd first: it scans ahead", "nsqd 先：它会提前扫描";
+    "tour.scan-vs-exact.2.why" => "A scan loop only notices a due message when it next looks at its channel.", "扫描循环只有在下一次查看那个通道时才会发现到期的消息。";
+    "tour.scan-vs-exact.3.title" => "The cost of scanning", "扫描的代价";
+    "tour.scan-vs-exact.3.text" => "The chart shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
+
     // ---------------------------------------------------------------- summary
     "summary.published" => "Messages published: {n}.", "发布的消息：{n} 条。";
     "summary.published.deferred" => "Messages published: {n}, of them with a delay (DPUB): {d}.",

@@ -1,0 +1,496 @@
+//! Guided tours: each scenario as a few short chapters, one idea each. A chapter runs the
+//! simulation to the moment it is about and pauses there; it may ask the learner to predict
+//! what happens next, and the simulation itself then shows the answer. Every question says
+//! what must hold in the run for its answer to be right ([`Question::holds`]), and a test plays
+//! every tour to check it does.
+//!
+//! Words are catalogue keys: `tour.<scenario>.<n>.title`, `.text`, and for a question `.q`,
+//! `.a1`…`.a3` and `.why`.
+
+use crate::lab::Lab;
+use crate::model::Model;
+use crate::view::Role;
+use nsqlab_core::time::{ms, Time};
+
+/// Where a chapter (or a question's answer) pauses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// Where the chapter starts (no stepping).
+    Here,
+    /// After the `nth` step (from 1, counted from the start of the run) whose key starts with
+    /// this prefix, in lab `lab`.
+    Key {
+        prefix: &'static str,
+        nth: usize,
+        lab: usize,
+    },
+    /// When the clock reaches this instant.
+    Time(Time),
+    /// When the run has played out.
+    End,
+}
+
+/// Something a chapter does when it opens (a change a learner could make by hand).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// The first consumer crashes.
+    CrashFirstConsumer,
+}
+
+/// A prediction to make before stepping on.
+pub struct Question {
+    /// How many options (`.a1`…).
+    pub options: usize,
+    /// The right one (from 1).
+    pub answer: usize,
+    /// Where the simulation shows the answer.
+    pub reveal: Stop,
+    /// What holds in the run at `reveal` when the right answer is right.
+    pub holds: fn(&Model) -> bool,
+}
+
+/// One chapter.
+pub struct Chapter {
+    pub stop: Stop,
+    pub act: Option<Act>,
+    pub question: Option<Question>,
+}
+
+/// A scenario's tour.
+pub struct Tour {
+    pub scenario: &'static str,
+    pub chapters: &'static [Chapter],
+}
+
+impl Tour {
+    /// The catalogue key of chapter `n`'s part (`title`, `text`, `q`, `a1`, `why`…).
+    pub fn key(&self, n: usize, part: &str) -> String {
+        format!("tour.{}.{}.{part}", self.scenario, n + 1)
+    }
+}
+
+/// The tour of a scenario.
+pub fn tour(scenario: &str) -> Option<&'static Tour> {
+    TOURS.iter().find(|t| t.scenario == scenario)
+}
+
+const fn key(prefix: &'static str, nth: usize) -> Stop {
+    Stop::Key {
+        prefix,
+        nth,
+        lab: 0,
+    }
+}
+
+fn lab(m: &Model, i: usize) -> &Lab {
+    &m.panes[i].lab
+}
+
+fn finished_by(m: &Model, name: &str) -> u64 {
+    lab(m, 0)
+        .view
+        .actors
+        .values()
+        .find(|a| a.role == Role::Consumer && a.name.en() == name)
+        .map_or(0, |a| a.finished)
+}
+
+fn spot_label(m: &Model, label: &str) -> Option<(String, String, crate::view::Spot)> {
+    let v = &lab(m, 0).view;
+    v.channels.iter().find_map(|((t, c), ch)| {
+        let id = *v.labels.iter().find(|(_, l)| l.text == label)?.0;
+        ch.spot_of(id).map(|s| (t.clone(), c.clone(), s))
+    })
+}
+
+/// Every tour.
+pub const TOURS: &[Tour] = &[
+    Tour {
+        scenario: "dpub-heap",
+        chapters: &[
+            Chapter {
+                stop: key("published.deferred", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key("heap.push.up", 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("heap.swap.up", 1),
+                    holds: |m| {
+                        let v = &lab(m, 0).view;
+                        v.channels
+                            .values()
+                            .any(|c| c.heap.first().is_some_and(|r| v.label(r.0) == "order 1"))
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::Time(ms(1200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("sent", 1),
+                    holds: |m| {
+                        lab(m, 0).view.channels.values().any(|c| {
+                            c.in_flight
+                                .iter()
+                                .any(|f| lab(m, 0).view.label(f.id) == "order 3")
+                        })
+                    },
+                }),
+            },
+            Chapter {
+                stop: key("heap.take.root", 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("heap.move", 1),
+                    holds: |m| {
+                        let v = &lab(m, 0).view;
+                        v.channels.values().any(|c| {
+                            c.hole.is_none()
+                                && c.heap.first().is_some_and(|r| v.label(r.0) == "order 6")
+                        })
+                    },
+                }),
+            },
+            Chapter {
+                stop: key("heap.swap.down", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key("sent", 2),
+                act: Some(Act::CrashFirstConsumer),
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("sent.again", 1),
+                    // It timed out, came back, and was sent again: attempt 2.
+                    holds: |m| {
+                        lab(m, 0).view.channels.values().any(|c| {
+                            c.timed_out >= 1 && c.in_flight.iter().any(|f| f.attempts == 2)
+                        })
+                    },
+                }),
+            },
+        ],
+    },
+    Tour {
+        scenario: "fan-out",
+        chapters: &[
+            Chapter {
+                stop: key("channel.created", 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key("published", 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("queued.memory", 2),
+                    holds: |m| {
+                        let v = &lab(m, 0).view;
+                        let id = v
+                            .labels
+                            .iter()
+                            .find(|(_, l)| l.text == "order 0")
+                            .map(|(id, _)| *id);
+                        v.channels
+                            .values()
+                            .filter(|c| id.is_some_and(|id| c.spot_of(id).is_some()))
+                            .count()
+                            == 2
+                    },
+                }),
+            },
+            Chapter {
+                stop: key("fin", 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "load-balance",
+        chapters: &[
+            Chapter {
+                stop: key("rdy.many", 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key("sent", 6),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Time(ms(2500)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 3,
+                    reveal: Stop::End,
+                    holds: |m| {
+                        let (s, md, f) = (
+                            finished_by(m, "slow worker"),
+                            finished_by(m, "medium worker"),
+                            finished_by(m, "fast worker"),
+                        );
+                        f > md && f > s
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "crash-timeout",
+        chapters: &[
+            Chapter {
+                stop: key("sent", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Time(ms(1000)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("queued.memory", 2),
+                    holds: |m| {
+                        spot_label(m, "payment 7").is_some_and(|s| s.2 == crate::view::Spot::Memory)
+                    },
+                }),
+            },
+            Chapter {
+                stop: key("sent.again", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "req-backoff",
+        chapters: &[
+            Chapter {
+                stop: key("req.later", 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("heap.push", 1),
+                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
+                }),
+            },
+            Chapter {
+                stop: key("sent.again", 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "overflow-disk",
+        chapters: &[
+            Chapter {
+                stop: key("queued.memory", 4),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key("published", 5),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("queued.disk", 1),
+                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
+                }),
+            },
+            Chapter {
+                stop: key("subscribed", 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: Stop::End,
+                    holds: |m| {
+                        let sent: Vec<String> = lab(m, 0)
+                            .log
+                            .iter()
+                            .filter(|s| s.text.key == "sent")
+                            .filter_map(|s| {
+                                s.text
+                                    .args
+                                    .iter()
+                                    .find(|a| a.0 == "label")
+                                    .map(|a| format!("{:?}", a.1))
+                            })
+                            .collect();
+                        let want: Vec<String> = (0..10)
+                            .map(|i| format!("{:?}", crate::i18n::Arg::Plain(format!("event {i}"))))
+                            .collect();
+                        sent == want
+                    },
+                }),
+            },
+        ],
+    },
+    Tour {
+        scenario: "big-heap",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(1200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: Stop::Here,
+                    holds: |m| {
+                        lab(m, 0)
+                            .view
+                            .channels
+                            .values()
+                            .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
+                    },
+                }),
+            },
+            Chapter {
+                stop: key("due.exact", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "scan-vs-exact",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(150)),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Time(ms(200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: Stop::Key {
+                        prefix: "sent",
+                        nth: 1,
+                        lab: 1,
+                    },
+                    holds: |m| {
+                        let late =
+                            |i: usize| lab(m, i).view.lateness.first().map(|l| l.found - l.due);
+                        late(0) == Some(0) && late(1).is_some_and(|x| x > 0)
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::i18n::has;
+
+    /// Every tour has 3 to 8 chapters, every word in the catalogue, and every question's right
+    /// answer is what the run shows: played chapter by chapter, each stop is reached and each
+    /// answer holds.
+    #[test]
+    fn every_tour_plays_and_its_answers_hold() {
+        for t in TOURS {
+            assert!((3..=8).contains(&t.chapters.len()), "{}", t.scenario);
+            assert!(
+                crate::scenarios::find(t.scenario).is_some(),
+                "{}",
+                t.scenario
+            );
+            let mut m = Model::new(t.scenario, 1, 1.0);
+            m.update(crate::model::Action::StartTour);
+            for (n, c) in t.chapters.iter().enumerate() {
+                for part in ["title", "text"] {
+                    assert!(has(&t.key(n, part)), "{}", t.key(n, part));
+                }
+                let tour = m.tour.as_ref().expect("the tour is on");
+                assert_eq!(tour.chapter, n);
+                assert!(
+                    tour.reached,
+                    "{} chapter {}: its stop was not reached",
+                    t.scenario,
+                    n + 1
+                );
+                if let Some(q) = &c.question {
+                    for part in (1..=q.options)
+                        .map(|i| format!("a{i}"))
+                        .chain(["q".into(), "why".into()])
+                    {
+                        assert!(has(&t.key(n, &part)), "{}", t.key(n, &part));
+                    }
+                    m.update(crate::model::Action::Predict(q.answer));
+                    let tour = m.tour.as_ref().unwrap();
+                    assert!(
+                        tour.reached,
+                        "{} chapter {}: the answer's stop was not reached",
+                        t.scenario,
+                        n + 1
+                    );
+                    assert!(
+                        (q.holds)(&m),
+                        "{} chapter {}: the right answer does not hold in the run",
+                        t.scenario,
+                        n + 1
+                    );
+                }
+                m.update(crate::model::Action::NextChapter);
+            }
+            assert!(
+                m.tour.is_none(),
+                "{}: the tour ends after its last chapter",
+                t.scenario
+            );
+        }
+    }
+}
