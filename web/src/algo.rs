@@ -171,10 +171,11 @@ mod tests {
                     {
                         assert!(placed.is_some(), "{}: {k} has no line", s.id);
                     }
-                    if k.starts_with("queued.")
-                        && i > 0
-                        && lab.log[i - 1].text.key.starts_with("heap.")
-                    {
+                    let after_pop = i > 0
+                        && ["heap.take", "heap.move", "heap.swap.down"]
+                            .iter()
+                            .any(|p| lab.log[i - 1].text.key.starts_with(p));
+                    if k.starts_with("queued.") && after_pop {
                         assert_eq!(
                             placed.map(|p| p.0),
                             Some(Block::Pop),

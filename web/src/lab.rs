@@ -71,6 +71,23 @@ pub enum Cue {
     Crash { consumer: ClientId },
     /// Change a consumer's RDY.
     SetRdy { consumer: ClientId, rdy: i64 },
+    /// The broker is killed (`kill -9`) and started again: it rebuilds itself from its store,
+    /// and the clients connect again.
+    CrashRestart,
+}
+
+/// What the broker held when it was killed, by where it was (for the comparison with nsqd).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CrashReport {
+    pub at: Time,
+    /// Ready in a memory queue.
+    pub memory: Vec<MessageId>,
+    /// Ready in a disk backlog.
+    pub disk: Vec<MessageId>,
+    pub in_flight: Vec<MessageId>,
+    pub deferred: Vec<MessageId>,
+    /// Messages finished before the crash.
+    pub finished: u64,
 }
 
 /// How a message is answered by hand.
@@ -103,6 +120,8 @@ enum Pending {
     Event(Event),
     /// Words of the lab's own (a broker error a client received).
     Note(Time, Text),
+    /// The broker is killed and restarted here (after what was queued before it is shown).
+    Crash,
 }
 
 /// At most this many instants are passed in one call (a safety net: the browser never hangs).
@@ -269,6 +288,10 @@ impl Lab {
                     None => continue,
                 },
                 Pending::Note(at, text) => (at, Told::from(text)),
+                Pending::Crash => {
+                    self.crash_restart();
+                    continue;
+                }
             };
             let step = Step {
                 at,
@@ -418,7 +441,73 @@ impl Lab {
                 }
                 self.sim.send(consumer, &Command::Rdy(rdy));
             }
+            Cue::CrashRestart => self.pending.push_back(Pending::Crash),
         }
+    }
+
+    /// `kill -9`, then a restart from the store at the same instant: what was shown of this
+    /// instant stays, the broker's memory is gone, the store is replayed (each message it gives
+    /// back is a step), and the clients connect again.
+    fn crash_restart(&mut self) {
+        // What the old broker would have done after this point never happens.
+        self.pending.clear();
+        self.sim.events.clear();
+        let now = self.sim.now();
+        let mut report = CrashReport {
+            at: now,
+            ..CrashReport::default()
+        };
+        for c in self.view.channels.values_mut() {
+            report
+                .memory
+                .extend(c.queue.iter().filter(|m| !m.on_disk).map(|m| m.id));
+            report
+                .disk
+                .extend(c.queue.iter().filter(|m| m.on_disk).map(|m| m.id));
+            report.in_flight.extend(c.in_flight.iter().map(|m| m.id));
+            report.deferred.extend(
+                c.heap
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| c.hole != Some(*i))
+                    .map(|(_, e)| e.0),
+            );
+            report.finished += c.finished;
+            // The drawing starts again from what the store gives back.
+            c.queue.clear();
+            c.heap.clear();
+            c.hole = None;
+            c.in_flight.clear();
+            c.consumers.clear();
+        }
+        for a in self.view.actors.values_mut() {
+            a.connected = false;
+        }
+        self.pending.push_back(Pending::Note(
+            now,
+            Text::new("crash.killed")
+                .arg("memory", report.memory.len())
+                .arg("disk", report.disk.len())
+                .arg("flight", report.in_flight.len())
+                .arg("deferred", report.deferred.len()),
+        ));
+        self.view.crash = Some(report);
+        // The clients' connections died with the broker; they connect again, as they were.
+        let producers = std::mem::take(&mut self.producers);
+        let consumers = std::mem::take(&mut self.consumers);
+        self.sim = self.sim.restart(self.sim.now() ^ 0x5eed);
+        self.pending
+            .push_back(Pending::Note(now, Text::new("crash.replayed")));
+        self.collect();
+        for p in producers {
+            let id = self.sim.connect();
+            self.view.name_actor(id, p.name.clone(), Role::Producer);
+            self.producers.push(Producer { id, name: p.name });
+        }
+        for c in consumers {
+            self.add_consumer(c);
+        }
+        self.collect();
     }
 
     /// A producer sends a command; the messages it publishes are labelled from their bodies.

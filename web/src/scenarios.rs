@@ -228,6 +228,38 @@ fn scan_vs_exact(seed: u64) -> Vec<(&'static str, Lab)> {
     labs
 }
 
+fn crash_restart(seed: u64) -> Vec<(&'static str, Lab)> {
+    let opts = Options {
+        durable: true,
+        mem_queue_size: 4,
+        ..Options::default()
+    };
+    let mut lab = Lab::new(opts, seed);
+    let mut c = Lab::consumer(Text::new("name.ledger"), "payments", "ledger", 2);
+    c.processing_ms = 900;
+    c.msg_timeout_ms = 10_000;
+    lab.add_consumer(c);
+    let p = lab.add_producer();
+    for i in 0..8 {
+        send(
+            &mut lab,
+            p,
+            100 + i * 80,
+            pub_("payments", &format!("payment {i}")),
+        );
+    }
+    for i in 0..3 {
+        send(
+            &mut lab,
+            p,
+            200 + i * 100,
+            dpub("payments", &format!("refund {i}"), 2500 + i * 500),
+        );
+    }
+    lab.at(ms(1300), Cue::CrashRestart);
+    vec![("", lab)]
+}
+
 /// Every scenario, in the order the page lists them.
 pub const SCENARIOS: &[Scenario] = &[
     Scenario {
@@ -285,6 +317,14 @@ pub const SCENARIOS: &[Scenario] = &[
         title: "scenario.big-heap.title",
         text: "scenario.big-heap.text",
         build: big_heap,
+    },
+    Scenario {
+        id: "crash-restart",
+        topic: "payments",
+        channel: "ledger",
+        title: "scenario.crash-restart.title",
+        text: "scenario.crash-restart.text",
+        build: crash_restart,
     },
     Scenario {
         id: "scan-vs-exact",

@@ -397,6 +397,62 @@ pub const TOURS: &[Tour] = &[
         ],
     },
     Tour {
+        scenario: "crash-restart",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(1250)),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    // The first delivery after the restart: one of those that were in flight.
+                    reveal: key("sent", 5),
+                    holds: |m| {
+                        let l = lab(m, 0);
+                        let Some(crash) = &l.view.crash else {
+                            return false;
+                        };
+                        l.view
+                            .channels
+                            .values()
+                            .any(|c| c.in_flight.iter().any(|f| crash.in_flight.contains(&f.id)))
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("heap.push", 6),
+                    holds: |m| {
+                        let l = lab(m, 0);
+                        let due: Vec<Time> = l
+                            .view
+                            .channels
+                            .values()
+                            .flat_map(|c| c.heap.iter().map(|e| e.1))
+                            .collect();
+                        l.view.crash.is_some()
+                            && due.len() == 3
+                            && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
         scenario: "scan-vs-exact",
         chapters: &[
             Chapter {

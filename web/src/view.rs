@@ -233,6 +233,8 @@ pub struct View {
     pub published: u64,
     /// Messages published with a delay.
     pub published_deferred: u64,
+    /// What the broker held when it was killed, if it was.
+    pub crash: Option<crate::lab::CrashReport>,
 }
 
 /// Seconds with millisecond precision, for text.

@@ -225,6 +225,7 @@ fn pane(
               <span class="when">{last.map(|s| secs(s.at)).unwrap_or_default()}</span>
               <Words text={text} lang={l} on_term={on_term.clone()}/>
             </div>
+            { for v.crash.as_ref().map(|c| html!{ <CrashPanel lang={l} counts={[c.memory.len(), c.disk.len(), c.in_flight.len(), c.deferred.len()]}/> }) }
             { if finished { html!{
               <div class="finished" data-testid="scenario-finished" role="status">
                 <b>{t(l, "ui.finished.title")}</b>

@@ -33,6 +33,7 @@ catalogue! {
     "name.flaky-mailer" => "flaky mailer", "不稳定的邮件服务";
     "name.archiver" => "archiver", "归档器";
     "name.timer-worker" => "timer worker", "定时 worker";
+    "name.ledger" => "ledger service", "账本服务";
 
     // ---------------------------------------------------------------- topics and channels
     "topic.created" => "Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.",
@@ -191,6 +192,9 @@ catalogue! {
     "scenario.scan-vs-exact.text" => "The same 20 DPUBs under two timer strategies. nsqd looks for due messages by scanning a random sample of channels every 100 ms, so deliveries come late; nsqlab keeps one timer per channel and fires it exactly when due. The chart shows each message's lateness.",
         "同样的 20 个 DPUB，两种定时策略。nsqd 每 100 ms 随机抽取一部分通道扫描到期消息，所以投递会晚；nsqlab 每个通道有一个定时器，准时触发。图表显示每条消息晚了多少。";
 
+    "scenario.crash-restart.title" => "A crash: kill -9 mid-stream", "崩溃：运行中途 kill -9";
+    "scenario.crash-restart.text" => "Payments and delayed refunds flow to a ledger service; at 1.3 s the broker is killed and started again. nsqlab writes every message to disk before it answers OK, so its store gives back every acknowledged one: ready ones, those that were in flight (delivered again), and deferred ones with their due time.",
+        "付款和延迟退款流向账本服务；在 1.3 秒时 broker 被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
     "pane.exact" => "exact timers (nsqlab)", "精确定时器（nsqlab）";
     "pane.scan" => "100 ms scan loop (nsqd)", "100 ms 扫描循环（nsqd）";
 
@@ -547,6 +551,25 @@ catalogue! {
     "tour.big-heap.3.title" => "All on time", "全部准时";
     "tour.big-heap.3.text" => "All 10 000 were delivered, each at its due time: 0 ms late.", "一万条全部投递，每条都在到期时刻：晚 0 ms。";
 
+    "tour.crash-restart.1.title" => "Written before OK", "先写盘再回复 OK";
+    "tour.crash-restart.1.text" => "A ledger service takes payments two at a time (RDY 2). The memory queue holds 4 (--mem-queue-size); the rest wait on disk; three refunds are deferred. nsqlab writes each message to its store before it answers OK.",
+        "账本服务每次处理两笔付款（RDY 2）。内存队列最多 4 条（--mem-queue-size），其余在磁盘上等待；三笔退款是延迟消息。nsqlab 在回复 OK 之前先把每条消息写入存储。";
+    "tour.crash-restart.2.title" => "kill -9", "kill -9：强制杀掉";
+    "tour.crash-restart.2.text" => "The broker is about to be killed, with two payments in flight to the ledger service.", "broker 即将被杀掉，这时有两笔付款正在账本服务那里在途。";
+    "tour.crash-restart.2.q" => "After the restart, what happens to the two payments that were in flight?", "重启之后，那两笔在途的付款会怎样？";
+    "tour.crash-restart.2.a1" => "They are lost", "丢失了";
+    "tour.crash-restart.2.a2" => "They come back and are delivered again", "它们回来并被再次投递";
+    "tour.crash-restart.2.a3" => "They stay in flight forever", "它们永远在途";
+    "tour.crash-restart.2.why" => "They were never finished, so the store still has them: they are delivered again (at least once).", "它们从未被完成，所以存储里还有它们：它们会被再次投递（至少一次）。";
+    "tour.crash-restart.3.title" => "The refunds", "退款";
+    "tour.crash-restart.3.text" => "The three refunds were deferred until 2.7 s, 3.3 s and 3.9 s.", "三笔退款被延迟到 2.7 秒、3.3 秒和 3.9 秒。";
+    "tour.crash-restart.3.q" => "Where are they after the restart?", "重启之后它们在哪里？";
+    "tour.crash-restart.3.a1" => "Delivered at once", "立即被投递";
+    "tour.crash-restart.3.a2" => "Back in the deferred heap, with the same due times", "回到延迟堆，到期时间不变";
+    "tour.crash-restart.3.a3" => "Lost", "丢失了";
+    "tour.crash-restart.3.why" => "The store keeps each deferred message's due time, so none comes early (nsqd v1.3 would deliver them at once after a clean restart, and lose them in a crash).", "存储保留了每条延迟消息的到期时间，所以不会提前（nsqd v1.3 正常重启后会立即投递它们，崩溃则会丢失它们）。";
+    "tour.crash-restart.4.title" => "Nothing acknowledged is lost", "确认过的消息一条不丢";
+    "tour.crash-restart.4.text" => "Every payment and refund was finished, no refund early. The table shows what nsqd v1.3 would have kept.", "每笔付款和退款都完成了，没有退款提前。表格显示 nsqd v1.3 会保留什么。";
     "tour.scan-vs-exact.1.title" => "Two ways to find what is due", "找到到期消息的两种方法";
     "tour.scan-vs-exact.1.text" => "The same 20 DPUBs in two brokers: on the left nsqlab, with a timer per channel; on the right nsqd's way, a loop that scans a random sample of channels every 100 ms.", "两个 broker 里是同样的 20 个 DPUB：左边是 nsqlab，每个通道一个定时器；右边是 nsqd 的做法，每 100 ms 扫描随机抽取的一部分通道。";
     "tour.scan-vs-exact.2.title" => "Due at 0.237 s", "0.237 秒到期";
@@ -558,6 +581,29 @@ catalogue! {
     "tour.scan-vs-exact.2.why" => "A scan loop only notices a due message when it next looks at its channel.", "扫描循环只有在下一次查看那个通道时才会发现到期的消息。";
     "tour.scan-vs-exact.3.title" => "The cost of scanning", "扫描的代价";
     "tour.scan-vs-exact.3.text" => "The chart shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
+
+    // ---------------------------------------------------------------- a crash
+    "crash.killed" => "kill -9: the broker dies mid-stream. In its memory: {memory} ready, {flight} in flight, {deferred} deferred ({disk} ready on disk). Everything it answered OK to was written to disk first.",
+        "kill -9：broker 在运行中途被杀掉。它的内存里有：{memory} 条待发送，{flight} 条在途，{deferred} 条延迟（磁盘上还有 {disk} 条待发送）。它回复过 OK 的每条消息都已先写入磁盘。";
+    "crash.replayed" => "It starts again and replays its store: each message comes back where it belongs — ready ones to the queue, deferred ones to the heap with their due time, those in flight to the queue (to be delivered again).",
+        "它重新启动并重放存储：每条消息回到它该在的地方——待发送的回到队列，延迟的带着原来的到期时间回到堆里，在途的回到队列（将被再次投递）。";
+    "crash.title" => "What survived the crash", "崩溃之后还剩下什么";
+    "crash.kind" => "at the crash", "崩溃时";
+    "crash.nsqlab" => "nsqlab (durable), after the restart", "nsqlab（持久化），重启后";
+    "crash.nsqd.kill" => "nsqd v1.3 after kill -9", "nsqd v1.3，kill -9 之后";
+    "crash.nsqd.clean" => "nsqd v1.3 after a clean restart", "nsqd v1.3，正常重启之后";
+    "crash.row.memory" => "ready, in memory: {n}", "待发送，在内存中：{n}";
+    "crash.row.disk" => "ready, on disk: {n}", "待发送，在磁盘上：{n}";
+    "crash.row.flight" => "in flight: {n}", "在途：{n}";
+    "crash.row.deferred" => "deferred: {n}", "延迟：{n}";
+    "crash.back" => "back", "恢复";
+    "crash.again" => "delivered again", "再次投递";
+    "crash.on-time" => "back, due at their time", "恢复，按原到期时间";
+    "crash.lost" => "lost", "丢失";
+    "crash.synced" => "back if synced (nsqd syncs its disk queue every 2500 messages or 2 s)", "如果已同步则恢复（nsqd 每 2500 条消息或每 2 秒同步一次磁盘队列）";
+    "crash.early" => "back, but delivered at once: early", "恢复，但立即投递：提前了";
+    "crash.note" => "nsqd keeps its memory queue, in-flight and deferred messages in memory only: a crash loses them. On a clean shutdown it writes them to disk, but deferred ones without their due time.",
+        "nsqd 只在内存中保存内存队列、在途消息和延迟消息：崩溃会丢失它们。正常关闭时它会把它们写入磁盘，但延迟消息不带到期时间。";
 
     // ---------------------------------------------------------------- summary
     "summary.published" => "Messages published: {n}.", "发布的消息：{n} 条。";
