@@ -429,6 +429,71 @@ if (part('i18n')) {
   await page.close();
 }
 
+// Issue 31 items 1 and 7: back N then forward N is the identical page; a shared link and an
+// exported file replay the same run, changes by hand included.
+if (part('travel')) {
+  const page = await newPage(1280, 1000);
+  // What the learner sees of a run, and the core's own counts.
+  const state = () => page.evaluate(() => [...document.querySelectorAll('[data-testid=pane]')].map((p) => [
+    p.querySelector('[data-testid=explain]').textContent,
+    [...p.querySelectorAll('.node.channel')].map((c) => c.dataset.core + '|' + c.textContent).join('/'),
+    [...p.querySelectorAll('[data-testid=heap-array] .cell')].map((c) => c.dataset.id || 'hole').join(','),
+    [...p.querySelectorAll('.inflight .row')].map((r) => r.dataset.id).join(','),
+    p.querySelector('[data-testid=log] h3, .steplog h3')?.textContent,
+  ].join('\n')).join('\n---\n') + '\n' + document.querySelector('[data-testid=timeline-at]').textContent);
+  for (const id of ['dpub-heap', 'scan-vs-exact', 'crash-restart']) {
+    await page.goto(`${base}/?scenario=${id}&seed=2&speed=1`);
+    await page.waitForSelector('[data-testid=explain]');
+    for (let i = 0; i < 25; i++) await stepOnce(page);
+    await page.fill('#pub-count', '2');
+    await page.click('[data-testid=publish]');
+    for (let i = 0; i < 30 && !(await page.isDisabled('[data-testid=step]')); i++) await stepOnce(page);
+    const here = await state();
+    for (const n of [1, 5, 20]) {
+      for (let i = 0; i < n; i++) await page.click('[data-testid=back]');
+      check((await state()) !== here, `${id}: back ${n} shows an earlier point`);
+      const at = Number((await page.textContent('[data-testid=timeline-at]')).match(/\d+/)[0]);
+      for (let i = 0; i < 200 && (await page.textContent('[data-testid=timeline-at]')) !== here.split('\n').pop(); i++) await stepOnce(page);
+      const now = await state();
+      const diff = now.split('\n').map((l, k) => [l, here.split('\n')[k]]).find(([a, b]) => a !== b);
+      check(now === here, `${id}: back ${n} (to step ${at}) and forward again is the identical page${diff ? `: ${JSON.stringify(diff).slice(0, 400)}` : ''}`);
+    }
+    // The scrubber: to the start and back to the end.
+    await page.$eval('[data-testid=timeline]', (r) => { r.value = '0'; r.dispatchEvent(new Event('input', { bubbles: true })); });
+    check((await page.textContent('[data-testid=clock]')) === 't = 0.000 s', `${id}: scrubbed to the start`);
+    const max = await page.$eval('[data-testid=timeline]', (r) => r.max);
+    await page.$eval('[data-testid=timeline]', (r, v) => { r.value = v; r.dispatchEvent(new Event('input', { bubbles: true })); }, max);
+    check((await state()) === here, `${id}: scrubbed back to the end, identical`);
+    // Share: the link opens the same run at the same point.
+    await page.click('[data-testid=share]');
+    const url = await page.inputValue('[data-testid=share-url]');
+    check(url.includes('#run='), `${id}: the share link carries the run`);
+    const other = await newPage(1280, 1000);
+    await other.goto(url);
+    await other.waitForSelector('[data-testid=explain]');
+    const there = await other.evaluate(() => [...document.querySelectorAll('[data-testid=pane] [data-testid=explain]')].map((e) => e.textContent).join('|') + document.querySelector('[data-testid=timeline-at]').textContent);
+    const mine = await page.evaluate(() => [...document.querySelectorAll('[data-testid=pane] [data-testid=explain]')].map((e) => e.textContent).join('|') + document.querySelector('[data-testid=timeline-at]').textContent);
+    check(there === mine, `${id}: the shared link replays the same run: ${there.slice(0, 120)} / ${mine.slice(0, 120)}`);
+    await other.close();
+    // Export, then import into a fresh page.
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=export]')]);
+    const file = await dl.path();
+    const fresh = await newPage(1280, 1000);
+    await fresh.goto(`${base}/?scenario=fan-out&seed=1`);
+    await fresh.waitForSelector('[data-testid=explain]');
+    await fresh.setInputFiles('[data-testid=import]', file);
+    await fresh.waitForFunction((id) => document.querySelector(`button.scenario[data-scenario=${id}]`)?.classList.contains('active'), id, { timeout: 5000 }).catch(() => {});
+    const imported = await fresh.evaluate(() => [...document.querySelectorAll('[data-testid=pane] [data-testid=explain]')].map((e) => e.textContent).join('|') + document.querySelector('[data-testid=timeline-at]').textContent);
+    check(imported === mine, `${id}: an exported run imports to the same point`);
+    await fresh.close();
+  }
+  // A damaged link is refused with a notice, not half-replayed.
+  await page.goto(`${base}/?scenario=dpub-heap#run=%7B%22v%22%3A9%7D`);
+  await page.waitForSelector('[data-testid=explain]');
+  check((await page.$('[data-testid=notice]')) !== null, 'a damaged shared run is refused out loud');
+  await page.close();
+}
+
 // 5. Live mode against this server: state published before the page opened, and after.
 const post = (p, body = '') => fetch(`${base}${p}`, { method: 'POST', body });
 const stats = async () => (await (await fetch(`${base}/stats?format=json`)).json());

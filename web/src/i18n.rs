@@ -292,6 +292,7 @@ mod tests {
             "left:",
             "algo.",
             "tour.",
+            "#run=",
         ];
         let word = |lit: &str| {
             let mut bare = lit.to_string();

@@ -299,6 +299,16 @@ impl Lab {
                 claims: told.claims,
             };
             self.log.push(step.clone());
+            // Bookkeeping right behind it (nothing to show) is applied now, so the state at a
+            // step is the same however it was reached.
+            while let Some(Pending::Event(e)) = self.pending.front() {
+                if !View::is_silent(&e.kind) {
+                    break;
+                }
+                if let Some(Pending::Event(e)) = self.pending.pop_front() {
+                    let _ = self.view.apply(&e);
+                }
+            }
             return Some(step);
         }
         None

@@ -13,7 +13,7 @@ use crate::scenarios::{find, Scenario, SCENARIOS};
 use nsqlab_core::time::Time;
 use nsqlab_core::{ClientId, MessageId};
 use std::collections::BTreeMap;
-pub use timeline::{Change, Entry, Mark, Timeline};
+pub use timeline::{Change, Entry, Mark, Run, Timeline};
 
 /// Playback speeds offered (virtual seconds per real second).
 pub const SPEEDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0];
@@ -93,6 +93,10 @@ pub enum Action {
     NextChapter,
     /// Leave the tour for free play.
     EndTour,
+    /// Open a shared run (or say why it cannot be).
+    LoadRun(Box<Result<Run, ()>>),
+    /// Show the link that shares this run.
+    Share,
 }
 
 /// Where a learner is in a guided tour.
@@ -130,6 +134,10 @@ pub struct Model {
     pub flow: bool,
     /// The guided tour, when one is on.
     pub tour: Option<TourState>,
+    /// Something to tell the learner about the run (a shared run that cannot be replayed).
+    pub notice: Option<Text>,
+    /// This run as a shared link carries it (its JSON), and the point it was shared at.
+    pub share: Option<(String, usize)>,
     /// The glossary entry open, if any.
     pub term: Option<&'static str>,
     /// Bumped by every update (the components compare it to know what changed).
@@ -163,6 +171,8 @@ impl Model {
             lang,
             flow: false,
             tour: None,
+            notice: None,
+            share: None,
             version: 0,
             timeline: Timeline::new(&mut []),
             future: Vec::new(),
@@ -355,6 +365,21 @@ impl Model {
                 }
             }
             Action::EndTour => self.tour = None,
+            Action::LoadRun(run) => match (*run)
+                .map_err(|_| Text::new("share.bad"))
+                .and_then(|r| Model::from_run(&r, self.lang))
+            {
+                Ok(mut m) => {
+                    m.flow = self.flow;
+                    m.version = self.version;
+                    *self = m;
+                }
+                Err(e) => self.notice = Some(e),
+            },
+            Action::Share => {
+                let json = serde_json::to_string(&self.run()).unwrap_or_default();
+                self.share = Some((json, self.pos()));
+            }
         }
     }
 
@@ -452,8 +477,9 @@ impl Model {
             }
         }
         let at = self.panes.iter().map(|p| p.lab.now()).collect();
+        let logs = self.panes.iter().map(|p| p.lab.log.len()).collect();
         self.grow(|m| m.apply(&change));
-        self.timeline.record(pos, at, change);
+        self.timeline.record(pos, at, logs, change);
     }
 
     /// Make a change (now, or again on the way to a past point).
@@ -552,6 +578,56 @@ impl Model {
             self.apply(&e.change);
             self.timeline.applied += 1;
         }
+    }
+
+    /// This run, to share: it replays to exactly this point.
+    pub fn run(&self) -> Run {
+        Run {
+            v: 1,
+            scenario: self.scenario.id.to_string(),
+            seed: self.seed,
+            journal: self.timeline.journal[..self.timeline.applied].to_vec(),
+            end: self.panes.iter().map(|p| p.lab.log.len()).collect(),
+        }
+    }
+
+    /// Replay a shared run: the scenario from its seed, each change where it was made (every
+    /// lab stepped to where it was then), to where the run was left.
+    pub fn from_run(run: &Run, lang: Lang) -> Result<Model, Text> {
+        let refused = || Text::new("share.bad");
+        if run.v != 1 || find(&run.scenario).is_none() {
+            return Err(refused());
+        }
+        let mut m = Model::with_lang(&run.scenario, run.seed, 1.0, lang);
+        for e in &run.journal {
+            if e.logs.len() != m.panes.len() || e.at.len() != m.panes.len() {
+                return Err(refused());
+            }
+            m.catch_up(&e.logs).map_err(|_| refused())?;
+            for (p, at) in m.panes.iter_mut().zip(&e.at) {
+                p.lab.idle_to(*at);
+            }
+            m.change(e.change.clone());
+        }
+        if run.end.len() != m.panes.len() {
+            return Err(refused());
+        }
+        m.catch_up(&run.end).map_err(|_| refused())?;
+        Ok(m)
+    }
+
+    /// Step each lab on its own until it has shown `logs[i]` steps.
+    fn catch_up(&mut self, logs: &[usize]) -> Result<(), ()> {
+        for (i, &want) in logs.iter().enumerate() {
+            while self.panes[i].lab.log.len() < want {
+                let mut shown = false;
+                self.grow(|m| shown = m.panes[i].lab.step().is_some());
+                if !shown {
+                    return Err(());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// One step back: the nearest point before this one that a run stands on (a change by

@@ -420,6 +420,19 @@ impl View {
         }
     }
 
+    /// Events that are never a step of their own (bookkeeping).
+    pub fn is_silent(kind: &EventKind) -> bool {
+        matches!(
+            kind,
+            EventKind::Heap {
+                heap: HeapKind::InFlight,
+                ..
+            } | EventKind::ClientConnected { .. }
+                | EventKind::ClientIdentified { .. }
+                | EventKind::ClientClosing { .. }
+        )
+    }
+
     /// Apply one event to the view; what it did, or `None` for bookkeeping events not worth a
     /// step of their own.
     pub fn apply(&mut self, e: &Event) -> Option<Told> {

@@ -5,7 +5,7 @@ use super::heap::{HeapProps, HeapView};
 use super::parts::*;
 use super::{params, Dispatch, Shared};
 use crate::forms::Field;
-use crate::i18n::{t, Lang};
+use crate::i18n::{t, Lang, Text};
 use crate::lab::Lab;
 use crate::model::{Action, Knob, Model, Pane, SPEEDS};
 use crate::scenarios::SCENARIOS;
@@ -30,6 +30,61 @@ fn query() -> (String, u64, f64, Lang, bool) {
         get("lang").map(|l| Lang::from_code(&l)).unwrap_or_default(),
         get("view").as_deref() == Some("flow"),
     )
+}
+
+/// A run shared in the URL's hash (`#run=<JSON, URI-encoded>`), if there is one.
+fn hash_run() -> Option<Result<crate::model::Run, ()>> {
+    let hash = web_sys::window()?.location().hash().ok()?;
+    let encoded = hash.strip_prefix("#run=")?;
+    let json = js_sys::decode_uri_component(encoded).ok()?.as_string()?;
+    Some(serde_json::from_str(&json).map_err(|_| ()))
+}
+
+/// The address of this page with a run in its hash.
+fn run_url(query: &str, json: &str) -> String {
+    let loc = web_sys::window().map(|w| w.location());
+    let origin = loc
+        .as_ref()
+        .and_then(|l| l.origin().ok())
+        .unwrap_or_default();
+    let path = loc.and_then(|l| l.pathname().ok()).unwrap_or_default();
+    let hash = js_sys::encode_uri_component(json)
+        .as_string()
+        .unwrap_or_default();
+    format!("{origin}{path}{query}#run={hash}")
+}
+
+/// Copy text to the clipboard, if the browser lets the page (`navigator.clipboard`).
+fn copy(text: &str) {
+    use wasm_bindgen::JsValue;
+    let Some(w) = web_sys::window() else { return };
+    let nav = js_sys::Reflect::get(&w, &"navigator".into()).unwrap_or(JsValue::UNDEFINED);
+    let clip = js_sys::Reflect::get(&nav, &"clipboard".into()).unwrap_or(JsValue::UNDEFINED);
+    if let Ok(f) = js_sys::Reflect::get(&clip, &"writeText".into()) {
+        if let Ok(f) = f.dyn_into::<js_sys::Function>() {
+            let _ = f.call1(&clip, &text.into());
+        }
+    }
+}
+
+/// Save text as a file (a link with `download`, clicked).
+fn download(name: &str, text: &str) {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if let Ok(a) = doc.create_element("a") {
+        let href = format!(
+            "data:application/json;charset=utf-8,{}",
+            js_sys::encode_uri_component(text)
+                .as_string()
+                .unwrap_or_default()
+        );
+        let _ = a.set_attribute("href", &href);
+        let _ = a.set_attribute("download", name);
+        if let Ok(a) = a.dyn_into::<web_sys::HtmlElement>() {
+            a.click();
+        }
+    }
 }
 
 fn now_ms() -> f64 {
@@ -264,6 +319,10 @@ pub fn sim_app() -> Html {
     let state = use_reducer(|| {
         let (scenario, seed, speed, lang, flow) = query();
         let mut m = Model::with_lang(&scenario, seed, speed, lang);
+        if let Some(run) = hash_run() {
+            m.update(Action::LoadRun(Box::new(run)));
+            m.speed = crate::model::valid_speed(speed).unwrap_or(1.0);
+        }
         m.flow = flow;
         Shared::new(m)
     });
@@ -380,6 +439,32 @@ pub fn sim_app() -> Html {
             ))
         })
     };
+    let on_export = {
+        let state = state.clone();
+        Callback::from(move |_: MouseEvent| {
+            let json = serde_json::to_string_pretty(&state.get().run()).unwrap_or_default();
+            download("nsqlab-run.json", &json);
+        })
+    };
+    let on_import = {
+        let d = d.clone();
+        Callback::from(move |e: Event| {
+            let input: web_sys::HtmlInputElement = e.target_unchecked_into();
+            let Some(file) = input.files().and_then(|f| f.get(0)) else {
+                return;
+            };
+            let d = d.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let text = wasm_bindgen_futures::JsFuture::from(file.text())
+                    .await
+                    .ok()
+                    .and_then(|t| t.as_string())
+                    .unwrap_or_default();
+                let run = serde_json::from_str::<crate::model::Run>(&text).map_err(|_| ());
+                d.dispatch(Action::LoadRun(Box::new(run)));
+            });
+        })
+    };
     let on_seed = {
         let d = d.clone();
         Callback::from(move |e: SubmitEvent| {
@@ -478,9 +563,20 @@ pub fn sim_app() -> Html {
                        hint={Some(AttrValue::from(t(l, "ui.seed.hint")))}/>
             <button type="submit" data-testid="apply-seed">{t(l, "ui.seed.apply")}</button>
           </form>
+          <button type="button" data-testid="share" onclick={click(Action::Share)} title={t(l, "ui.share.title")}>{t(l, "ui.share")}</button>
+          <button type="button" data-testid="export" onclick={on_export} title={t(l, "ui.export.title")}>{t(l, "ui.export")}</button>
+          <label class="import" title={t(l, "ui.import.title")}>{t(l, "ui.import")}
+            <input type="file" accept=".json,application/json" data-testid="import" onchange={on_import}/></label>
           <span class="clock" data-testid="clock">{format!("t = {}", secs(now))}</span>
           { if finished { html!{ <span class="done" data-testid="done">{t(l, "ui.done")}</span> } } else { html!{} } }
         </section>
+        { for m.notice.as_ref().map(|n| html!{ <p class="refusal" role="alert" data-testid="notice">{n.render(l)}</p> }) }
+        { for m.share.as_ref().map(|(json, at)| {
+            let url = run_url(&m.query(), json);
+            copy(&url);
+            html!{ <p class="share"><span>{Text::new("ui.share.copied").arg("pos", at).render(l)}</span>
+              <input type="text" readonly=true value={url} data-testid="share-url" size="60"/></p> }
+        }) }
         <Scrubber lang={l} {pos} {horizon} {marks} dispatch={d.clone()}/>
         { for m.tour.as_ref().map(|ts| {
             let q = ts.tour.chapters[ts.chapter].question.as_ref().map(|q| (q.options, q.answer));

@@ -605,6 +605,16 @@ catalogue! {
     "crash.note" => "nsqd keeps its memory queue, in-flight and deferred messages in memory only: a crash loses them. On a clean shutdown it writes them to disk, but deferred ones without their due time.",
         "nsqd 只在内存中保存内存队列、在途消息和延迟消息：崩溃会丢失它们。正常关闭时它会把它们写入磁盘，但延迟消息不带到期时间。";
 
+    // ---------------------------------------------------------------- sharing
+    "share.bad" => "This shared run cannot be replayed here (it is from another version, or damaged).", "这个分享的运行无法在这里重放（它来自另一个版本，或已损坏）。";
+    "ui.share" => "share", "分享";
+    "ui.share.title" => "a link that replays this run, with your changes, to this point", "一个链接：重放这次运行（包括你的修改），一直到这一步";
+    "ui.share.copied" => "Link to this run at step {pos} (copied):", "这次运行在第 {pos} 步的链接（已复制）：";
+    "ui.export" => "export", "导出";
+    "ui.export.title" => "save this run as a file", "把这次运行保存为文件";
+    "ui.import" => "import", "导入";
+    "ui.import.title" => "open a run saved as a file", "打开保存为文件的运行";
+
     // ---------------------------------------------------------------- summary
     "summary.published" => "Messages published: {n}.", "发布的消息：{n} 条。";
     "summary.published.deferred" => "Messages published: {n}, of them with a delay (DPUB): {d}.",

@@ -61,12 +61,25 @@ pub enum Change {
     },
 }
 
-/// A change at a point of the run: the position, and each lab's clock, when it was made.
+/// A change at a point of the run: the position, and each lab's clock and number of steps,
+/// when it was made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
     pub pos: usize,
     pub at: Vec<Time>,
+    pub logs: Vec<usize>,
     pub change: Change,
+}
+
+/// A run to share: a scenario, its seed, the changes made by hand, and where it was left
+/// (each lab's number of steps). It replays exactly ([`super::Model::from_run`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub v: u32,
+    pub scenario: String,
+    pub seed: u64,
+    pub journal: Journal,
+    pub end: Vec<usize>,
 }
 
 /// Every change made by hand, in order.
@@ -208,8 +221,13 @@ impl Timeline {
     }
 
     /// A change by hand made at the head of the run.
-    pub fn record(&mut self, pos: usize, at: Vec<Time>, change: Change) {
-        self.journal.push(Entry { pos, at, change });
+    pub fn record(&mut self, pos: usize, at: Vec<Time>, logs: Vec<usize>, change: Change) {
+        self.journal.push(Entry {
+            pos,
+            at,
+            logs,
+            change,
+        });
         self.applied = self.journal.len();
         self.marks.push((pos, Mark::ByHand));
     }
