@@ -48,13 +48,15 @@ if [ ! -d "$NODE_DIR/node_modules/nsqjs" ]; then
   (cd "$NODE_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund nsqjs@0.13.0)
 fi
 
-# wasm-opt from npm's binaryen (Debian's is too old for rustc's output) and playwright-core
-# for the page tests, which drive Debian's Chromium.
+# wasm-opt from npm's binaryen (Debian's is too old for rustc's output); playwright-core for
+# the page tests, which drive Debian's Chromium; axe-core, the accessibility checks they run
+# in the page.
 TOOLS_DIR=target/node-tools
-if [ ! -x "$TOOLS_DIR/node_modules/.bin/wasm-opt" ] || [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ]; then
-  log "installing binaryen and playwright-core into $TOOLS_DIR"
+if [ ! -x "$TOOLS_DIR/node_modules/.bin/wasm-opt" ] || [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ] \
+   || [ ! -f "$TOOLS_DIR/node_modules/axe-core/axe.min.js" ]; then
+  log "installing binaryen, playwright-core and axe-core into $TOOLS_DIR"
   mkdir -p "$TOOLS_DIR"
-  (cd "$TOOLS_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund binaryen@132 playwright-core)
+  (cd "$TOOLS_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund binaryen@132 playwright-core axe-core@4)
 fi
 # Debian's packages: chromium and its driver for the page tests, brotli to precompress the
 # page's WebAssembly (a quarter smaller on the wire than gzip).

@@ -494,6 +494,85 @@ if (part('travel')) {
   await page.close();
 }
 
+// Issue 31 item 8: accessible. axe-core (WCAG 2 A and AA, best practices) finds nothing in any
+// scenario, in a tour, in Chinese, on a phone, in live mode; every control is reached and used
+// from the keyboard, with a visible focus.
+if (part('a11y')) {
+  const axe = fs.readFileSync(process.env.NODE_TOOLS + '/node_modules/axe-core/axe.min.js', 'utf8');
+  const audit11y = async (page, what) => {
+    await page.addScriptTag({ content: axe });
+    const v = await page.evaluate(async () => (await axe.run(document, { runOnly: ['wcag2a', 'wcag2aa', 'best-practice'] }))
+      .violations.map((x) => `${x.id} (${x.nodes.length}): ${x.nodes[0].target.join(' ')}`));
+    check(v.length === 0, `${what}: no accessibility violations: ${v.join(' | ')}`);
+  };
+  const page = await newPage(1280, 1000);
+  const ids = await (async () => { await page.goto(`${base}/`); await page.waitForSelector('[data-testid=explain]'); return page.$$eval('button.scenario', (bs) => bs.map((b) => b.dataset.scenario)); })();
+  for (const id of ids) {
+    for (const q of ['', '&view=flow']) {
+      await page.goto(`${base}/?scenario=${id}&seed=1${q}`);
+      await page.waitForSelector('[data-testid=explain]');
+      for (let i = 0; i < 40 && !(await page.isDisabled('[data-testid=step]')); i++) await stepOnce(page);
+      await audit11y(page, `${id}${q}`);
+    }
+  }
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1&lang=zh`);
+  await page.waitForSelector('[data-testid=explain]');
+  await page.click('[data-testid=tour-start]');
+  await page.click('[data-testid=tour-next]');
+  await page.click('[data-testid=option-2]');
+  await audit11y(page, 'a tour chapter in Chinese');
+  await page.goto(`${base}/?mode=live`);
+  await page.waitForSelector('[data-testid=explain]');
+  await audit11y(page, 'live mode');
+  const phone = await newPage(390, 844);
+  await phone.goto(`${base}/?scenario=load-balance&seed=1`);
+  await phone.waitForSelector('[data-testid=explain]');
+  await audit11y(phone, 'a phone');
+  await phone.close();
+
+  // Keyboard only: Tab reaches every control, each shows its focus; the tour is taken and
+  // the run stepped and stepped back without a mouse.
+  await page.goto(`${base}/?scenario=load-balance&seed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  for (let i = 0; i < 15; i++) await page.keyboard.press('ArrowRight');
+  const controls = await page.$$eval('button:not([disabled]), input, select, [tabindex="0"]', (els) => els.filter((e) => e.offsetParent !== null && e.type !== 'file').length);
+  const reached = new Set();
+  let unseen = 0;
+  for (let i = 0; i < controls + 40; i++) {
+    await page.keyboard.press('Tab');
+    const f = await page.evaluate(() => {
+      const e = document.activeElement;
+      if (!e || e === document.body) return null;
+      const st = getComputedStyle(e);
+      const shown = st.outlineStyle !== 'none' && parseFloat(st.outlineWidth) > 0;
+      return [e.tagName + ':' + (e.dataset.testid || e.id || e.textContent.slice(0, 20)) + ':' + [...e.parentNode.children].indexOf(e) + ':' + e.getBoundingClientRect().top.toFixed(0), shown];
+    });
+    if (!f) continue;
+    reached.add(f[0]);
+    if (!f[1]) unseen++;
+  }
+  check(reached.size >= controls, `Tab reaches every control (${reached.size} of ${controls})`);
+  check(unseen === 0, `every focused control shows its focus (${unseen} did not)`);
+  // The tour by keyboard: focus its button, Enter; answer with Tab + Enter.
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  await page.focus('[data-testid=tour-start]');
+  await page.keyboard.press('Enter');
+  await page.focus('[data-testid=tour-next]');
+  await page.keyboard.press('Enter');
+  await page.focus('[data-testid=option-2]');
+  await page.keyboard.press('Enter');
+  check((await page.$('[data-testid=verdict]')) !== null, 'a tour question is answered from the keyboard');
+  await page.keyboard.press('Escape');
+  await page.evaluate(() => document.activeElement.blur());
+  const before = await page.textContent('[data-testid=timeline-at]');
+  await page.keyboard.press('ArrowLeft');
+  check((await page.textContent('[data-testid=timeline-at]')) !== before, '← steps back');
+  await page.keyboard.press('ArrowRight');
+  check((await page.textContent('[data-testid=timeline-at]')) === before, '→ steps forward again');
+  await page.close();
+}
+
 // 5. Live mode against this server: state published before the page opened, and after.
 const post = (p, body = '') => fetch(`${base}${p}`, { method: 'POST', body });
 const stats = async () => (await (await fetch(`${base}/stats?format=json`)).json());

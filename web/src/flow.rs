@@ -235,7 +235,9 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             f.boxes.push(FlowBox {
                 key: format!("r:{key}:{region:?}"),
                 kind: BoxKind::Row(region),
-                title: Text::new(word),
+                title: Text::new("ui.flow.row")
+                    .word("name", word)
+                    .arg("n", ids.len()),
                 x: cx + PAD / 2.0,
                 y: row_top,
                 w: cw - PAD,
@@ -291,7 +293,9 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
         f.boxes.push(FlowBox {
             key: format!("k:{}", k.id),
             kind: BoxKind::Consumer,
-            title: view.who(k.id),
+            title: Text::new("ui.flow.consumer")
+                .nest("who", view.who(k.id))
+                .arg("n", ids.len()),
             x: kx,
             y,
             w: kw,

@@ -21,6 +21,9 @@ pub struct FlowProps {
     /// The message the last step was about, and whether it timed out (it goes back, marked).
     pub highlight: Option<String>,
     pub timed_out: bool,
+    /// The lab's heading, when there are several (each flow view is named apart).
+    #[prop_or_default]
+    pub pane: Option<AttrValue>,
 }
 
 #[function_component(FlowView)]
@@ -57,9 +60,11 @@ pub fn flow_view(p: &FlowProps) -> Html {
     let mut tokens: Vec<_> = f.tokens.iter().collect();
     tokens.sort_by(|a, b| a.key.cmp(&b.key));
     html! {
-      <section class="flow" data-testid="flow" aria-label={t(l, "ui.flow")}>
+      <section class="flow" data-testid="flow"
+               aria-label={match &p.pane { Some(x) => format!("{} · {x}", t(l, "ui.flow")), None => t(l, "ui.flow").to_string() }}>
         <h3>{t(l, "ui.flow")}</h3>
-        <div class="flow-area" ref={node} style={format!("height: {:.0}px; --glide: {}ms", f.height, p.glide_ms)}>
+        <div class="flow-area" ref={node} style={format!("height: {:.0}px; --glide: {}ms", f.height, p.glide_ms)}
+             role="img" aria-label={f.boxes.iter().map(|b| b.title.render(l)).collect::<Vec<_>>().join("; ")}>
           <svg class="edges" width={format!("{:.0}", f.width)} height={format!("{:.0}", f.height)} aria-hidden="true">
             { for f.edges.iter().map(|&(x1, y1, x2, y2)| html!{
                 <line x1={format!("{x1:.1}")} y1={format!("{y1:.1}")} x2={format!("{x2:.1}")} y2={format!("{y2:.1}")}/> }) }

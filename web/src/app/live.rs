@@ -257,6 +257,8 @@ pub fn live_app() -> Html {
             <span class="status" data-testid="status">{Text::new("ui.live.status").word("status", state.status).arg("n", m.dropped).render(l)}</span>
           </nav>
         </header>
+        <main>
+        <h2 class="visually-hidden">{t(l, "ui.live.sub")}</h2>
         <section class="controls">
           <span class="clock" data-testid="clock">{Text::new("ui.live.clock").arg("t", time_of_day(v.now)).render(l)}</span>
           <span class="hint">{t(l, "ui.live.hint")}</span>
@@ -285,6 +287,7 @@ pub fn live_app() -> Html {
           </div>
         </section>
         <Glossary lang={l} open={state.term} on_term={on_glossary}/>
+        </main>
       </div>
     }
 }

@@ -226,7 +226,8 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
     let timed_out = lab.log.last().is_some_and(|s| s.text.key == "timeout");
     html! {
       <super::flow::FlowView lang={m.lang} {layout} version={m.version} {glide_ms}
-          highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}/>
+          highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}
+          pane={(!m.panes[i].title.is_empty()).then(|| AttrValue::from(crate::i18n::t(m.lang, m.panes[i].title)))}/>
     }
 }
 
@@ -545,6 +546,8 @@ pub fn sim_app() -> Html {
           </nav>
           <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p>
         </header>
+        <main>
+        <h2 class="visually-hidden">{t(l, m.scenario.title)}</h2>
         <section class="controls" aria-label={t(l, "ui.controls")}>
           <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title={t(l, "ui.play.title")}>
             { if m.playing { t(l, "ui.pause") } else { t(l, "ui.play") } }</button>
@@ -592,6 +595,7 @@ pub fn sim_app() -> Html {
           <ManageForm fields={forms} dispatch={d.clone()} lang={l}/>
         </div>
         <Glossary lang={l} open={m.term} on_term={on_glossary}/>
+        </main>
       </div>
     }
 }

@@ -272,6 +272,8 @@ catalogue! {
     "ui.flow.on" => "flow view", "流动视图";
     "ui.flow.title" => "show messages moving as tokens between producers, channels and consumers", "把消息显示为在生产者、通道和消费者之间移动的标记";
     "ui.flow.more" => "+{n} more", "另外 {n} 条";
+    "ui.flow.row" => "{name}: {n}", "{name}：{n}";
+    "ui.flow.consumer" => "{who} · in flight {n}", "{who} · 在途 {n}";
     "ui.flow.ring" => "{label}: {left} of its time left to be answered", "{label}：还剩 {left} 的回复时间";
     "ui.disk" => "disk backlog", "磁盘积压";
     "ui.of" => "{n} of {size}", "{n}/{size}";
