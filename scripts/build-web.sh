@@ -7,7 +7,7 @@ cargo build --locked -p nsqlab-web --target wasm32-unknown-unknown --profile was
 wasm-bindgen --target web --no-typescript --out-dir www/pkg --out-name web \
   target/wasm32-unknown-unknown/wasm-release/nsqlab_web.wasm
 if [ -x target/node-tools/node_modules/.bin/wasm-opt ]; then
-  target/node-tools/node_modules/.bin/wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+  target/node-tools/node_modules/.bin/wasm-opt -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int \
     www/pkg/web_bg.wasm -o www/pkg/web_bg.wasm
 fi
 # Precompressed twins, which the server sends to browsers that accept them (brotli too when

@@ -261,6 +261,8 @@ mod tests {
             ("app/parts.rs", include_str!("app/parts.rs")),
             ("app/heap.rs", include_str!("app/heap.rs")),
             ("app/flip.rs", include_str!("app/flip.rs")),
+            ("app/flow.rs", include_str!("app/flow.rs")),
+            ("app/cluster.rs", include_str!("app/cluster.rs")),
         ];
         // Words that are not to be translated: the product's name, units, symbols.
         let allowed = ["nsqlab"];

@@ -141,6 +141,8 @@ pub struct Lab {
     pub view: View,
     pub log: Vec<Step>,
     rng: Xoshiro256PlusPlus,
+    /// When set, the lab plays this cluster instead of its own broker (the cluster scenario).
+    pub cluster: Option<Box<crate::cluster::Cluster>>,
 }
 
 impl Lab {
@@ -163,12 +165,30 @@ impl Lab {
             view,
             log: Vec::new(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x1ab),
+            cluster: None,
         }
+    }
+
+    /// A lab playing the cluster scenario ([`crate::cluster`]).
+    pub fn cluster(seed: u64) -> Lab {
+        let mut lab = Lab::new(Options::default(), seed);
+        lab.cluster = Some(Box::new(crate::cluster::Cluster::scenario(seed)));
+        lab
     }
 
     /// The lab's clock.
     pub fn now(&self) -> Time {
-        self.view.now
+        match &self.cluster {
+            Some(c) => c.now,
+            None => self.view.now,
+        }
+    }
+
+    fn nothing_pending(&self) -> bool {
+        match &self.cluster {
+            Some(c) => c.nothing_pending(),
+            None => self.pending.is_empty(),
+        }
     }
 
     /// Schedule an action.
@@ -260,6 +280,9 @@ impl Lab {
 
     /// When the next step happens, if anything is left to happen by itself.
     pub fn next_time(&self) -> Option<Time> {
+        if let Some(c) = &self.cluster {
+            return c.next_time();
+        }
         if !self.pending.is_empty() {
             return Some(self.view.now);
         }
@@ -281,6 +304,9 @@ impl Lab {
 
     /// Show the next event of the current instant, if one is left.
     pub fn show_next(&mut self) -> Option<Step> {
+        if let Some(c) = &mut self.cluster {
+            return c.show_next(&mut self.log);
+        }
         while let Some(p) = self.pending.pop_front() {
             let (at, told) = match p {
                 Pending::Event(e) => match self.view.apply(&e) {
@@ -333,7 +359,7 @@ impl Lab {
     /// Show the next step if it is at `t` (which must be [`Lab::next_time`]); `None` if the
     /// instant at `t` had nothing to show.
     pub fn step_at(&mut self, t: Time) -> Option<Step> {
-        if self.pending.is_empty() {
+        if self.nothing_pending() {
             self.advance_to(t);
         }
         self.show_next()
@@ -351,7 +377,7 @@ impl Lab {
         for _ in 0..MAX_INSTANTS {
             match self.next_time() {
                 Some(x) if x <= t => {
-                    if self.pending.is_empty() {
+                    if self.nothing_pending() {
                         self.advance_to(x);
                     }
                     while self.show_next().is_some() {
@@ -368,6 +394,10 @@ impl Lab {
     /// Let the clock run to `t` with nothing to show on the way: the broker's own timers
     /// (heartbeats) fire and are answered, silently.
     pub fn idle_to(&mut self, t: Time) {
+        if let Some(c) = &mut self.cluster {
+            c.idle_to(t);
+            return;
+        }
         if t <= self.view.now || !self.pending.is_empty() {
             return;
         }
@@ -397,6 +427,10 @@ impl Lab {
     /// Do everything due at the instant `t` (the broker's timers, then scripted actions) and
     /// queue its events. The clock moves to `t`.
     fn advance_to(&mut self, t: Time) {
+        if let Some(c) = &mut self.cluster {
+            c.advance_to(t);
+            return;
+        }
         self.sim.advance(t);
         self.view.now = self.view.now.max(t);
         self.collect();
@@ -741,6 +775,9 @@ impl Lab {
 
     /// Why nothing more happens, when messages still wait: no consumer is ready for them.
     pub fn stuck(&self) -> Vec<Text> {
+        if self.cluster.is_some() {
+            return Vec::new();
+        }
         self.view
             .channels
             .values()
@@ -764,6 +801,9 @@ impl Lab {
 
     /// What happened, for the end of a scenario.
     pub fn summary(&self) -> Vec<Text> {
+        if let Some(c) = &self.cluster {
+            return c.summary();
+        }
         let v = &self.view;
         let mut out = vec![if v.published_deferred > 0 {
             Text::new("summary.published.deferred")

@@ -10,6 +10,7 @@
 //! else is tested natively, and the components in headless Chromium.
 
 pub mod algo;
+pub mod cluster;
 pub mod flow;
 pub mod forms;
 pub mod glossary;

@@ -469,6 +469,10 @@ impl Model {
     /// Make a change by hand now, and note it on the run's line (in the past, the run takes
     /// another way from here).
     fn change(&mut self, change: Change) {
+        if self.panes.iter().any(|p| p.lab.cluster.is_some()) {
+            // The cluster plays its script; it takes no changes by hand.
+            return;
+        }
         let pos = self.pos();
         if pos < self.timeline.horizon() || self.timeline.applied < self.timeline.journal.len() {
             self.timeline.branch(pos);

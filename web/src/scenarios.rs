@@ -327,6 +327,14 @@ pub const SCENARIOS: &[Scenario] = &[
         build: crash_restart,
     },
     Scenario {
+        id: "cluster",
+        topic: "orders",
+        channel: "ledger",
+        title: "scenario.cluster.title",
+        text: "scenario.cluster.text",
+        build: cluster,
+    },
+    Scenario {
         id: "scan-vs-exact",
         topic: "timers",
         channel: "c",
@@ -335,6 +343,10 @@ pub const SCENARIOS: &[Scenario] = &[
         build: scan_vs_exact,
     },
 ];
+
+fn cluster(seed: u64) -> Vec<(&'static str, Lab)> {
+    vec![("", Lab::cluster(seed))]
+}
 
 /// Find a scenario by its URL id.
 pub fn find(id: &str) -> Option<&'static Scenario> {
@@ -407,6 +419,11 @@ mod tests {
         assert!(late(&labs[0].1).iter().all(|&x| x == 0));
         assert!(late(&labs[1].1).iter().any(|&x| x > 0));
         assert_eq!(late(&labs[1].1).len(), 20);
+
+        let labs = run("cluster");
+        let c = labs[0].1.cluster.as_ref().expect("a cluster");
+        assert_eq!(c.readers[0].finished, c.published);
+        assert!(labs[0].1.is_finished());
 
         let labs = run("req-backoff");
         assert!(labs[0].1.view.channels.values().next().unwrap().requeued > 0);

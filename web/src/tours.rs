@@ -86,6 +86,15 @@ fn lab(m: &Model, i: usize) -> &Lab {
     &m.panes[i].lab
 }
 
+/// The nodes a cluster consumer is connected to, as the picture shows.
+fn reads_from(m: &Model, reader: usize) -> Vec<bool> {
+    lab(m, 0)
+        .cluster
+        .as_ref()
+        .map(|c| c.shown.readers[reader].conns.clone())
+        .unwrap_or_default()
+}
+
 fn finished_by(m: &Model, name: &str) -> u64 {
     lab(m, 0)
         .view
@@ -442,6 +451,59 @@ pub const TOURS: &[Tour] = &[
                         l.view.crash.is_some()
                             && due.len() == 3
                             && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "cluster",
+        chapters: &[
+            Chapter {
+                stop: key("cl.connect", 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("cl.connect", 3),
+                    holds: |m| reads_from(m, 0) == [true, true, true],
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("cl.dropped", 1),
+                    holds: |m| {
+                        let Some(c) = &lab(m, 0).cluster else {
+                            return false;
+                        };
+                        !c.shown.nodes[2].up && reads_from(m, 0) == [true, true, false]
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key("cl.connect", 4),
+                    holds: |m| {
+                        reads_from(m, 1) == [true, false, false]
+                            && reads_from(m, 0) == [true, true, false]
                     },
                 }),
             },

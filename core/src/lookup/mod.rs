@@ -43,6 +43,7 @@ pub enum LookupLog {
     Error(String),
 }
 
+#[derive(Clone)]
 struct Conn {
     remote: String,
     magic_ok: bool,
@@ -67,7 +68,8 @@ const MAX_LINE: usize = 64 * 1024;
 /// IDENTIFY bodies larger than this are refused (nsqd's is about 100 bytes).
 const MAX_BODY: usize = 1024 * 1024;
 
-/// The nsqlookupd state machine.
+/// The nsqlookupd state machine (a clone is an independent copy).
+#[derive(Clone)]
 pub struct Lookupd {
     opts: LookupdOptions,
     db: RegistrationDb,

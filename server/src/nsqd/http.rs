@@ -954,8 +954,8 @@ async fn pkg_file(
 }
 
 /// A file of the visualiser page from `--www-dir`. A client that accepts gzip (or brotli) gets
-/// the file's precompressed `.gz` (`.br`) twin when the build made one, with
-/// `Content-Encoding`; every file is sent with `Cache-Control: no-cache`, so a browser keeps
+/// the file's precompressed `.gz` (`.br`) twin when the build made one, or else the file
+/// compressed as it is sent, with `Content-Encoding`; every file is sent with `Cache-Control: no-cache`, so a browser keeps
 /// it and revalidates it (`If-Modified-Since`, answered 304) instead of fetching it again.
 async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) -> Response {
     let Some(dir) = &s.info.www_dir else {
@@ -974,9 +974,15 @@ async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) -> Response {
             req.headers_mut().insert(h, v.clone());
         }
     }
-    let svc = tower_http::services::ServeDir::new(dir)
-        .precompressed_br()
-        .precompressed_gzip();
+    // The page and its stylesheet are small and change with a plain edit: they are
+    // compressed as they are sent (a precompressed twin could go stale).
+    let svc = tower::ServiceBuilder::new()
+        .layer(tower_http::compression::CompressionLayer::new())
+        .service(
+            tower_http::services::ServeDir::new(dir)
+                .precompressed_br()
+                .precompressed_gzip(),
+        );
     match tower::ServiceExt::oneshot(svc, req).await {
         Ok(r) if r.status().is_success() || r.status() == StatusCode::NOT_MODIFIED => {
             let mut r = r.map(axum::body::Body::new);

@@ -4,6 +4,7 @@
 //! re-rendered (an unchanged 10 000-entry heap costs nothing). Timer handles are owned by
 //! effects and dropped to cancel.
 
+mod cluster;
 mod flip;
 mod flow;
 mod heap;

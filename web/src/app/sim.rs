@@ -290,7 +290,11 @@ fn pane(
               </div> } } else { html!{} } }
           </div>
           <div class="picture">
-            { if m.flow { flow(i, m, state) } else { topology(i, lab, d, on_term, m) } }
+            { match &lab.cluster {
+                Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l),
+                None if m.flow => flow(i, m, state),
+                None => topology(i, lab, d, on_term, m),
+            } }
             { heap.unwrap_or_default() }
           </div>
           <div class="side">
@@ -554,7 +558,8 @@ pub fn sim_app() -> Html {
           <button type="button" data-testid="back" onclick={click(Action::Back)} disabled={pos == 0} title={t(l, "ui.back.title")}>{t(l, "ui.back")}</button>
           <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title={t(l, "ui.step.title")}>{t(l, "ui.step")}</button>
           <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title={t(l, "ui.next.title")}>{t(l, "ui.next")}</button>
-          <button type="button" data-testid="flow" onclick={click(Action::ToggleFlow)} aria-pressed={m.flow.to_string()} title={t(l, "ui.flow.title")}>{t(l, "ui.flow.on")}</button>
+          { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
+          <button type="button" data-testid="flow" onclick={click(Action::ToggleFlow)} aria-pressed={m.flow.to_string()} title={t(l, "ui.flow.title")}>{t(l, "ui.flow.on")}</button> } } }
           <button type="button" data-testid="reset" onclick={click(Action::Reset)} title={t(l, "ui.reset.title")}>{t(l, "ui.reset")}</button>
           <label>{t(l, "ui.speed")}{" "}
             <select data-testid="speed" onchange={on_speed}>
@@ -590,10 +595,11 @@ pub fn sim_app() -> Html {
           { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
         </div>
         { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
+        { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
         <div class="forms">
           <PublishForm fields={forms.clone()} dispatch={d.clone()} lang={l}/>
           <ManageForm fields={forms} dispatch={d.clone()} lang={l}/>
-        </div>
+        </div> } } }
         <Glossary lang={l} open={m.term} on_term={on_glossary}/>
         </main>
       </div>

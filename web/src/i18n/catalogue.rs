@@ -192,6 +192,9 @@ catalogue! {
     "scenario.scan-vs-exact.text" => "The same 20 DPUBs under two timer strategies. nsqd looks for due messages by scanning a random sample of channels every 100 ms, so deliveries come late; nsqlab keeps one timer per channel and fires it exactly when due. The chart shows each message's lateness.",
         "同样的 20 个 DPUB，两种定时策略。nsqd 每 100 ms 随机抽取一部分通道扫描到期消息，所以投递会晚；nsqlab 每个通道有一个定时器，准时触发。图表显示每条消息晚了多少。";
 
+    "scenario.cluster.title" => "A cluster: three nsqd, two nsqlookupd", "集群：三个 nsqd，两个 nsqlookupd";
+    "scenario.cluster.text" => "Each nsqd registers its topics and channels with both nsqlookupd; a producer spreads orders over the nodes; consumers ask a lookupd where topic orders is and connect to every node it lists. At 5 s nsqd-3 goes down; at 9 s the topic is tombstoned on nsqd-2; at 10 s an auditor joins.",
+        "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。5 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。";
     "scenario.crash-restart.title" => "A crash: kill -9 mid-stream", "崩溃：运行中途 kill -9";
     "scenario.crash-restart.text" => "Payments and delayed refunds flow to a ledger service; at 1.3 s the broker is killed and started again. nsqlab writes every message to disk before it answers OK, so its store gives back every acknowledged one: ready ones, those that were in flight (delivered again), and deferred ones with their due time.",
         "付款和延迟退款流向账本服务；在 1.3 秒时 broker 被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
@@ -572,6 +575,32 @@ catalogue! {
     "tour.crash-restart.3.why" => "The store keeps each deferred message's due time, so none comes early (nsqd v1.3 would deliver them at once after a clean restart, and lose them in a crash).", "存储保留了每条延迟消息的到期时间，所以不会提前（nsqd v1.3 正常重启后会立即投递它们，崩溃则会丢失它们）。";
     "tour.crash-restart.4.title" => "Nothing acknowledged is lost", "确认过的消息一条不丢";
     "tour.crash-restart.4.text" => "Every payment and refund was finished, no refund early. The table shows what nsqd v1.3 would have kept.", "每笔付款和退款都完成了，没有退款提前。表格显示 nsqd v1.3 会保留什么。";
+    "tour.cluster.1.title" => "Consumers find nsqd through nsqlookupd", "消费者通过 nsqlookupd 找到 nsqd";
+    "tour.cluster.1.text" => "Each nsqd told both nsqlookupd who it is, then registered topic orders as soon as it had it. The ledger service did not know any nsqd: it asked lookupd-1, which listed only nsqd-1 (the others had no orders yet), and connected there.",
+        "每个 nsqd 都告诉两个 nsqlookupd 自己是谁，一有主题 orders 就立刻注册。账本服务不认识任何 nsqd：它询问 lookupd-1，后者只列出了 nsqd-1（其他节点还没有 orders），于是它连接到那里。";
+    "tour.cluster.2.title" => "New nodes for the topic", "主题有了新节点";
+    "tour.cluster.2.text" => "Now nsqd-2 and nsqd-3 have orders too, and messages wait there for a channel.", "现在 nsqd-2 和 nsqd-3 也有了 orders，消息在那里等待通道。";
+    "tour.cluster.2.q" => "How does the ledger service start reading from nsqd-2 and nsqd-3?", "账本服务怎样开始从 nsqd-2 和 nsqd-3 读取？";
+    "tour.cluster.2.a1" => "nsqd-2 and nsqd-3 connect to it", "nsqd-2 和 nsqd-3 主动连接它";
+    "tour.cluster.2.a2" => "At its next lookup it finds them, and connects to each", "下一次查询时它发现了它们，并逐个连接";
+    "tour.cluster.2.a3" => "It never does: it stays with the node it found first", "永远不会：它只用最先找到的节点";
+    "tour.cluster.2.why" => "Consumers poll nsqlookupd (every few seconds here, every minute by default) and connect to every node that has the topic; nsqd never connects to consumers.", "消费者定期轮询 nsqlookupd（这里每几秒一次，默认每分钟一次），连接每个拥有该主题的节点；nsqd 从不主动连接消费者。";
+    "tour.cluster.3.title" => "A node goes down", "一个节点宕机";
+    "tour.cluster.3.text" => "The ledger service reads from all three nodes. At 5 s nsqd-3 goes down.", "账本服务从三个节点读取。5 秒时 nsqd-3 宕机。";
+    "tour.cluster.3.q" => "What happens to the ledger service?", "账本服务会怎样？";
+    "tour.cluster.3.a1" => "It stops: its lookup broke", "它停下了：它的查询坏了";
+    "tour.cluster.3.a2" => "It keeps reading from nsqd-1 and nsqd-2", "它继续从 nsqd-1 和 nsqd-2 读取";
+    "tour.cluster.3.a3" => "It moves to a standby copy of nsqd-3", "它转到 nsqd-3 的备用副本";
+    "tour.cluster.3.why" => "Each connection is separate: losing one leaves the others. nsqd has no replicas; what was in nsqd-3's memory is gone with it, and the lookupds forget it.", "每个连接都是独立的：丢了一个，其他的还在。nsqd 没有副本；nsqd-3 内存里的东西随之丢失，lookupd 也会忘记它。";
+    "tour.cluster.4.title" => "A tombstone", "墓碑";
+    "tour.cluster.4.text" => "At 9 s an operator tombstones topic orders on nsqd-2, to take it out of service; at 10 s an auditor starts.", "9 秒时运维人员在 nsqd-2 上给主题 orders 立墓碑，让它退出服务；10 秒时一个审计服务启动。";
+    "tour.cluster.4.q" => "Where does the auditor connect?", "审计服务连接到哪里？";
+    "tour.cluster.4.a1" => "To nsqd-1 and nsqd-2", "nsqd-1 和 nsqd-2";
+    "tour.cluster.4.a2" => "To nsqd-1 only", "只连接 nsqd-1";
+    "tour.cluster.4.a3" => "Nowhere: a tombstone deletes the topic everywhere", "哪里都不连：墓碑会在所有地方删除该主题";
+    "tour.cluster.4.why" => "A tombstoned node is left out of lookups, so new consumers do not find it there; consumers already connected (the ledger) keep reading from it until it drains.", "立了墓碑的节点不会出现在查询结果里，所以新消费者在那里找不到它；已经连接的消费者（账本服务）继续从它读取，直到它被读空。";
+    "tour.cluster.5.title" => "A new channel starts empty", "新通道从空开始";
+    "tour.cluster.5.text" => "The auditor's channel began when it subscribed: it got only the orders published from then on, while the ledger got them all.", "审计服务的通道在它订阅时才开始：它只收到从那时起发布的订单，而账本服务收到了全部。";
     "tour.scan-vs-exact.1.title" => "Two ways to find what is due", "找到到期消息的两种方法";
     "tour.scan-vs-exact.1.text" => "The same 20 DPUBs in two brokers: on the left nsqlab, with a timer per channel; on the right nsqd's way, a loop that scans a random sample of channels every 100 ms.", "两个 broker 里是同样的 20 个 DPUB：左边是 nsqlab，每个通道一个定时器；右边是 nsqd 的做法，每 100 ms 扫描随机抽取的一部分通道。";
     "tour.scan-vs-exact.2.title" => "Due at 0.237 s", "0.237 秒到期";
@@ -606,6 +635,44 @@ catalogue! {
     "crash.early" => "back, but delivered at once: early", "恢复，但立即投递：提前了";
     "crash.note" => "nsqd keeps its memory queue, in-flight and deferred messages in memory only: a crash loses them. On a clean shutdown it writes them to disk, but deferred ones without their due time.",
         "nsqd 只在内存中保存内存队列、在途消息和延迟消息：崩溃会丢失它们。正常关闭时它会把它们写入磁盘，但延迟消息不带到期时间。";
+
+    // ---------------------------------------------------------------- a cluster
+    "name.auditor" => "auditor", "审计服务";
+    "cl.identify" => "{node} starts and connects to both nsqlookupd: it sends the magic \"  V1\" and IDENTIFY (its address and ports).",
+        "{node} 启动并连接两个 nsqlookupd：它发送魔数 \"  V1\" 和 IDENTIFY（它的地址和端口）。";
+    "cl.register" => "{node} now has {what}: it sends REGISTER to both nsqlookupd.", "{node} 现在有了 {what}：它向两个 nsqlookupd 发送 REGISTER。";
+    "cl.unregister" => "{node} no longer has {what}: it sends UNREGISTER to both nsqlookupd.", "{node} 不再有 {what}：它向两个 nsqlookupd 发送 UNREGISTER。";
+    "cl.down" => "{node} goes down: its connections close, and both nsqlookupd forget it and everything it registered. It had {n} messages in memory; they are gone with it.",
+        "{node} 宕机：它的连接都断了，两个 nsqlookupd 都忘记了它和它注册过的一切。它内存里有 {n} 条消息，随之丢失。";
+    "cl.dropped" => "{who} loses its connection to {node}; it keeps reading from {left}.", "{who} 失去了与 {node} 的连接；它继续从 {left} 读取。";
+    "cl.tombstone" => "An operator tombstones topic orders on {node} (POST /topic/tombstone on each nsqlookupd): consumers looking it up no longer find it there, while {node} keeps serving those already connected. The producer moves off it too.",
+        "运维人员在 {node} 上给主题 orders 立墓碑（在每个 nsqlookupd 上 POST /topic/tombstone）：查询它的消费者不会再在那里找到它，而 {node} 继续为已经连接的消费者服务。生产者也不再向它发布。";
+    "cl.lookup" => "{who} asks {finder} where topic orders is (GET /lookup?topic=orders): {nodes}.", "{who} 询问 {finder} 主题 orders 在哪里（GET /lookup?topic=orders）：{nodes}。";
+    "cl.lookup.none" => "{who} asks {finder} where topic orders is (GET /lookup?topic=orders): nowhere yet.", "{who} 询问 {finder} 主题 orders 在哪里（GET /lookup?topic=orders）：还没有。";
+    "cl.connect" => "{who} connects to {node} and subscribes channel {channel} (SUB, RDY).", "{who} 连接到 {node} 并订阅通道 {channel}（SUB、RDY）。";
+    "cl.published" => "The producer publishes {label} to {node} (it spreads messages over the nodes in turn).", "生产者把 {label} 发布到 {node}（它轮流把消息分给各个节点）。";
+    "cl.sent" => "{node} sends {label} to {who} (channel {channel}).", "{node} 把 {label} 发给 {who}（通道 {channel}）。";
+    "cl.ui.label" => "The cluster: two nsqlookupd at the top, three nsqd in the middle, the producer and the consumers at the bottom", "集群：上面是两个 nsqlookupd，中间是三个 nsqd，下面是生产者和消费者";
+    "cl.ui.nothing" => "knows of no topic yet", "还不知道任何主题";
+    "cl.ui.topic" => "topic {topic} is on:", "主题 {topic} 在：";
+    "cl.ui.tombstoned" => "✝ {node} (tombstoned: not listed)", "✝ {node}（已立墓碑：不再列出）";
+    "cl.ui.starting" => "starting", "启动中";
+    "cl.ui.down" => "down", "已宕机";
+    "cl.ui.no-topic" => "no topic yet", "还没有主题";
+    "cl.ui.waiting" => "topic {topic}: {n} waiting for a channel", "主题 {topic}：{n} 条等待通道";
+    "cl.ui.channel" => "{channel}: depth {depth}, in flight {flight}", "{channel}：深度 {depth}，在途 {flight}";
+    "cl.ui.tomb" => "tombstoned in the lookupds", "已在 lookupd 中立墓碑";
+    "cl.ui.published" => "published {n}", "已发布 {n} 条";
+    "cl.ui.not-yet" => "not started yet", "尚未启动";
+    "cl.ui.reader" => "channel {channel}: finished {fin}", "通道 {channel}：完成 {fin} 条";
+    "cl.ui.reads-from" => "reads from: {nodes}", "读取自：{nodes}";
+    "cl.ui.legend.registry" => "nsqd → nsqlookupd: IDENTIFY, REGISTER, PING", "nsqd 到 nsqlookupd 的连接：IDENTIFY、REGISTER、PING";
+    "cl.ui.legend.publish" => "publish: PUB", "发布：PUB";
+    "cl.ui.legend.subscribe" => "SUB: messages come back on it", "SUB：消息经它返回";
+    "cl.ui.legend.lookup" => "a lookup: GET /lookup", "查询：GET /lookup";
+    "cl.summary" => "Messages published: {n}; lost with a node that went down: {lost}.", "发布的消息：{n} 条；随宕机节点丢失：{lost} 条。";
+    "cl.summary.reader" => "{who} (channel {channel}): finished {fin}; connected at the end to {nodes}.", "{who}（通道 {channel}）：完成 {fin} 条；最后连接到 {nodes}。";
+    "cl.fin" => "{who} finishes {label} on {node} (FIN).", "{who} 在 {node} 上完成了 {label}（FIN）。";
 
     // ---------------------------------------------------------------- sharing
     "share.bad" => "This shared run cannot be replayed here (it is from another version, or damaged).", "这个分享的运行无法在这里重放（它来自另一个版本，或已损坏）。";

@@ -1,0 +1,886 @@
+//! A cluster in the lab: three nsqd (the core's broker in three simulated networks) and two
+//! nsqlookupd (the core's [`Lookupd`]), spoken to with nsqd's real V1 bytes.
+//!
+//! The nsqd register their topics and channels with both lookupds as they come and go (from
+//! the broker's registry changes) and PING them; a producer publishes to the nodes in turn;
+//! consumers ask a lookupd where the topic is (alternating between the two, as NSQ's client
+//! libraries do) and connect to what it lists. A node goes down: its connections close, the
+//! lookupds forget it, its consumers keep reading elsewhere. An operator tombstones the topic
+//! on a node: new consumers no longer find it there.
+//!
+//! The cluster plays as one lab ([`crate::lab::Lab`] delegates to it): an instant at a time,
+//! one step shown at a time, nothing but its own clock.
+
+pub mod picture;
+
+use crate::i18n::Text;
+use crate::lab::Step;
+use nsqlab_core::event::EventKind;
+use nsqlab_core::lookup::{Lookupd, LookupdOptions, PeerId};
+use nsqlab_core::protocol::{Command, Frame};
+use nsqlab_core::sim::Sim;
+use nsqlab_core::time::{ms, Time, SECOND};
+use nsqlab_core::{ClientId, MessageId, Options, RegistryChange};
+use picture::{Delta, NodeShown, ReaderShown, Shown};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The topic everything is about.
+pub const TOPIC: &str = "orders";
+const HTTP_PORT: u16 = 4151;
+/// How often an nsqd PINGs its lookupds.
+const PING: Time = 2 * SECOND;
+/// How often a consumer asks a lookupd.
+const POLL: Time = 3 * SECOND;
+
+/// One nsqd.
+#[derive(Clone)]
+pub struct Node {
+    pub name: &'static str,
+    pub sim: Sim,
+    pub up: bool,
+    /// The topic is tombstoned on it: the producer no longer publishes to it.
+    pub tombstoned: bool,
+    /// Its connection to each lookupd.
+    peers: Vec<PeerId>,
+}
+
+/// One nsqlookupd.
+#[derive(Clone)]
+pub struct Finder {
+    pub name: &'static str,
+    pub lookupd: Lookupd,
+}
+
+/// A consumer that finds the topic through the lookupds.
+#[derive(Clone)]
+pub struct Reader {
+    pub name: Text,
+    pub channel: &'static str,
+    pub rdy: i64,
+    pub work_ms: u64,
+    /// Its connection to each node, if it has one.
+    pub conns: Vec<Option<ClientId>>,
+    pub polls: usize,
+    pub finished: u64,
+    pub joined: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Cue {
+    Publish(String),
+    Poll(usize),
+    Ping,
+    Down(usize),
+    Tombstone(usize),
+    Join(usize),
+    Answer {
+        reader: usize,
+        node: usize,
+        id: MessageId,
+    },
+}
+
+/// The cluster.
+#[derive(Clone)]
+pub struct Cluster {
+    pub nodes: Vec<Node>,
+    pub finders: Vec<Finder>,
+    pub readers: Vec<Reader>,
+    /// The producer's connection to each node.
+    producer: Vec<Option<ClientId>>,
+    next_node: usize,
+    agenda: BTreeMap<(Time, u64), Cue>,
+    seq: u64,
+    pending: VecDeque<(Time, Text, Delta)>,
+    /// The picture: the state as of the step shown.
+    pub shown: Shown,
+    pub now: Time,
+    pub labels: BTreeMap<MessageId, String>,
+    pub published: u64,
+    /// Messages that were in a node's memory when it went down.
+    pub lost: u64,
+}
+
+/// nsqd's V1 registration bytes: the magic and IDENTIFY.
+fn identify(name: &str) -> Vec<u8> {
+    let body = serde_json::json!({
+        "broadcast_address": name,
+        "hostname": name,
+        "tcp_port": 4150,
+        "http_port": HTTP_PORT,
+        "version": nsqlab_core::VERSION,
+    })
+    .to_string();
+    let mut b = b"  V1IDENTIFY\n".to_vec();
+    b.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    b.extend_from_slice(body.as_bytes());
+    b
+}
+
+impl Cluster {
+    /// The scenario: three nodes, two lookupds, a producer publishing to the nodes in turn, a
+    /// consumer from the start and another later; nsqd-3 goes down at 5 s; the topic is
+    /// tombstoned on nsqd-2 at 9 s; the auditor joins at 10 s.
+    pub fn scenario(seed: u64) -> Cluster {
+        let opts = LookupdOptions {
+            broadcast_address: String::new(),
+            hostname: String::new(),
+            tcp_port: 4160,
+            http_port: 4161,
+            inactive_producer_timeout: 6 * SECOND,
+            tombstone_lifetime: 45 * SECOND,
+        };
+        let mut c = Cluster {
+            nodes: Vec::new(),
+            finders: ["lookupd-1", "lookupd-2"]
+                .into_iter()
+                .map(|name| Finder {
+                    name,
+                    lookupd: Lookupd::new(opts.clone()),
+                })
+                .collect(),
+            readers: vec![
+                Reader {
+                    name: Text::new("name.ledger"),
+                    channel: "ledger",
+                    rdy: 2,
+                    work_ms: 300,
+                    conns: vec![None; 3],
+                    polls: 0,
+                    finished: 0,
+                    joined: false,
+                },
+                Reader {
+                    name: Text::new("name.auditor"),
+                    channel: "audit",
+                    rdy: 2,
+                    work_ms: 200,
+                    conns: vec![None; 3],
+                    polls: 0,
+                    finished: 0,
+                    joined: false,
+                },
+            ],
+            producer: vec![None; 3],
+            next_node: 0,
+            agenda: BTreeMap::new(),
+            seq: 0,
+            pending: VecDeque::new(),
+            shown: Shown::default(),
+            now: 0,
+            labels: BTreeMap::new(),
+            published: 0,
+            lost: 0,
+        };
+        for (i, name) in ["nsqd-1", "nsqd-2", "nsqd-3"].into_iter().enumerate() {
+            let o = Options {
+                registry: true,
+                events: true,
+                ..Options::default()
+            };
+            let mut node = Node {
+                name,
+                sim: Sim::new(o, seed.wrapping_add(i as u64)),
+                up: true,
+                tombstoned: false,
+                peers: Vec::new(),
+            };
+            for f in &mut c.finders {
+                let peer = f.lookupd.connect(format!("{name}:40{i}0"));
+                f.lookupd.handle_bytes(0, peer, &identify(name));
+                let _ = f.lookupd.take_output(peer);
+                node.peers.push(peer);
+            }
+            c.nodes.push(node);
+            c.say(
+                0,
+                Text::new("cl.identify").arg("node", name),
+                Delta::Identify(i),
+            );
+        }
+        c.shown = Shown {
+            nodes: vec![NodeShown::default(); c.nodes.len()],
+            readers: vec![
+                ReaderShown {
+                    conns: vec![false; c.nodes.len()],
+                    ..ReaderShown::default()
+                };
+                c.readers.len()
+            ],
+            ..Shown::default()
+        };
+        for i in 0..28u64 {
+            c.at(ms(300 + i * 450), Cue::Publish(format!("order {i}")));
+        }
+        c.at(ms(600), Cue::Join(0));
+        c.at(PING, Cue::Ping);
+        c.at(ms(5000), Cue::Down(2));
+        c.at(ms(9000), Cue::Tombstone(1));
+        c.at(ms(10_000), Cue::Join(1));
+        c
+    }
+
+    fn say(&mut self, at: Time, text: Text, d: Delta) {
+        self.pending.push_back((at, text, d));
+    }
+
+    fn at(&mut self, t: Time, cue: Cue) {
+        self.seq += 1;
+        self.agenda.insert((t, self.seq), cue);
+    }
+
+    /// Something left to happen by itself: a cue (other than the endless pings), or a message
+    /// somewhere with a timer.
+    fn has_future(&self) -> bool {
+        !self.pending.is_empty()
+            || self
+                .agenda
+                .values()
+                .any(|c| !matches!(c, Cue::Ping | Cue::Poll(_)))
+            || self.nodes.iter().any(|n| {
+                n.up && n.sim.broker.topics().any(|t| {
+                    t.channels.values().any(|id| {
+                        n.sim.broker.channel_by_id(*id).is_some_and(|c| {
+                            !c.deferred.is_empty() || !c.in_flight.is_empty() || c.depth() > 0
+                        })
+                    })
+                })
+            })
+    }
+
+    /// No step of this instant is left to show.
+    pub fn nothing_pending(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// What happened, for the end of the scenario.
+    pub fn summary(&self) -> Vec<Text> {
+        let mut out = vec![Text::new("cl.summary")
+            .arg("n", self.published)
+            .arg("lost", self.lost)];
+        for r in self.readers.iter().filter(|r| r.joined) {
+            let nodes: Vec<&str> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| r.conns[*i].is_some())
+                .map(|(_, n)| n.name)
+                .collect();
+            out.push(
+                Text::new("cl.summary.reader")
+                    .nest("who", r.name.clone())
+                    .arg("channel", r.channel)
+                    .arg("fin", r.finished)
+                    .arg("nodes", nodes.join(", ")),
+            );
+        }
+        out
+    }
+
+    /// When the next step happens, if anything is left to happen by itself.
+    pub fn next_time(&self) -> Option<Time> {
+        if !self.pending.is_empty() {
+            return Some(self.now);
+        }
+        if !self.has_future() {
+            return None;
+        }
+        self.next_instant()
+    }
+
+    fn next_instant(&self) -> Option<Time> {
+        let a = self.agenda.keys().next().map(|k| k.0);
+        let t = self
+            .nodes
+            .iter()
+            .filter(|n| n.up)
+            .filter_map(|n| n.sim.next_timer())
+            .min();
+        match (a, t) {
+            (Some(a), Some(t)) => Some(a.min(t)),
+            (a, t) => a.or(t),
+        }
+    }
+
+    /// Show the next step of this instant, if one is left.
+    pub fn show_next(&mut self, log: &mut Vec<Step>) -> Option<Step> {
+        let (at, text, d) = self.pending.pop_front()?;
+        self.shown.apply(&d);
+        let s = Step {
+            at,
+            text,
+            claims: Vec::new(),
+        };
+        log.push(s.clone());
+        Some(s)
+    }
+
+    /// Do everything due at `t`: the nodes' timers, then the cues.
+    pub fn advance_to(&mut self, t: Time) {
+        self.now = self.now.max(t);
+        for i in 0..self.nodes.len() {
+            if self.nodes[i].up {
+                self.nodes[i].sim.advance(t);
+                self.after(i);
+            }
+        }
+        while let Some(e) = self.agenda.first_entry() {
+            if e.key().0 > t {
+                break;
+            }
+            let cue = e.remove();
+            self.cue(cue);
+        }
+    }
+
+    /// Let the clock run to `t` with nothing to show on the way: only the nodes' own timers
+    /// (heartbeats) fire, answered silently.
+    pub fn idle_to(&mut self, t: Time) {
+        if t <= self.now || !self.pending.is_empty() {
+            return;
+        }
+        if self.next_time().is_some_and(|x| x <= t) {
+            return;
+        }
+        for i in 0..self.nodes.len() {
+            if !self.nodes[i].up {
+                continue;
+            }
+            for _ in 0..100_000 {
+                match self.nodes[i].sim.next_timer() {
+                    Some(x) if x <= t => {
+                        self.nodes[i].sim.advance(x);
+                        self.after(i);
+                    }
+                    _ => break,
+                }
+            }
+            self.nodes[i].sim.advance(t);
+            self.after(i);
+        }
+        while let Some((_, _, d)) = self.pending.pop_front() {
+            self.shown.apply(&d);
+        }
+        self.shown.focus = None;
+        self.now = t;
+    }
+
+    fn cue(&mut self, cue: Cue) {
+        let now = self.now;
+        match cue {
+            Cue::Publish(body) => self.publish(&body),
+            Cue::Poll(r) => self.poll(r),
+            Cue::Ping => {
+                for n in self.nodes.iter().filter(|n| n.up) {
+                    for (f, &peer) in self.finders.iter_mut().zip(&n.peers) {
+                        f.lookupd.handle_bytes(now, peer, b"PING\n");
+                        let _ = f.lookupd.take_output(peer);
+                    }
+                }
+                if self
+                    .agenda
+                    .values()
+                    .any(|c| !matches!(c, Cue::Ping | Cue::Poll(_)))
+                {
+                    self.at(now + PING, Cue::Ping);
+                }
+            }
+            Cue::Down(i) => {
+                let name = self.nodes[i].name;
+                let lost: u64 = self.channels(i).iter().map(|c| c.1 + c.2).sum();
+                self.lost += lost;
+                self.nodes[i].up = false;
+                for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
+                    f.lookupd.disconnect(peer);
+                }
+                self.producer[i] = None;
+                self.say(
+                    now,
+                    Text::new("cl.down").arg("node", name).arg("n", lost),
+                    Delta::Down(i),
+                );
+                for r in 0..self.readers.len() {
+                    if self.readers[r].conns[i].take().is_some() {
+                        let left: Vec<&str> = self
+                            .nodes
+                            .iter()
+                            .enumerate()
+                            .filter(|(j, _)| self.readers[r].conns[*j].is_some())
+                            .map(|(_, n)| n.name)
+                            .collect();
+                        let text = Text::new("cl.dropped")
+                            .nest("who", self.readers[r].name.clone())
+                            .arg("node", name)
+                            .arg("left", left.join(", "));
+                        self.say(now, text, Delta::Dropped { reader: r, node: i });
+                    }
+                }
+            }
+            Cue::Tombstone(i) => {
+                self.nodes[i].tombstoned = true;
+                let node = format!("{}:{HTTP_PORT}", self.nodes[i].name);
+                for f in &mut self.finders {
+                    f.lookupd.tombstone(now, TOPIC, &node);
+                }
+                let text = Text::new("cl.tombstone").arg("node", self.nodes[i].name);
+                self.say(now, text, Delta::Tombstone(i));
+            }
+            Cue::Join(r) => {
+                self.readers[r].joined = true;
+                self.poll(r);
+            }
+            Cue::Answer { reader, node, id } => {
+                let Some(c) = self.readers[reader].conns[node] else {
+                    return;
+                };
+                if !self.nodes[node].up {
+                    return;
+                }
+                self.nodes[node].sim.send(c, &Command::Fin(id.to_hex()));
+                self.readers[reader].finished += 1;
+                self.after(node);
+            }
+        }
+    }
+
+    /// The producer publishes to the next node that is up and not tombstoned (connecting first
+    /// if it must).
+    fn publish(&mut self, body: &str) {
+        let up: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].up && !self.nodes[i].tombstoned)
+            .collect();
+        if up.is_empty() {
+            return;
+        }
+        let i = up[self.next_node % up.len()];
+        self.next_node += 1;
+        let c = match self.producer[i] {
+            Some(c) => c,
+            None => {
+                let c = self.nodes[i].sim.connect();
+                self.producer[i] = Some(c);
+                c
+            }
+        };
+        let start = self.nodes[i].sim.events.len();
+        self.nodes[i].sim.send(
+            c,
+            &Command::Pub {
+                topic: TOPIC.into(),
+                body: body.as_bytes().into(),
+            },
+        );
+        for e in &self.nodes[i].sim.events[start..] {
+            if let EventKind::Published { id, .. } = e.kind {
+                self.labels.insert(id, body.to_string());
+            }
+        }
+        self.published += 1;
+        self.after(i);
+    }
+
+    /// A consumer asks a lookupd where the topic is, and connects to what it lists.
+    fn poll(&mut self, r: usize) {
+        let now = self.now;
+        let f = self.readers[r].polls % self.finders.len();
+        self.readers[r].polls += 1;
+        let answer = self.finders[f].lookupd.lookup(now, TOPIC);
+        let listed: Vec<usize> = answer
+            .map(|a| {
+                a.producers
+                    .iter()
+                    .filter_map(|p| {
+                        self.nodes
+                            .iter()
+                            .position(|n| n.name == p.broadcast_address)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let names: Vec<&str> = listed.iter().map(|&i| self.nodes[i].name).collect();
+        let text = Text::new(if names.is_empty() {
+            "cl.lookup.none"
+        } else {
+            "cl.lookup"
+        })
+        .nest("who", self.readers[r].name.clone())
+        .arg("finder", self.finders[f].name)
+        .arg("nodes", names.join(", "));
+        self.say(
+            now,
+            text,
+            Delta::Lookup {
+                reader: r,
+                finder: f,
+            },
+        );
+        for i in listed {
+            if self.readers[r].conns[i].is_some() || !self.nodes[i].up {
+                continue;
+            }
+            let reader = self.readers[r].clone();
+            let sim = &mut self.nodes[i].sim;
+            let c = sim.connect();
+            sim.send(
+                c,
+                &Command::Sub {
+                    topic: TOPIC.into(),
+                    channel: reader.channel.into(),
+                },
+            );
+            sim.send(c, &Command::Rdy(reader.rdy));
+            self.readers[r].conns[i] = Some(c);
+            let text = Text::new("cl.connect")
+                .nest("who", reader.name.clone())
+                .arg("node", self.nodes[i].name)
+                .arg("channel", reader.channel);
+            self.say(now, text, Delta::Connect { reader: r, node: i });
+            self.after(i);
+        }
+        self.at(now + POLL, Cue::Poll(r));
+    }
+
+    /// After node `i` did something: register what came or went with the lookupds, tell what
+    /// happened to messages, answer heartbeats, and schedule consumers' answers.
+    fn after(&mut self, i: usize) {
+        let now = self.now;
+        let name = self.nodes[i].name;
+        while let Some(change) = self.nodes[i].sim.broker.poll_registry() {
+            let (line, key, topic, channel) = match &change {
+                RegistryChange::Register { topic, channel } => (
+                    "REGISTER",
+                    "cl.register",
+                    topic.to_string(),
+                    channel.as_ref().map(|c| c.to_string()),
+                ),
+                RegistryChange::Unregister { topic, channel } => (
+                    "UNREGISTER",
+                    "cl.unregister",
+                    topic.to_string(),
+                    channel.as_ref().map(|c| c.to_string()),
+                ),
+            };
+            let cmd = match &channel {
+                Some(c) => format!("{line} {topic} {c}\n"),
+                None => format!("{line} {topic}\n"),
+            };
+            for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
+                f.lookupd.handle_bytes(now, peer, cmd.as_bytes());
+                let _ = f.lookupd.take_output(peer);
+            }
+            let what = match &channel {
+                Some(c) => format!("{topic}/{c}"),
+                None => topic,
+            };
+            let d = match key {
+                "cl.register" => Delta::Register(i, channel),
+                _ => Delta::Unregister(i, channel),
+            };
+            self.say(now, Text::new(key).arg("node", name).arg("what", what), d);
+        }
+        let events: Vec<_> = self.nodes[i].sim.events.drain(..).collect();
+        let reader = |c: ClientId| self.readers.iter().position(|r| r.conns[i] == Some(c));
+        let mut told = Vec::new();
+        for e in events {
+            let label = |id: &MessageId| self.labels.get(id).cloned().unwrap_or_default();
+            let said = match &e.kind {
+                EventKind::Published { id, .. } => Some((
+                    Text::new("cl.published")
+                        .arg("label", label(id))
+                        .arg("node", name),
+                    Delta::Published(i),
+                )),
+                EventKind::Sent {
+                    id,
+                    client,
+                    channel,
+                    ..
+                } => reader(*client).map(|r| {
+                    (
+                        Text::new("cl.sent")
+                            .arg("label", label(id))
+                            .arg("node", name)
+                            .arg("channel", channel)
+                            .nest("who", self.readers[r].name.clone()),
+                        Delta::Sent {
+                            node: i,
+                            reader: r,
+                            channel: channel.to_string(),
+                        },
+                    )
+                }),
+                EventKind::Finished {
+                    id,
+                    client,
+                    channel,
+                    ..
+                } => reader(*client).map(|r| {
+                    (
+                        Text::new("cl.fin")
+                            .arg("label", label(id))
+                            .arg("node", name)
+                            .nest("who", self.readers[r].name.clone()),
+                        Delta::Fin {
+                            node: i,
+                            reader: r,
+                            channel: channel.to_string(),
+                        },
+                    )
+                }),
+                _ => None,
+            };
+            if let Some((text, d)) = said {
+                told.push((e.at.max(now), text, d));
+            }
+        }
+        self.pending.extend(told);
+        // Clients' frames: heartbeats are answered; messages are worked on, then finished.
+        for c in self.producer[i].into_iter() {
+            for f in self.nodes[i].sim.frames(c) {
+                if let Frame::Response(r) = f {
+                    if r == b"_heartbeat_" {
+                        self.nodes[i].sim.send(c, &Command::Nop);
+                    }
+                }
+            }
+        }
+        for r in 0..self.readers.len() {
+            let Some(c) = self.readers[r].conns[i] else {
+                continue;
+            };
+            for f in self.nodes[i].sim.frames(c) {
+                match f {
+                    Frame::Response(b) if b == b"_heartbeat_" => {
+                        self.nodes[i].sim.send(c, &Command::Nop)
+                    }
+                    Frame::Message(m) => {
+                        let at = now + ms(self.readers[r].work_ms);
+                        self.at(
+                            at,
+                            Cue::Answer {
+                                reader: r,
+                                node: i,
+                                id: m.id,
+                            },
+                        );
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// The real state, in the picture's terms (the picture equals it between instants).
+    pub fn actual(&self) -> Shown {
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if !n.up {
+                    return NodeShown {
+                        identified: true,
+                        ..NodeShown::default()
+                    };
+                }
+                let listed = self.listing(0);
+                let topic = n.sim.broker.topic(TOPIC);
+                NodeShown {
+                    up: true,
+                    identified: true,
+                    topic: topic.is_some(),
+                    tombstoned: listed.iter().any(|&(x, t)| x == n.name && t),
+                    waiting: topic
+                        .filter(|t| t.channels.is_empty())
+                        .map_or(0, |t| t.depth() as u64),
+                    channels: self
+                        .channels(i)
+                        .into_iter()
+                        .map(|(c, d, f)| (c, (d, f)))
+                        .collect(),
+                }
+            })
+            .collect();
+        let readers = self
+            .readers
+            .iter()
+            .map(|r| ReaderShown {
+                joined: r.joined,
+                conns: r.conns.iter().map(Option::is_some).collect(),
+                finished: r.finished,
+            })
+            .collect();
+        Shown {
+            nodes,
+            readers,
+            published: self.published,
+            focus: None,
+        }
+    }
+
+    /// Which nodes a lookupd lists for the topic now, and whether each is tombstoned.
+    pub fn listing(&self, f: usize) -> Vec<(&'static str, bool)> {
+        let l = &self.finders[f].lookupd;
+        l.nodes(self.now)
+            .into_iter()
+            .filter_map(|n| {
+                let node = self
+                    .nodes
+                    .iter()
+                    .find(|x| x.name == n.peer.broadcast_address)?;
+                let k = n.topics.iter().position(|t| t == TOPIC)?;
+                Some((node.name, n.tombstones.get(k).copied().unwrap_or(false)))
+            })
+            .collect()
+    }
+
+    /// A node's channels: (name, depth, in flight).
+    pub fn channels(&self, i: usize) -> Vec<(String, u64, u64)> {
+        let b = &self.nodes[i].sim.broker;
+        let Some(t) = b.topic(TOPIC) else {
+            return Vec::new();
+        };
+        t.channels
+            .iter()
+            .filter_map(|(name, id)| {
+                let c = b.channel_by_id(*id)?;
+                Some((name.to_string(), c.depth() as u64, c.in_flight.len() as u64))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The picture is the state the words describe: between instants it equals the real
+    /// state, and what the lookupds list is what the picture lists.
+    #[test]
+    fn the_picture_follows_the_steps() {
+        let mut c = Cluster::scenario(3);
+        let mut log = Vec::new();
+        let mut instants = 0;
+        for _ in 0..100_000 {
+            if c.show_next(&mut log).is_some() {
+                let s = log.last().unwrap();
+                assert!(c.shown.focus.is_some());
+                if s.text.key == "cl.lookup" {
+                    let listed: Vec<&str> = c
+                        .shown
+                        .listing()
+                        .into_iter()
+                        .filter(|(_, t)| !t)
+                        .map(|(i, _)| c.nodes[i].name)
+                        .collect();
+                    assert!(
+                        s.en().contains(&format!(": {}.", listed.join(", "))),
+                        "{} vs {listed:?}",
+                        s.en()
+                    );
+                }
+                continue;
+            }
+            let mut want = c.actual();
+            want.focus = c.shown.focus.clone();
+            assert_eq!(c.shown, want, "after {:?}", log.last().map(|s| s.en()));
+            for f in 0..2 {
+                let real: Vec<(&str, bool)> = c.listing(f);
+                let drawn: Vec<(&str, bool)> = c
+                    .shown
+                    .listing()
+                    .into_iter()
+                    .map(|(i, t)| (c.nodes[i].name, t))
+                    .collect();
+                assert_eq!(real, drawn);
+            }
+            instants += 1;
+            match c.next_time() {
+                Some(t) => c.advance_to(t),
+                None => break,
+            }
+        }
+        assert!(instants > 30);
+    }
+
+    fn play(c: &mut Cluster) -> Vec<Step> {
+        let mut log = Vec::new();
+        for _ in 0..100_000 {
+            if c.show_next(&mut log).is_some() {
+                continue;
+            }
+            match c.next_time() {
+                Some(t) => c.advance_to(t),
+                None => break,
+            }
+        }
+        log
+    }
+
+    /// The documented end: the ledger read from all three nodes until nsqd-3 went down, then
+    /// from nsqd-1 and nsqd-2; the lookupds forgot nsqd-3; the auditor, joining after the
+    /// tombstone, connected to nsqd-1 only; every message published was finished by the
+    /// ledger (the auditor's channel exists on nsqd-1 only).
+    #[test]
+    fn the_cluster_reaches_its_documented_end() {
+        let mut c = Cluster::scenario(1);
+        let log = play(&mut c);
+        let said = |k: &str| log.iter().filter(|s| s.text.key == k).count();
+        assert_eq!(said("cl.identify"), 3);
+        assert!(said("cl.register") >= 3, "each node registered the topic");
+        assert!(said("cl.connect") >= 3);
+        assert_eq!(said("cl.down"), 1);
+        assert_eq!(said("cl.tombstone"), 1);
+        let conns = |r: usize| -> Vec<&str> {
+            c.nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| c.readers[r].conns[*i].is_some())
+                .map(|(_, n)| n.name)
+                .collect()
+        };
+        assert_eq!(
+            conns(0),
+            vec!["nsqd-1", "nsqd-2"],
+            "the ledger after nsqd-3 went down"
+        );
+        assert_eq!(
+            conns(1),
+            vec!["nsqd-1"],
+            "the auditor does not find the tombstoned nsqd-2"
+        );
+        for f in 0..2 {
+            let l = c.listing(f);
+            assert!(l.iter().all(|(n, _)| *n != "nsqd-3"), "{l:?}");
+            assert!(l.contains(&("nsqd-2", true)), "nsqd-2 is tombstoned: {l:?}");
+        }
+        // Nothing was lost: nsqd-3 had nothing left in memory when it went down (the ledger
+        // had read it all), so the ledger finished every message published.
+        assert!(log
+            .iter()
+            .any(|s| s.text.key == "cl.down" && s.en().contains("had 0 messages")));
+        assert_eq!(c.readers[0].finished, c.published);
+        // The auditor's channel began when it subscribed: it sees the messages published to
+        // nsqd-1 from then on, and the producer publishes nowhere else after the tombstone.
+        let joined = log
+            .iter()
+            .find(|s| s.text.key == "cl.connect" && s.en().starts_with("auditor"))
+            .expect("the auditor connected")
+            .at;
+        let after: u64 = log
+            .iter()
+            .filter(|s| s.at >= joined && s.text.key == "cl.published")
+            .inspect(|s| assert!(s.en().contains("nsqd-1"), "{}", s.en()))
+            .count() as u64;
+        assert!(after >= 3);
+        assert_eq!(c.readers[1].finished, after);
+        // Both lookupds list the same.
+        assert_eq!(c.listing(0), c.listing(1));
+        // The same seed, the same story.
+        let again = play(&mut Cluster::scenario(1));
+        assert_eq!(
+            again.iter().map(|s| s.en()).collect::<Vec<_>>(),
+            log.iter().map(|s| s.en()).collect::<Vec<_>>()
+        );
+    }
+}
