@@ -13,6 +13,6 @@ target/release/nsqlab nsqd --durable=false --tcp-address=127.0.0.1:4450 --http-a
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 for _ in $(seq 50); do curl -sf http://$HTTP/ping >/dev/null && break; sleep 0.1; done
-echo "| visualiser, 10 000 deferred messages (headless Chromium, 1280x800) | |"
+echo "| visualiser (headless Chromium, 1280x800) | |"
 echo "|---|---|"
 NODE_TOOLS="$PWD/target/node-tools" node tests/e2e/fps.mjs "http://$HTTP"

@@ -1,5 +1,6 @@
 // Benchmark (not a test): frames per second of the visualiser with 10 000 messages in a
-// deferred heap, in headless Chromium. Run by scripts/bench-web.sh.
+// deferred heap, how fast scrubbing that run lands, and the token view with a thousand tokens
+// moving, in headless Chromium. Run by scripts/bench-web.sh.
 // usage: NODE_TOOLS=<dir with node_modules> node fps.mjs <base-url>
 import { createRequire } from 'module';
 const require = createRequire(process.env.NODE_TOOLS + '/');
@@ -61,6 +62,62 @@ await page.selectOption('[data-testid=speed]', '100');
 await page.click('[data-testid=play]');
 const fast = await frames(3000);
 const left = await deferred();
+
+// Scrubbing the 10 000-message run: played to its end, then the timeline dragged to points
+// along it, and back one step; each measured from the input to the page drawn.
+await page.click('[data-testid=play]');
+await page.waitForSelector('[data-testid=scenario-finished]', { timeout: 120000 });
+const horizon = await page.$eval('[data-testid=timeline]', (r) => Number(r.max));
+const landed = (fn, arg) => page.evaluate(([fn, arg]) => new Promise((done) => {
+  const t0 = performance.now();
+  if (fn === 'seek') {
+    const r = document.querySelector('[data-testid=timeline]');
+    r.value = String(arg);
+    r.dispatchEvent(new Event('input', { bubbles: true }));
+  } else {
+    document.querySelector('[data-testid=back]').click();
+  }
+  requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now() - t0)));
+}), [fn, arg]);
+const scrubs = [];
+for (const frac of [0.5, 0.1, 0.9, 0.33, 0.66, 0.02, 1.0, 0.75, 0.25, 0.5]) {
+  scrubs.push(await landed('seek', Math.round(horizon * frac)));
+}
+const backs = [];
+for (let i = 0; i < 10; i++) backs.push(await landed('back'));
+const worst = (xs) => Math.max(...xs), median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// The token view with a thousand tokens moving: the DPUB scenario's flow view, played out,
+// then 1 000 DPUBs due together (deferred 1 s): at their due time every token glides from the
+// deferred heap to the memory queue, then on to the consumer. At 1x.
+await page.goto(`${base}/?scenario=dpub-heap&seed=1&speed=100&view=flow`);
+await page.waitForSelector('[data-testid=flow]');
+await page.click('[data-testid=play]');
+await page.waitForSelector('[data-testid=scenario-finished]', { timeout: 60000 });
+await page.click('[data-testid=play]');
+await page.selectOption('[data-testid=speed]', '1');
+await page.fill('#pub-count', '1000');
+await page.fill('#pub-defer', '1000');
+await page.click('[data-testid=publish]');
+
+await page.click('[data-testid=play]');
+// Frames, and how many tokens are gliding (the canvas says, as it paints) every 4th frame.
+const glide = await page.evaluate((ms) => new Promise((done) => {
+  let n = 0, last = performance.now(), worst = 0, most = 0, sum = 0, samples = 0, drawn = 0;
+  const t0 = last;
+  const tick = (t) => {
+    n++; worst = Math.max(worst, t - last); last = t;
+    if (n % 4 === 0) {
+      const moving = Number(document.querySelector('[data-testid=tokens]').dataset.moving || 0);
+      most = Math.max(most, moving); drawn = Math.max(drawn, Number(document.querySelector('[data-testid=tokens]').dataset.count));
+      if (moving > 0) { sum += moving; samples++; }
+    }
+    if (t - t0 < ms) requestAnimationFrame(tick); else done({ fps: n * 1000 / (t - t0), worst, most, drawn, mean: samples ? sum / samples : 0 });
+  };
+  requestAnimationFrame(tick);
+}), 3000);
+await page.click('[data-testid=play]');
+await page.screenshot({ path: 'target/screenshots/flow-1000-tokens.png' });
 await ctx.close();
 fs.rmSync(dir, { recursive: true, force: true });
 const f = (x) => x.toFixed(1);
@@ -70,3 +127,6 @@ console.log(`| playing 1x with ${full} in the heap | ${f(playing.fps)} fps (long
 console.log(`| playing 1x, 5.5–8.5 s: popping and delivering (${delivered} finished by 8.5 s) | ${f(delivering.fps)} fps (longest frame ${f(delivering.worst)} ms) |`);
 console.log(`| one Step on the full heap, click to drawn | median ${f(steps[10])} ms, max ${f(steps[19])} ms |`);
 console.log(`| playing 100x, draining (${left} left after 3 s) | ${f(fast.fps)} fps (longest frame ${f(fast.worst)} ms) |`);
+console.log(`| scrubbing the played-out run (${horizon} steps) to 10 points, input to drawn | median ${f(median(scrubs))} ms, max ${f(worst(scrubs))} ms |`);
+console.log(`| Back, 10 times from the end of that run, click to drawn | median ${f(median(backs))} ms, max ${f(worst(backs))} ms |`);
+console.log(`| flow view at 1x, 1 000 DPUBs coming due together (${glide.drawn} tokens drawn; up to ${glide.most} gliding at once, ${f(glide.mean)} on average while any move) | ${f(glide.fps)} fps (longest frame ${f(glide.worst)} ms) |`);

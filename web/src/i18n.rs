@@ -295,6 +295,7 @@ mod tests {
             "algo.",
             "tour.",
             "#run=",
+            "hsl(",
         ];
         let word = |lit: &str| {
             let mut bare = lit.to_string();

@@ -189,7 +189,7 @@ pub struct Place {
 pub const PILL: (f64, f64) = (64.0, 20.0);
 pub const DOT: f64 = 11.0;
 /// Tokens drawn per region at most (the rest are counted).
-pub const REGION_MAX: usize = 600;
+pub const REGION_MAX: usize = 1000;
 
 /// Lay out `n` tokens in a row region `w` wide starting at (x, y): pills while they fit in two
 /// lines, dots otherwise. Returns the places and the height used.

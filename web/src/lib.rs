@@ -13,6 +13,7 @@ pub mod algo;
 pub mod cluster;
 pub mod flow;
 pub mod forms;
+pub mod glide;
 pub mod glossary;
 pub mod i18n;
 pub mod lab;

@@ -143,28 +143,28 @@ pub const TOURS: &[Tour] = &[
                 question: Some(Question {
                     options: 3,
                     answer: 2,
-                    reveal: key("sent", 1),
+                    reveal: key("heap.take.root", 1),
                     holds: |m| {
-                        lab(m, 0).view.channels.values().any(|c| {
-                            c.in_flight
-                                .iter()
-                                .any(|f| lab(m, 0).view.label(f.id) == "order 3")
+                        lab(m, 0).log.last().is_some_and(|s| {
+                            s.text.key == "heap.take.root" && s.en().contains("order 3")
                         })
                     },
                 }),
             },
             Chapter {
-                stop: key("heap.take.root", 1),
+                stop: Stop::Here,
                 act: None,
                 question: Some(Question {
                     options: 3,
                     answer: 2,
                     reveal: key("heap.move", 1),
+                    // The last entry (order 2, at index 6) is in the root now.
                     holds: |m| {
                         let v = &lab(m, 0).view;
                         v.channels.values().any(|c| {
                             c.hole.is_none()
-                                && c.heap.first().is_some_and(|r| v.label(r.0) == "order 6")
+                                && c.heap.len() == 6
+                                && c.heap.first().is_some_and(|r| v.label(r.0) == "order 2")
                         })
                     },
                 }),
@@ -247,7 +247,7 @@ pub const TOURS: &[Tour] = &[
                 question: None,
             },
             Chapter {
-                stop: Stop::Time(ms(2500)),
+                stop: Stop::Here,
                 act: None,
                 question: Some(Question {
                     options: 3,
@@ -383,13 +383,20 @@ pub const TOURS: &[Tour] = &[
                 question: Some(Question {
                     options: 3,
                     answer: 2,
-                    reveal: Stop::Here,
+                    // The first pop, to its delivery: its sift-down is one swap a level.
+                    reveal: key("sent", 1),
                     holds: |m| {
-                        lab(m, 0)
-                            .view
-                            .channels
-                            .values()
-                            .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
+                        let l = lab(m, 0);
+                        let swaps = l
+                            .log
+                            .iter()
+                            .filter(|s| s.text.key == "heap.swap.down")
+                            .count();
+                        (1..=13).contains(&swaps)
+                            && l.view
+                                .channels
+                                .values()
+                                .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
                     },
                 }),
             },
@@ -419,26 +426,6 @@ pub const TOURS: &[Tour] = &[
                 question: Some(Question {
                     options: 3,
                     answer: 2,
-                    // The first delivery after the restart: one of those that were in flight.
-                    reveal: key("sent", 5),
-                    holds: |m| {
-                        let l = lab(m, 0);
-                        let Some(crash) = &l.view.crash else {
-                            return false;
-                        };
-                        l.view
-                            .channels
-                            .values()
-                            .any(|c| c.in_flight.iter().any(|f| crash.in_flight.contains(&f.id)))
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
                     reveal: key("heap.push", 6),
                     holds: |m| {
                         let l = lab(m, 0);
@@ -453,6 +440,12 @@ pub const TOURS: &[Tour] = &[
                             && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
                     },
                 }),
+            },
+            Chapter {
+                // The first delivery after the restart: one of those that were in flight.
+                stop: key("sent", 5),
+                act: None,
+                question: None,
             },
             Chapter {
                 stop: Stop::End,
@@ -554,6 +547,15 @@ mod tests {
     use super::*;
     use crate::i18n::has;
 
+    fn count(m: &Model, prefix: &str, lab: usize) -> usize {
+        m.panes[lab]
+            .lab
+            .log
+            .iter()
+            .filter(|s| s.text.key.starts_with(prefix))
+            .count()
+    }
+
     /// Every tour has 3 to 8 chapters, every word in the catalogue, and every question's right
     /// answer is what the run shows: played chapter by chapter, each stop is reached and each
     /// answer holds.
@@ -580,7 +582,37 @@ mod tests {
                     t.scenario,
                     n + 1
                 );
+                // A chapter opens at its own moment, not past it.
+                if let Stop::Key { prefix, nth, lab } = c.stop {
+                    assert_eq!(
+                        count(&m, prefix, lab),
+                        nth,
+                        "{} chapter {}: opened past its moment",
+                        t.scenario,
+                        n + 1
+                    );
+                }
                 if let Some(q) = &c.question {
+                    // The answer is not on the page before the question is answered: its stop
+                    // is ahead, and the question does not hold yet.
+                    let ahead = match q.reveal {
+                        Stop::Here => false,
+                        Stop::Key { prefix, nth, lab } => count(&m, prefix, lab) < nth,
+                        Stop::Time(t) => m.now() < t,
+                        Stop::End => !m.finished(),
+                    };
+                    assert!(
+                        ahead,
+                        "{} chapter {}: the answer is shown before the question",
+                        t.scenario,
+                        n + 1
+                    );
+                    assert!(
+                        !(q.holds)(&m),
+                        "{} chapter {}: what the answer says already holds before it",
+                        t.scenario,
+                        n + 1
+                    );
                     for part in (1..=q.options)
                         .map(|i| format!("a{i}"))
                         .chain(["q".into(), "why".into()])

@@ -70,7 +70,6 @@ pub fn animate_moves(flip: &mut Flip) {
     let Ok(list) = doc.query_selector_all("[data-flip]") else {
         return;
     };
-    let (sx, sy) = (w.scroll_x().unwrap_or(0.0), w.scroll_y().unwrap_or(0.0));
     let mut els = Vec::new();
     let mut ids = Vec::new();
     for i in 0..list.length().min(MAX_FLIP) {
@@ -83,11 +82,22 @@ pub fn animate_moves(flip: &mut Flip) {
         }
     }
     let keys = flip_keys(&ids);
+    // Places are measured within the lab's pane: when something above it comes or goes (a
+    // tour's chapter, a notice) the page shifts, and nothing should glide for that.
     let pos: Vec<(f64, f64)> = els
         .iter()
         .map(|e| {
             let r = e.get_bounding_client_rect();
-            (r.left() + sx, r.top() + sy)
+            let origin = e
+                .closest("[data-testid=pane]")
+                .ok()
+                .flatten()
+                .map(|p| {
+                    let q = p.get_bounding_client_rect();
+                    (q.left(), q.top())
+                })
+                .unwrap_or((0.0, 0.0));
+            (r.left() - origin.0, r.top() - origin.1)
         })
         .collect();
     let opts = js_sys::Object::new();

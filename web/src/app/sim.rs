@@ -223,7 +223,14 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
         })
     };
     let glide_ms = (450.0 / m.speed.max(0.1).sqrt()).clamp(80.0, 900.0) as u32;
-    let timed_out = lab.log.last().is_some_and(|s| s.text.key == "timeout");
+    // A timed-out message is out of the picture for the timeout's step and comes back to the
+    // queue on the next: it is marked for both.
+    let timed_out = lab
+        .log
+        .iter()
+        .rev()
+        .take(2)
+        .any(|s| s.text.key == "timeout");
     html! {
       <super::flow::FlowView lang={m.lang} {layout} version={m.version} {glide_ms}
           highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}
@@ -548,7 +555,9 @@ pub fn sim_app() -> Html {
                         onclick={click(Action::StartTour)}>{t(l, "ui.tour.start")}</button> } } else { html!{} } }
             <a class="live-link" href={format!("?mode=live&lang={}", l.code())} data-testid="live">{t(l, "ui.live")}</a>
           </nav>
-          <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p>
+          // In a tour the chapters tell the story; the scenario's summary steps aside.
+          { if m.tour.is_some() { html!{} } else { html!{
+          <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p> } } }
         </header>
         <main>
         <h2 class="visually-hidden">{t(l, m.scenario.title)}</h2>

@@ -154,8 +154,8 @@ catalogue! {
         "出堆：{label} 离开堆。它是唯一的元素，所以堆现在空了。";
     "heap.take.last" => "{label} leaves the heap from its last slot, index {at}: nothing else moves.",
         "{label} 从最后一个位置（下标 {at}）离开堆：其他元素都不动。";
-    "heap.take.root" => "Pop: {label} leaves the root, the slot of the message due first. The root is now a hole; the last entry will fill it.",
-        "出堆：{label} 离开堆顶——最先到期的消息所在的位置。堆顶现在是一个空位，最后一个元素将填进来。";
+    "heap.take.root" => "Pop: {label} leaves the root, the slot of the message due first. The root is now a hole.",
+        "出堆：{label} 离开堆顶——最先到期的消息所在的位置。堆顶现在是一个空位。";
     "heap.take.at" => "{label} leaves the heap from index {at}, leaving a hole there; the last entry will fill it.",
         "{label} 从下标 {at} 离开堆，那里留下一个空位；最后一个元素将填进来。";
     "heap.move.leaf" => "The last entry, {label} (due {due}), moves from index {from} into the hole at index {to}. It has no children, so it stays.",
@@ -560,21 +560,16 @@ catalogue! {
     "tour.crash-restart.1.text" => "A ledger service takes payments two at a time (RDY 2). The memory queue holds 4 (--mem-queue-size); the rest wait on disk; three refunds are deferred. nsqlab writes each message to its store before it answers OK.",
         "账本服务每次处理两笔付款（RDY 2）。内存队列最多 4 条（--mem-queue-size），其余在磁盘上等待；三笔退款是延迟消息。nsqlab 在回复 OK 之前先把每条消息写入存储。";
     "tour.crash-restart.2.title" => "kill -9", "kill -9：强制杀掉";
-    "tour.crash-restart.2.text" => "The broker is about to be killed, with two payments in flight to the ledger service.", "broker 即将被杀掉，这时有两笔付款正在账本服务那里在途。";
-    "tour.crash-restart.2.q" => "After the restart, what happens to the two payments that were in flight?", "重启之后，那两笔在途的付款会怎样？";
-    "tour.crash-restart.2.a1" => "They are lost", "丢失了";
-    "tour.crash-restart.2.a2" => "They come back and are delivered again", "它们回来并被再次投递";
-    "tour.crash-restart.2.a3" => "They stay in flight forever", "它们永远在途";
-    "tour.crash-restart.2.why" => "They were never finished, so the store still has them: they are delivered again (at least once).", "它们从未被完成，所以存储里还有它们：它们会被再次投递（至少一次）。";
-    "tour.crash-restart.3.title" => "The refunds", "退款";
-    "tour.crash-restart.3.text" => "The three refunds were deferred until 2.7 s, 3.3 s and 3.9 s.", "三笔退款被延迟到 2.7 秒、3.3 秒和 3.9 秒。";
-    "tour.crash-restart.3.q" => "Where are they after the restart?", "重启之后它们在哪里？";
-    "tour.crash-restart.3.a1" => "Delivered at once", "立即被投递";
-    "tour.crash-restart.3.a2" => "Back in the deferred heap, with the same due times", "回到延迟堆，到期时间不变";
-    "tour.crash-restart.3.a3" => "Lost", "丢失了";
-    "tour.crash-restart.3.why" => "The store keeps each deferred message's due time, so none comes early (nsqd v1.3 would deliver them at once after a clean restart, and lose them in a crash).", "存储保留了每条延迟消息的到期时间，所以不会提前（nsqd v1.3 正常重启后会立即投递它们，崩溃则会丢失它们）。";
+    "tour.crash-restart.2.text" => "The broker is about to be killed. Three refunds are deferred until 2.7 s, 3.3 s and 3.9 s, and two payments are in flight to the ledger service.", "broker 即将被杀掉。三笔退款被延迟到 2.7 秒、3.3 秒和 3.9 秒，还有两笔付款正在账本服务那里在途。";
+    "tour.crash-restart.2.q" => "Where are the refunds after the restart?", "重启之后退款在哪里？";
+    "tour.crash-restart.2.a1" => "Delivered at once", "立即被投递";
+    "tour.crash-restart.2.a2" => "Back in the deferred heap, with the same due times", "回到延迟堆，到期时间不变";
+    "tour.crash-restart.2.a3" => "Lost", "丢失了";
+    "tour.crash-restart.2.why" => "The store keeps each deferred message's due time, so none comes early (nsqd v1.3 would deliver them at once after a clean restart, and lose them in a crash).", "存储保留了每条延迟消息的到期时间，所以不会提前（nsqd v1.3 正常重启后会立即投递它们，崩溃则会丢失它们）。";
+    "tour.crash-restart.3.title" => "Delivered again", "再次投递";
+    "tour.crash-restart.3.text" => "The two payments in flight at the crash were never finished, so the store still had them: they come back to the queue and are delivered again (at least once). The table shows what nsqd v1.3 would have kept.", "崩溃时在途的两笔付款从未被完成，所以存储里还有它们：它们回到队列并被再次投递（至少一次）。表格显示 nsqd v1.3 会保留什么。";
     "tour.crash-restart.4.title" => "Nothing acknowledged is lost", "确认过的消息一条不丢";
-    "tour.crash-restart.4.text" => "Every payment and refund was finished, no refund early. The table shows what nsqd v1.3 would have kept.", "每笔付款和退款都完成了，没有退款提前。表格显示 nsqd v1.3 会保留什么。";
+    "tour.crash-restart.4.text" => "Every payment and refund was finished, and no refund came early.", "每笔付款和退款都完成了，没有退款提前。";
     "tour.cluster.1.title" => "Consumers find nsqd through nsqlookupd", "消费者通过 nsqlookupd 找到 nsqd";
     "tour.cluster.1.text" => "Each nsqd told both nsqlookupd who it is, then registered topic orders as soon as it had it. The ledger service did not know any nsqd: it asked lookupd-1, which listed only nsqd-1 (the others had no orders yet), and connected there.",
         "每个 nsqd 都告诉两个 nsqlookupd 自己是谁，一有主题 orders 就立刻注册。账本服务不认识任何 nsqd：它询问 lookupd-1，后者只列出了 nsqd-1（其他节点还没有 orders），于是它连接到那里。";
