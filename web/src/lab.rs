@@ -477,6 +477,8 @@ impl Lab {
             Cue::Crash { consumer } => {
                 if let Some(c) = self.consumers.iter_mut().find(|c| c.id == consumer) {
                     c.crashed = true;
+                    let text = Text::new("crash.consumer").nest("who", c.name.clone());
+                    self.pending.push_back(Pending::Note(self.view.now, text));
                 }
             }
             Cue::SetRdy { consumer, rdy } => {
@@ -524,9 +526,17 @@ impl Lab {
             c.in_flight.clear();
             c.consumers.clear();
         }
-        for a in self.view.actors.values_mut() {
-            a.connected = false;
-        }
+        // The connections die with the broker; what they did is kept for the summary.
+        self.view
+            .former
+            .extend(
+                std::mem::take(&mut self.view.actors)
+                    .into_values()
+                    .map(|mut a| {
+                        a.connected = false;
+                        a
+                    }),
+            );
         self.pending.push_back(Pending::Note(
             now,
             Text::new("crash.killed")
@@ -834,6 +844,16 @@ impl Lab {
             };
             out.push(
                 Text::new(key)
+                    .nest("who", a.name.clone())
+                    .arg("received", a.received)
+                    .arg("fin", a.finished)
+                    .arg("req", a.requeued)
+                    .arg("timeout", a.timed_out),
+            );
+        }
+        for a in v.former.iter().filter(|a| a.role == Role::Consumer) {
+            out.push(
+                Text::new("summary.consumer.before")
                     .nest("who", a.name.clone())
                     .arg("received", a.received)
                     .arg("fin", a.finished)

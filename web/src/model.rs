@@ -419,6 +419,13 @@ impl Model {
     /// Step until a tour's stop; whether it was reached.
     fn run_to(&mut self, stop: crate::tours::Stop) -> bool {
         use crate::tours::Stop;
+        if let Stop::Before { prefix, nth, lab } = stop {
+            let reached = self.run_to(Stop::Key { prefix, nth, lab });
+            if reached {
+                self.back();
+            }
+            return reached;
+        }
         let count = |m: &Model, prefix: &str, lab: usize| {
             m.panes.get(lab).map_or(0, |p| {
                 p.lab
@@ -448,6 +455,7 @@ impl Model {
                     }
                 }
                 Stop::End => self.finished(),
+                Stop::Before { .. } => unreachable!("handled above"),
             };
             if done {
                 return true;

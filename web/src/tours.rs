@@ -24,6 +24,13 @@ pub enum Stop {
         nth: usize,
         lab: usize,
     },
+    /// Just before the `nth` step with this prefix (the run goes there, then one step back):
+    /// the moment before something happens, whose step would tell the answer.
+    Before {
+        prefix: &'static str,
+        nth: usize,
+        lab: usize,
+    },
     /// When the clock reaches this instant.
     Time(Time),
     /// When the run has played out.
@@ -118,7 +125,7 @@ pub const TOURS: &[Tour] = &[
         scenario: "dpub-heap",
         chapters: &[
             Chapter {
-                stop: key("published.deferred", 1),
+                stop: key("heap.push", 1),
                 act: None,
                 question: None,
             },
@@ -306,7 +313,11 @@ pub const TOURS: &[Tour] = &[
         scenario: "req-backoff",
         chapters: &[
             Chapter {
-                stop: key("req.later", 1),
+                stop: Stop::Before {
+                    prefix: "req.later",
+                    nth: 1,
+                    lab: 0,
+                },
                 act: None,
                 question: Some(Question {
                     options: 3,
@@ -463,7 +474,8 @@ pub const TOURS: &[Tour] = &[
                 question: None,
             },
             Chapter {
-                stop: Stop::Here,
+                // order 2 is published to nsqd-3: all three nodes have the topic now.
+                stop: key("cl.published", 3),
                 act: None,
                 question: Some(Question {
                     options: 3,
@@ -583,10 +595,15 @@ mod tests {
                     n + 1
                 );
                 // A chapter opens at its own moment, not past it.
-                if let Stop::Key { prefix, nth, lab } = c.stop {
+                if let Stop::Key { prefix, nth, lab } | Stop::Before { prefix, nth, lab } = c.stop {
+                    let want = if matches!(c.stop, Stop::Before { .. }) {
+                        nth - 1
+                    } else {
+                        nth
+                    };
                     assert_eq!(
                         count(&m, prefix, lab),
-                        nth,
+                        want,
                         "{} chapter {}: opened past its moment",
                         t.scenario,
                         n + 1
@@ -597,7 +614,9 @@ mod tests {
                     // is ahead, and the question does not hold yet.
                     let ahead = match q.reveal {
                         Stop::Here => false,
-                        Stop::Key { prefix, nth, lab } => count(&m, prefix, lab) < nth,
+                        Stop::Key { prefix, nth, lab } | Stop::Before { prefix, nth, lab } => {
+                            count(&m, prefix, lab) < nth
+                        }
                         Stop::Time(t) => m.now() < t,
                         Stop::End => !m.finished(),
                     };

@@ -235,6 +235,8 @@ pub struct View {
     pub published_deferred: u64,
     /// What the broker held when it was killed, if it was.
     pub crash: Option<crate::lab::CrashReport>,
+    /// The clients' connections before the broker was killed (they connected again after).
+    pub former: Vec<Actor>,
 }
 
 /// Seconds with millisecond precision, for text.

@@ -305,7 +305,11 @@ fn pane(
             { heap.unwrap_or_default() }
           </div>
           <div class="side">
-            { for lab.log.len().checked_sub(1).and_then(|i| crate::algo::locate(&lab.log, i)).map(|at| html!{ <AlgoPanel lang={l} {at}/> }) }
+            // While a tour's question waits for its answer, the algorithm (which shows the next
+            // line) steps aside.
+            { for lab.log.len().checked_sub(1).and_then(|i| crate::algo::locate(&lab.log, i))
+                .filter(|_| !m.tour.as_ref().is_some_and(|t| t.predicted.is_none() && t.tour.chapters[t.chapter].question.is_some()))
+                .map(|at| html!{ <AlgoPanel lang={l} {at}/> }) }
             { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
                 let rows: Vec<FlightRow> = c.in_flight.iter().map(|f| FlightRow {
                     token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },

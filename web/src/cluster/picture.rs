@@ -5,7 +5,7 @@
 //! is always the state the words describe — not the end of the instant. Between instants
 //! `Shown` equals the cluster's real state (a test checks it at every instant).
 //!
-//! [`layout`] places the boxes and wires in a fixed 960×470 drawing: the two nsqlookupd on
+//! [`layout`] places the boxes and wires in a fixed 960×375 drawing: the two nsqlookupd on
 //! top, the three nsqd in the middle, the producer and consumers at the bottom.
 
 use std::collections::BTreeMap;
@@ -212,7 +212,7 @@ pub struct Line {
 
 /// The drawing's size.
 pub const WIDTH: f64 = 960.0;
-pub const HEIGHT: f64 = 470.0;
+pub const HEIGHT: f64 = 375.0;
 
 /// Where everything goes, and which wires are drawn (and lit) for what is shown.
 pub fn layout(s: &Shown, finders: usize, readers: usize) -> (Vec<Place>, Vec<Line>) {
@@ -228,9 +228,9 @@ pub fn layout(s: &Shown, finders: usize, readers: usize) -> (Vec<Place>, Vec<Lin
             })
             .collect()
     };
-    let mut places = row(finders, 280.0, 10.0, 96.0, &Who::Finder);
-    places.extend(row(s.nodes.len(), 260.0, 170.0, 130.0, &Who::Node));
-    places.extend(row(readers + 1, 220.0, 370.0, 90.0, &|i| {
+    let mut places = row(finders, 280.0, 8.0, 86.0, &Who::Finder);
+    places.extend(row(s.nodes.len(), 260.0, 140.0, 96.0, &Who::Node));
+    places.extend(row(readers + 1, 220.0, 295.0, 72.0, &|i| {
         if i == 0 {
             Who::Producer
         } else {

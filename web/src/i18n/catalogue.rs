@@ -176,7 +176,7 @@ catalogue! {
     "scenario.load-balance.title" => "Load-balancing by RDY", "按 RDY 负载均衡";
     "scenario.load-balance.text" => "Three consumers share one channel. Each says with RDY how many messages it can hold at once (1, 2 and 4); the channel hands messages out round-robin to whoever has room, so the fast worker does most of the work.",
         "三个消费者共享一个通道。每个消费者用 RDY 说明自己同时能处理多少条消息（1、2 和 4）；通道把消息轮流交给有空位的消费者，所以快的 worker 做了大部分工作。";
-    "scenario.crash-timeout.title" => "Consumer crash → in-flight timeout → redelivery", "消费者崩溃 → 在途超时 → 重新投递";
+    "scenario.crash-timeout.title" => "A consumer crashes holding a message", "消费者拿着消息崩溃了";
     "scenario.crash-timeout.text" => "A consumer takes a message and crashes without answering. The message stays in flight until its msg_timeout passes (3 s here), then goes back to the queue and is delivered to another consumer, with attempts = 2.",
         "一个消费者拿到消息后崩溃，没有回复。消息保持在途，直到 msg_timeout（这里是 3 秒）到期，然后回到队列，被投递给另一个消费者，attempts = 2。";
     "scenario.req-backoff.title" => "REQ with backoff", "带退避的 REQ";
@@ -438,18 +438,18 @@ catalogue! {
     "tour.dpub-heap.2.title" => "Pushing into the heap", "压入堆中";
     "tour.dpub-heap.2.text" => "order 1 (due 3.15 s) goes into the first free slot, index 1, a child of the root, order 0 (due 5.1 s). In a min-heap every parent is due no later than its children.",
         "order 1（3.15 秒到期）放入第一个空位，下标 1，是堆顶 order 0（5.1 秒到期）的子节点。在最小堆里，每个父节点都不晚于它的子节点到期。";
-    "tour.dpub-heap.2.q" => "What happens to order 1 next?", "order 1 接下来会怎样？";
-    "tour.dpub-heap.2.a1" => "It stays at index 1", "它留在下标 1";
-    "tour.dpub-heap.2.a2" => "It swaps with order 0 and becomes the root", "它与 order 0 交换，成为堆顶";
-    "tour.dpub-heap.2.a3" => "It moves to the end of the array", "它移到数组末尾";
+    "tour.dpub-heap.2.q" => "Where will order 1 end up?", "order 1 最后会在哪里？";
+    "tour.dpub-heap.2.a1" => "Where it was pushed, at index 1", "留在压入的位置，下标 1";
+    "tour.dpub-heap.2.a2" => "At the root, index 0", "在堆顶，下标 0";
+    "tour.dpub-heap.2.a3" => "At the end of the array", "在数组末尾";
     "tour.dpub-heap.2.why" => "It is due sooner than its parent, so it sifts up: one swap, and it is the root.", "它比父节点更早到期，所以上浮：交换一次，它就成为堆顶。";
     "tour.dpub-heap.3.title" => "The root is always the next one due", "堆顶永远是下一个到期的";
     "tour.dpub-heap.3.text" => "All seven are in. Every parent is due no later than its children, so no entry can be due sooner than the root: the next message due is always at index 0. nsqlab arms one timer, for the root's due time.",
         "七条消息都进来了。每个父节点都不晚于子节点到期，所以不可能有元素比堆顶更早到期：下一个到期的消息总是在下标 0。nsqlab 只设一个定时器，定在堆顶的到期时间。";
     "tour.dpub-heap.3.q" => "Which order is delivered first?", "哪个订单最先被投递？";
     "tour.dpub-heap.3.a1" => "order 0, because it was published first", "order 0，因为它最先发布";
-    "tour.dpub-heap.3.a2" => "order 3, due at 1.25 s, the root", "order 3，1.25 秒到期，在堆顶";
-    "tour.dpub-heap.3.a3" => "order 5, the last one pushed", "order 5，最后压入的那个";
+    "tour.dpub-heap.3.a2" => "order 3, due at 1.25 s", "order 3，1.25 秒到期";
+    "tour.dpub-heap.3.a3" => "order 6, the last one pushed", "order 6，最后压入的那个";
     "tour.dpub-heap.3.why" => "The root's timer fires at 1.25 s, exactly when order 3 is due, and it is sent at once.", "堆顶的定时器在 1.25 秒触发，正是 order 3 到期的时刻，它立即被发送。";
     "tour.dpub-heap.4.title" => "Popping the root", "弹出堆顶";
     "tour.dpub-heap.4.text" => "order 3 leaves the root. The root is a hole now, and the heap has to repair itself without looking at every entry.",
@@ -463,13 +463,12 @@ catalogue! {
     "tour.dpub-heap.5.text" => "The moved entry is due later than a child, so it swaps with the sooner child, level by level, until no child is due sooner. A pop takes at most one swap per level: log₂(n).",
         "移上来的元素比某个子节点晚到期，所以它与更早的子节点交换，一层一层往下，直到没有子节点比它早。一次出堆每层最多交换一次：log₂(n) 次。";
     "tour.dpub-heap.6.title" => "What if the consumer crashes?", "如果消费者崩溃了？";
-    "tour.dpub-heap.6.text" => "The tour has just crashed billing worker: it stops answering. It still holds a message in flight.",
-        "导览刚刚让计费 worker 崩溃了：它不再回复。它手上还有一条在途消息。";
-    "tour.dpub-heap.6.q" => "What happens to the message it holds?", "它手上的那条消息会怎样？";
+    "tour.dpub-heap.6.text" => "The tour has just crashed billing worker: it stops answering, and still holds messages in flight.", "导览刚刚让计费 worker 崩溃了：它不再回复，手上还有在途的消息。";
+    "tour.dpub-heap.6.q" => "What happens to a message it holds?", "它手上的消息会怎样？";
     "tour.dpub-heap.6.a1" => "It is lost with the consumer", "随消费者一起丢失";
     "tour.dpub-heap.6.a2" => "When its msg_timeout (5 s) passes it goes back to the queue and is sent again", "msg_timeout（5 秒）到期后，它回到队列并被再次发送";
     "tour.dpub-heap.6.a3" => "nsqd moves it to another channel", "nsqd 把它移到另一个通道";
-    "tour.dpub-heap.6.why" => "An unanswered message stays in flight until its deadline, then the channel takes it back: delivery is at least once, never lost.", "没有回复的消息一直在途直到截止时间，然后通道把它收回：投递至少一次，不会丢失。";
+    "tour.dpub-heap.6.why" => "An unanswered message stays in flight until its deadline, then the channel takes it back: delivery is at least once, never lost. Here it goes to the same worker again: still connected and with room (RDY), it looks healthy to the channel, so it will time out again until it disconnects.", "没有回复的消息一直在途直到截止时间，然后通道把它收回：投递至少一次，不会丢失。这里它又被发给同一个 worker：它仍然连着、还有空位（RDY），在通道看来一切正常，所以会再次超时，直到它断开连接。";
 
     "tour.fan-out.1.title" => "One topic, two channels", "一个主题，两个通道";
     "tour.fan-out.1.text" => "Topic orders has two channels, billing and shipping: one for each kind of consumer. A channel is the topic's stream, copied for its consumers.",
@@ -538,18 +537,18 @@ catalogue! {
     "tour.overflow-disk.2.why" => "Past --mem-queue-size, messages go to disk (nsqd's backend); only ephemeral channels drop them.", "超过 --mem-queue-size 的消息写到磁盘（nsqd 的 backend）；只有临时通道才会丢弃。";
     "tour.overflow-disk.3.title" => "A consumer arrives", "消费者到来";
     "tour.overflow-disk.3.text" => "The archiver subscribes, with 4 messages in memory and 6 on disk.", "归档器订阅了，这时内存里有 4 条，磁盘上有 6 条。";
-    "tour.overflow-disk.3.q" => "In which order does it get them?", "它按什么顺序收到消息？";
+    "tour.overflow-disk.3.q" => "In which order does nsqlab deliver them?", "nsqlab 按什么顺序投递它们？";
     "tour.overflow-disk.3.a1" => "The newest first", "最新的先到";
     "tour.overflow-disk.3.a2" => "Memory first, then the disk backlog: the order they were published in", "先内存后磁盘：按发布的顺序";
     "tour.overflow-disk.3.a3" => "A random mix of memory and disk", "内存和磁盘随机交错";
-    "tour.overflow-disk.3.why" => "nsqlab keeps order (memory, then disk). nsqd's pump picks from memory and disk at random, so its order is not kept.", "nsqlab 保持顺序（先内存后磁盘）。nsqd 的 pump 在内存和磁盘之间随机选取，所以顺序不保证。";
+    "tour.overflow-disk.3.why" => "nsqlab keeps the order they were published in (memory, then disk). nsqd v1.3 would not: its pump picks from memory and disk at random.", "nsqlab 保持发布的顺序（先内存后磁盘）。nsqd v1.3 不会：它的 pump 在内存和磁盘之间随机选取。";
 
     "tour.big-heap.1.title" => "Ten thousand waiting", "一万条在等待";
     "tour.big-heap.1.text" => "Ten thousand DPUBs are in the heap, due 5 to 25 s from now.", "一万个 DPUB 在堆里，5 到 25 秒后到期。";
-    "tour.big-heap.1.q" => "How many swaps can one push or pop take, at most?", "一次入堆或出堆最多交换多少次？";
-    "tour.big-heap.1.a1" => "Up to 10 000", "最多一万次";
-    "tour.big-heap.1.a2" => "About 13: one per level of a 14-level tree", "大约 13 次：14 层的树每层一次";
-    "tour.big-heap.1.a3" => "Always exactly one", "总是恰好一次";
+    "tour.big-heap.1.q" => "Why can one push or pop among 10 000 take only about 13 swaps?", "为什么在一万个元素中，一次入堆或出堆只需要大约 13 次交换？";
+    "tour.big-heap.1.a1" => "The heap keeps only its first few entries in order", "堆只让最前面的几个元素有序";
+    "tour.big-heap.1.a2" => "Each swap moves one level, and 10 000 entries make only 14 levels", "每次交换移动一层，而一万个元素只有 14 层";
+    "tour.big-heap.1.a3" => "nsqlab handles entries in batches of 13", "nsqlab 以 13 个为一批处理元素";
     "tour.big-heap.1.why" => "The heap is a complete binary tree: 10 000 entries make 14 levels (log₂ 10 000 ≈ 13.3), and a swap moves one level.", "堆是一棵完全二叉树：一万个元素有 14 层（log₂ 10000 ≈ 13.3），每次交换移动一层。";
     "tour.big-heap.2.title" => "The first one due", "第一个到期的";
     "tour.big-heap.2.text" => "The root's timer fires exactly when the first message is due, however many wait behind it.", "堆顶的定时器在第一条消息到期时准时触发，不管后面等着多少条。";
@@ -567,14 +566,14 @@ catalogue! {
     "tour.crash-restart.2.a3" => "Lost", "丢失了";
     "tour.crash-restart.2.why" => "The store keeps each deferred message's due time, so none comes early (nsqd v1.3 would deliver them at once after a clean restart, and lose them in a crash).", "存储保留了每条延迟消息的到期时间，所以不会提前（nsqd v1.3 正常重启后会立即投递它们，崩溃则会丢失它们）。";
     "tour.crash-restart.3.title" => "Delivered again", "再次投递";
-    "tour.crash-restart.3.text" => "The two payments in flight at the crash were never finished, so the store still had them: they come back to the queue and are delivered again (at least once). The table shows what nsqd v1.3 would have kept.", "崩溃时在途的两笔付款从未被完成，所以存储里还有它们：它们回到队列并被再次投递（至少一次）。表格显示 nsqd v1.3 会保留什么。";
+    "tour.crash-restart.3.text" => "The two payments in flight at the crash were never finished, so the store still had them: they come back to the queue and are delivered again (at least once). They were stored before their first delivery, so they count as attempt 1 again.", "崩溃时在途的两笔付款从未被完成，所以存储里还有它们：它们回到队列并被再次投递（至少一次）。它们是在第一次投递之前存下的，所以又算作第 1 次尝试。";
     "tour.crash-restart.4.title" => "Nothing acknowledged is lost", "确认过的消息一条不丢";
     "tour.crash-restart.4.text" => "Every payment and refund was finished, and no refund came early.", "每笔付款和退款都完成了，没有退款提前。";
     "tour.cluster.1.title" => "Consumers find nsqd through nsqlookupd", "消费者通过 nsqlookupd 找到 nsqd";
     "tour.cluster.1.text" => "Each nsqd told both nsqlookupd who it is, then registered topic orders as soon as it had it. The ledger service did not know any nsqd: it asked lookupd-1, which listed only nsqd-1 (the others had no orders yet), and connected there.",
         "每个 nsqd 都告诉两个 nsqlookupd 自己是谁，一有主题 orders 就立刻注册。账本服务不认识任何 nsqd：它询问 lookupd-1，后者只列出了 nsqd-1（其他节点还没有 orders），于是它连接到那里。";
     "tour.cluster.2.title" => "New nodes for the topic", "主题有了新节点";
-    "tour.cluster.2.text" => "Now nsqd-2 and nsqd-3 have orders too, and messages wait there for a channel.", "现在 nsqd-2 和 nsqd-3 也有了 orders，消息在那里等待通道。";
+    "tour.cluster.2.text" => "Now nsqd-2 and nsqd-3 have orders too (the producer spreads them over the nodes), and there messages wait for a channel.", "现在 nsqd-2 和 nsqd-3 也有了 orders（生产者把订单分到各个节点），消息在那里等待通道。";
     "tour.cluster.2.q" => "How does the ledger service start reading from nsqd-2 and nsqd-3?", "账本服务怎样开始从 nsqd-2 和 nsqd-3 读取？";
     "tour.cluster.2.a1" => "nsqd-2 and nsqd-3 connect to it", "nsqd-2 和 nsqd-3 主动连接它";
     "tour.cluster.2.a2" => "At its next lookup it finds them, and connects to each", "下一次查询时它发现了它们，并逐个连接";
@@ -606,11 +605,13 @@ catalogue! {
     "tour.scan-vs-exact.2.a3" => "nsqd first: it scans ahead", "nsqd 先：它会提前扫描";
     "tour.scan-vs-exact.2.why" => "A scan loop only notices a due message when it next looks at its channel.", "扫描循环只有在下一次查看那个通道时才会发现到期的消息。";
     "tour.scan-vs-exact.3.title" => "The cost of scanning", "扫描的代价";
-    "tour.scan-vs-exact.3.text" => "The chart shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
+    "tour.scan-vs-exact.3.text" => "The chart below the two brokers shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "两个 broker 下面的图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
 
     // ---------------------------------------------------------------- a crash
     "crash.killed" => "kill -9: the broker dies mid-stream. In its memory: {memory} ready, {flight} in flight, {deferred} deferred ({disk} ready on disk). Everything it answered OK to was written to disk first.",
         "kill -9：broker 在运行中途被杀掉。它的内存里有：{memory} 条待发送，{flight} 条在途，{deferred} 条延迟（磁盘上还有 {disk} 条待发送）。它回复过 OK 的每条消息都已先写入磁盘。";
+    "crash.consumer" => "{who} crashes: its process hangs and will never answer, but its connection stays open. What it holds stays in flight until its msg_timeout.",
+        "{who} 崩溃了：它的进程卡住，永远不会回复，但连接仍然开着。它手上的消息会一直在途，直到 msg_timeout。";
     "crash.replayed" => "It starts again and replays its store: each message comes back where it belongs — ready ones to the queue, deferred ones to the heap with their due time, those in flight to the queue (to be delivered again).",
         "它重新启动并重放存储：每条消息回到它该在的地方——待发送的回到队列，延迟的带着原来的到期时间回到堆里，在途的回到队列（将被再次投递）。";
     "crash.title" => "What survived the crash", "崩溃之后还剩下什么";
@@ -687,6 +688,8 @@ catalogue! {
         "通道 {topic}/{channel}：完成 {fin}，重新入队（REQ）{req}，超时 {timeout}，等待中 {waiting}。";
     "summary.consumer" => "{who}: received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
         "{who}：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
+    "summary.consumer.before" => "{who}, before the crash: received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
+        "{who}，崩溃之前：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
     "summary.consumer.gone" => "{who} (disconnected): received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
         "{who}（已断开）：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
     "summary.lateness" => "Deferred messages that came due: {n}; at most {max} late ({mean} on average).",
