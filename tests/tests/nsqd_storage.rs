@@ -458,6 +458,111 @@ fn flipped_bytes_cost_only_the_records_they_hit() {
     assert_eq!(corrupt_files(data.path(), "t"), 1);
 }
 
+/// What a publisher who knows the log's format (today's and the one before it) but not a
+/// segment's salt could put in a body: a FIN of message `victim` on the first channel (key
+/// 0), and a PUB of its own with a high ID, each framed as a record.
+fn forged_records(victim: u64) -> Vec<u8> {
+    let mut fin = vec![2u8];
+    fin.extend_from_slice(&0u32.to_le_bytes());
+    fin.extend_from_slice(&victim.to_le_bytes());
+    let mut publ = vec![1u8, 0];
+    publ.extend_from_slice(&0u64.to_le_bytes()); // not deferred
+    publ.extend_from_slice(&(u64::MAX / 2).to_le_bytes()); // ID
+    publ.extend_from_slice(&0u64.to_le_bytes()); // timestamp
+    publ.extend_from_slice(&1u16.to_le_bytes()); // attempts
+    publ.extend_from_slice(b"FORGED");
+    let mut out = b"carrier:".to_vec();
+    for p in [&fin, &publ] {
+        // [u32 length][u32 CRC-32C][payload]
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc32c::crc32c(p).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    for p in [&fin, &publ] {
+        // [u32 length][u64 check][payload], the salt guessed to be 0.
+        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
+        out.extend_from_slice(&u64::from(crc32c::crc32c(p)).to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    out.extend_from_slice(b":end");
+    out
+}
+
+/// A publisher's body holds well-formed records (a FIN of another client's unfinished
+/// message, a PUB with a high ID). Its own record is then damaged on disk: torn by a crash,
+/// its check or its length or a payload byte flipped. Recovery must never read the forged
+/// records: the other message is still owed, nothing forged is delivered, and every message
+/// published after the carrier arrives.
+#[test]
+fn records_forged_inside_a_body_never_come_back() {
+    for damage in ["torn", "check", "length", "payload"] {
+        let data = TempDir::new();
+        let d = start_with_channel(data.path(), &[]);
+        let mut p = d.client();
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: b"victim".to_vec().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+        // The victim is delivered once and not finished: it is owed.
+        let victim = {
+            let mut c = sub(&d, "t", "c", 1);
+            match c.frame() {
+                Frame::Message(m) => m.id.0,
+                f => panic!("{f:?}"),
+            }
+        };
+        let body = forged_records(victim);
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: body.clone().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+        let after: HashSet<String> = if damage == "torn" {
+            HashSet::new()
+        } else {
+            (0..55).map(|i| format!("after {i}")).collect()
+        };
+        for a in &after {
+            p.cmd(&Command::Pub {
+                topic: "t".into(),
+                body: a.clone().into_bytes().into(),
+            });
+            assert_eq!(p.next_text(), "R:OK");
+        }
+        d.kill9();
+        let seg = segments(data.path(), "t").pop().unwrap();
+        let mut b = std::fs::read(&seg).unwrap();
+        let body_at = b
+            .windows(8)
+            .position(|w| w == b"carrier:")
+            .expect("the carrier is in the last segment");
+        // The carrier's record: its header, then kind, flags, due, ID, timestamp, attempts.
+        let header = if b.starts_with(b"nsqlab\0\x02") {
+            12
+        } else {
+            8
+        };
+        let rec = body_at - 28 - header;
+        match damage {
+            "torn" => b.truncate(body_at + body.len() - 2),
+            "check" => b[rec + 4] ^= 0x01,
+            "length" => b[rec + 1] ^= 0x01,
+            _ => b[body_at - 1] ^= 0x20,
+        }
+        std::fs::write(&seg, &b).unwrap();
+        let d = Nsqd::start_in(Some(data.path()), &[]);
+        let seen = consume_all(&d, "t");
+        assert!(seen.contains_key("victim"), "{damage}: the victim was lost");
+        for k in seen.keys() {
+            assert!(!k.contains("FORGED"), "{damage}: a forged message: {k:?}");
+        }
+        let missing: Vec<&String> = after.iter().filter(|a| !seen.contains_key(*a)).collect();
+        assert!(missing.is_empty(), "{damage}: lost {missing:?}");
+        drop(d);
+    }
+}
+
 #[test]
 fn a_deleted_metadata_file_loses_no_message() {
     let data = TempDir::new();

@@ -34,6 +34,7 @@ pub(super) struct Where {
     /// the same name starts from nothing).
     pub topic: u64,
     pub seg: u64,
+    pub salt: super::record::Salt,
     pub file: Arc<File>,
     /// For error texts.
     pub path: Arc<Path>,
@@ -100,7 +101,7 @@ fn read(ahead: &mut FxHashMap<u64, ReadAhead>, Job { at, req }: Job) -> Loaded {
         .resume(at.seg, at.from_id, id.0)
         .unwrap_or(at.from_off);
     let exact = at.from_id == id.0;
-    let body = match ahead.find(&at.file, at.seg, from, at.end, id, exact) {
+    let body = match ahead.find(&at.file, at.seg, at.salt, from, at.end, id, exact) {
         Ok(Some(body)) => Ok(body),
         Ok(None) => Err(format!("message {id} of {} is not stored", req.topic)),
         Err(e) => Err(format!("read {}: {e}", at.path.display())),

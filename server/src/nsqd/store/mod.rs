@@ -94,6 +94,8 @@ struct Segment {
     num: u64,
     /// Every message in this segment has an ID above this.
     mark: u64,
+    /// Its records' checks depend on this (see record.rs).
+    salt: record::Salt,
     /// Live copies of its messages.
     refs: i64,
     len: u64,
@@ -128,6 +130,17 @@ struct TopicStore {
     reads: Reads,
     /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
     meta_dirty: bool,
+}
+
+impl TopicStore {
+    /// Where records appended to `pending` will lie (its first byte at the tail's end).
+    fn seal(&self) -> record::Seal {
+        let tail = self.segments.back().expect("a segment");
+        record::Seal {
+            salt: tail.salt,
+            base: tail.len,
+        }
+    }
 }
 
 /// Buffer capacity a topic keeps between commits.
@@ -468,12 +481,14 @@ impl Store {
             let path = seg_path(dir, num);
             let mut bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
             let mut scan = record::scan_without_bodies(&bytes);
-            if !scan.bad.is_empty() {
+            if scan.needs_rewrite() {
                 rec.corrupt_ranges += scan.bad.len();
-                quarantine(topic, &path, &bytes, &scan)?;
-                bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
+                bytes = rewrite(topic, &path, &bytes, &scan)?;
                 scan = record::scan_without_bodies(&bytes);
             }
+            let record::Layout::Salted(salt) = scan.layout else {
+                unreachable!("a segment just written is salted")
+            };
             let len = bytes.len() as u64;
             let mut mark = None;
             for (at, r) in scan.records {
@@ -538,19 +553,21 @@ impl Store {
                 reader: None,
                 num,
                 mark,
+                salt,
                 refs: 0,
                 len,
             });
         }
         if segments.is_empty() {
             let path = seg_path(dir, 0);
-            let mut b = Vec::new();
-            record::put_mark(&mut b, MessageId(last_id));
+            let salt = record::Salt::random();
+            let b = record::new_segment(salt, MessageId(last_id));
             fs::write(&path, &b).map_err(|e| io_err("write", &path, e))?;
             segments.push_back(Segment {
                 reader: None,
                 num: 0,
                 mark: last_id,
+                salt,
                 refs: 0,
                 len: b.len() as u64,
             });
@@ -627,7 +644,8 @@ impl Store {
             }
             StoreOp::TopicEmptied { topic, dropped } => {
                 let ts = self.topic(&topic)?;
-                record::put_drop_held(&mut ts.pending);
+                let seal = ts.seal();
+                record::put_drop_held(&mut ts.pending, seal);
                 for id in dropped {
                     add_ref(ts, id, -1);
                 }
@@ -720,7 +738,8 @@ impl Store {
                 let tail = ts.segments.back().expect("a segment");
                 let (seg, before) = (tail.num as u32, ts.pending.len());
                 let off = (tail.len + before as u64) as u32;
-                record::put_pub(&mut ts.pending, held, due, &msg);
+                let seal = ts.seal();
+                record::put_pub(&mut ts.pending, seal, held, due, &msg);
                 let len = ts.pending.len() - before;
                 ts.index.push(msg.id.0, seg, off, len, due.is_some());
                 ts.pending_first.get_or_insert(msg.id.0);
@@ -741,7 +760,8 @@ impl Store {
             }
             StoreOp::Dispatched { topic, ids, copies } => {
                 let ts = self.topic(&topic)?;
-                record::put_dispatch(&mut ts.pending);
+                let seal = ts.seal();
+                record::put_dispatch(&mut ts.pending, seal);
                 for id in ids {
                     add_ref(ts, id, copies as i64 - 1);
                 }
@@ -749,8 +769,9 @@ impl Store {
             }
             StoreOp::Finished { topic, channel, id } => {
                 let ts = self.topic(&topic)?;
+                let seal = ts.seal();
                 if let Some(c) = ts.meta.channels.get(&*channel) {
-                    record::put_fin(&mut ts.pending, c.key, id);
+                    record::put_fin(&mut ts.pending, seal, c.key, id);
                 }
                 add_ref(ts, id, -1);
                 Ok(())
@@ -762,8 +783,9 @@ impl Store {
                 due,
             } => {
                 let ts = self.topic(&topic)?;
+                let seal = ts.seal();
                 if let Some(c) = ts.meta.channels.get(&*channel) {
-                    record::put_req(&mut ts.pending, c.key, id, due);
+                    record::put_req(&mut ts.pending, seal, c.key, id, due);
                 }
                 Ok(())
             }
@@ -804,8 +826,8 @@ impl Store {
         let made = (|| {
             fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
             let path = seg_path(&dir, 0);
-            let mut b = Vec::new();
-            record::put_mark(&mut b, MessageId(0));
+            let salt = record::Salt::random();
+            let b = record::new_segment(salt, MessageId(0));
             let mut f = OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -820,6 +842,7 @@ impl Store {
                     reader: None,
                     num: 0,
                     mark: 0,
+                    salt,
                     refs: 0,
                     len: b.len() as u64,
                 }]),
@@ -993,6 +1016,7 @@ impl Store {
         Ok(loader::Where {
             topic: ts.reads.topic,
             seg: seg.num,
+            salt: seg.salt,
             file,
             path,
             from_id: at.id,
@@ -1031,9 +1055,8 @@ impl Store {
             }
         }
         for ts in self.topics.values_mut() {
-            let mut b = std::mem::take(&mut ts.pending);
-            record::put_mark(&mut b, MessageId(ts.last_id));
-            ts.pending = b;
+            let seal = ts.seal();
+            record::put_mark(&mut ts.pending, seal, MessageId(ts.last_id));
             write_pending(ts)?;
             ts.tail
                 .sync_data()
@@ -1304,14 +1327,17 @@ fn roll(ts: &mut TopicStore) -> Result<(Wrote, Arc<Tail>, PathBuf, u64), StoreEr
     };
     ts.next_asked = false;
     let old = std::mem::replace(&mut ts.tail, Tail::new(f));
+    let salt = record::Salt::random();
     ts.segments.push_back(Segment {
         reader: None,
         num,
         mark: ts.last_id,
+        salt,
         refs: 0,
         len: 0,
     });
-    record::put_mark(&mut ts.pending, MessageId(ts.last_id));
+    debug_assert!(ts.pending.is_empty(), "written to the old segment");
+    ts.pending = record::new_segment(salt, MessageId(ts.last_id));
     Ok((written, old, seg_path(&ts.dir, old_num), old_len))
 }
 
@@ -1343,44 +1369,57 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
     }
 }
 
-/// Keep a segment's intact records; move the bytes that failed their checksum to a
-/// `.corrupt-<n>` file beside it. Returns the segment's new length.
-fn quarantine(
+/// Write a segment again: its intact records, in order, each sealed for where it now lies,
+/// under a file header (the segment's salt, or a new one for a segment without: a legacy or
+/// headless file). Bytes that failed their check go to a `.corrupt-<k>` file beside it.
+/// Returns the new contents.
+fn rewrite(
     topic: &Name,
     path: &Path,
     bytes: &[u8],
     scan: &record::Scan,
-) -> Result<u64, StoreError> {
+) -> Result<Vec<u8>, StoreError> {
+    let salt = match scan.layout {
+        record::Layout::Salted(salt) => salt,
+        _ => record::Salt::random(),
+    };
+    let mut good = Vec::with_capacity(bytes.len() + record::FILE_HEADER);
+    record::put_file_header(&mut good, salt);
+    let seal = record::Seal { salt, base: 0 };
+    for (at, _) in &scan.records {
+        record::put_payload(&mut good, seal, scan.payload(bytes, *at));
+    }
     let mut bad = Vec::new();
     for r in &scan.bad {
         bad.extend_from_slice(&bytes[r.clone()]);
     }
-    let mut k = 0;
-    let qpath = loop {
-        let p = PathBuf::from(format!("{}.corrupt-{k}", path.display()));
-        if !p.exists() {
-            break p;
-        }
-        k += 1;
-    };
-    write_atomic(&qpath, &bad)?;
-    let mut good = Vec::with_capacity(bytes.len() - bad.len());
-    let mut at = 0;
-    for r in &scan.bad {
-        good.extend_from_slice(&bytes[at..r.start]);
-        at = r.end;
+    if !bad.is_empty() {
+        let mut k = 0;
+        let qpath = loop {
+            let p = PathBuf::from(format!("{}.corrupt-{k}", path.display()));
+            if !p.exists() {
+                break p;
+            }
+            k += 1;
+        };
+        write_atomic(&qpath, &bad)?;
+        tracing::warn!(
+            "TOPIC({topic}): {} had {} corrupt byte range(s) ({} bytes); kept its {} intact records, moved the rest to {}",
+            path.display(),
+            scan.bad.len(),
+            bad.len(),
+            scan.records.len(),
+            qpath.display()
+        );
     }
-    good.extend_from_slice(&bytes[at..]);
+    if scan.layout == record::Layout::Legacy {
+        tracing::info!(
+            "TOPIC({topic}): {} converted to the salted log format",
+            path.display()
+        );
+    }
     write_atomic(path, &good)?;
-    tracing::warn!(
-        "TOPIC({topic}): {} had {} corrupt byte range(s) ({} bytes); kept {} intact bytes, moved the rest to {}",
-        path.display(),
-        scan.bad.len(),
-        bad.len(),
-        good.len(),
-        qpath.display()
-    );
-    Ok(good.len() as u64)
+    Ok(good)
 }
 
 /// How many bytes of full segments stay in the page cache (the newest ones: bodies read back
@@ -1789,6 +1828,76 @@ mod tests {
         let mut b = id.to_le_bytes().to_vec();
         b.resize(len, b'a' + (id % 26) as u8);
         b
+    }
+
+    /// A data path written before salts opens: its segments are converted, every message and
+    /// FIN in them kept.
+    #[test]
+    fn a_legacy_segment_is_converted_when_the_store_opens() {
+        use record::Record;
+        let dir = std::env::temp_dir().join(format!("nsqlab-legacy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let tdir = dir.join("nsqlab/t");
+        fs::create_dir_all(&tdir).unwrap();
+        let meta = r#"{"next_key":1,"channels":{"c":{"key":0,"start":0}}}"#;
+        fs::write(tdir.join("meta.json"), meta).unwrap();
+        let msg = |id: u64| Record::Pub {
+            held: false,
+            due: None,
+            msg: nsqlab_core::Message::new(MessageId(id), 0, body_of(id).into()),
+        };
+        let mut b = Vec::new();
+        for r in [
+            Record::Mark {
+                last_id: MessageId(0),
+            },
+            msg(1),
+            msg(2),
+            Record::Fin {
+                key: 0,
+                id: MessageId(2),
+            },
+            msg(3),
+        ] {
+            record::put_legacy(&mut b, &r);
+        }
+        let seg = seg_path(&tdir, 0);
+        fs::write(&seg, &b).unwrap();
+        let cfg = StoreConfig {
+            data_path: dir.clone(),
+            max_bytes_per_file: 1 << 20,
+            sync_every: 2500,
+            sync_timeout: Duration::from_secs(3600),
+            partition: (0, 1),
+        };
+        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
+        let (mut store, rec) = Store::open(cfg, &mut broker, 0).unwrap();
+        assert_eq!((rec.messages, rec.corrupt_ranges), (2, 0));
+        let now = fs::read(&seg).unwrap();
+        assert!(matches!(
+            record::scan_without_bodies(&now).layout,
+            record::Layout::Salted(_)
+        ));
+        for id in [1, 3] {
+            let body = store.load("t", MessageId(id)).map(|b| b.to_vec());
+            assert_eq!(body, Ok(body_of(id)), "message {id}");
+        }
+        // It is appended to in the new format, and read back so after a restart.
+        let topic: Name = Arc::from("t");
+        publish(&mut store, &topic, 4, 10);
+        store.commit().unwrap();
+        drop(store);
+        let cfg = StoreConfig {
+            data_path: dir.clone(),
+            max_bytes_per_file: 1 << 20,
+            sync_every: 2500,
+            sync_timeout: Duration::from_secs(3600),
+            partition: (0, 1),
+        };
+        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
+        let (store, rec) = Store::open(cfg, &mut broker, 0).unwrap();
+        assert_eq!((rec.messages, rec.corrupt_ranges), (3, 0));
+        close_and_remove(store, &dir);
     }
 
     #[test]

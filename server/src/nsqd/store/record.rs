@@ -1,10 +1,12 @@
 //! The log's record format and a reader that survives torn and corrupt files.
 //!
 //! # Format
-//! A segment file is a sequence of records:
+//! A segment file starts with a header, written twice (either copy is enough), then records:
 //!
 //! ```text
-//! [u32 LE payload length][u32 LE CRC-32C of the payload][payload]
+//! header  = [8 magic "nsqlab\0\x02"][u64 salt][u32 CRC-32C of magic and salt][4 zero bytes]
+//! record  = [u32 payload length][u64 check][payload]
+//! check   = CRC-32C(payload) XOR key(salt, the record's offset in the file, payload length)
 //! payload = [u8 kind][fields…]
 //!   1 PUB       u8 flags (bit 0: held), u64 due (0: none), u64 id, u64 timestamp,
 //!               u16 attempts, body (the rest)
@@ -15,10 +17,27 @@
 //!   6 MARK      u64 last id (first record of every segment: later IDs are above it)
 //! ```
 //! Integers are little-endian; times are Unix nanoseconds.
+//!
+//! # Why a salt
+//! A message body is bytes a client chose, and it lies in the file verbatim. When a record is
+//! damaged (torn by a crash, a flipped bit) the reader looks for the next intact record byte
+//! by byte, which can be inside the damaged record's body. With a plain checksum a publisher
+//! could place a well-formed record there (a FIN of someone else's message, a PUB of its
+//! own) and have it read back. The salt is random per segment and never leaves the server's
+//! disk, and the key also depends on where the record is: a record a client wrote into a body
+//! passes the check with probability 2^-64, wherever it lands. A segment written before the
+//! salt (no header, 8-byte record headers with a plain CRC-32C) is converted when the store
+//! opens, resynchronising only at record boundaries its length fields give.
 
 use nsqlab_core::{Body, Message, MessageId, Time};
 
-pub const HEADER: usize = 8;
+/// A record's header: payload length and check.
+pub const HEADER: usize = 12;
+/// One copy of a segment's file header.
+const COPY: usize = 24;
+/// A segment's file header, both copies: its first record starts here.
+pub const FILE_HEADER: usize = 2 * COPY;
+const MAGIC: [u8; 8] = *b"nsqlab\0\x02";
 /// No record is larger than this (a message is at most `--max-msg-size`, far below).
 pub const MAX_PAYLOAD: usize = 1 << 30;
 
@@ -28,6 +47,42 @@ const REQ: u8 = 3;
 const DISPATCH: u8 = 4;
 const DROP_HELD: u8 = 5;
 const MARK: u8 = 6;
+
+/// A segment's secret: records' checks depend on it (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Salt(u64);
+
+impl Salt {
+    /// A new salt, from the standard library's randomly keyed SipHash (keys from the OS's
+    /// random source) over a counter: unpredictable to anyone without the keys.
+    pub fn random() -> Salt {
+        use std::hash::{BuildHasher, RandomState};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        Salt(RandomState::new().hash_one(N.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// The key of a record at offset `off` with a payload of `len` bytes (a SplitMix64
+    /// finaliser: every input bit moves half the output's).
+    fn key(self, off: u64, len: usize) -> u64 {
+        let mut z = self.0 ^ off.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (len as u64).rotate_left(40);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn check(self, off: u64, payload: &[u8]) -> u64 {
+        self.key(off, payload.len()) ^ u64::from(crc32c::crc32c(payload))
+    }
+}
+
+/// Where records being appended to a buffer will lie: the segment's salt, and the file
+/// offset of the buffer's first byte.
+#[derive(Debug, Clone, Copy)]
+pub struct Seal {
+    pub salt: Salt,
+    pub base: u64,
+}
 
 /// One decoded record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,19 +108,47 @@ pub enum Record {
     },
 }
 
-/// Append a record with its header and checksum.
-fn frame(out: &mut Vec<u8>, payload_len: usize, write: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
-    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    write(out);
-    debug_assert_eq!(out.len() - start - HEADER, payload_len);
-    let crc = crc32c::crc32c(&out[start + HEADER..]);
-    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+/// The file header of a new segment (both copies).
+pub fn put_file_header(out: &mut Vec<u8>, salt: Salt) {
+    assert!(out.is_empty(), "a file header starts its file");
+    for _ in 0..2 {
+        let start = out.len();
+        out.extend_from_slice(&MAGIC);
+        out.extend_from_slice(&salt.0.to_le_bytes());
+        let crc = crc32c::crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.extend_from_slice(&[0; 4]);
+    }
 }
 
-pub fn put_pub(out: &mut Vec<u8>, held: bool, due: Option<Time>, msg: &Message) {
-    frame(out, 1 + 1 + 8 + 8 + 8 + 2 + msg.body.len(), |o| {
+/// A new segment's first bytes: its header and a mark (messages in it are above `last_id`).
+pub fn new_segment(salt: Salt, last_id: MessageId) -> Vec<u8> {
+    let mut b = Vec::new();
+    put_file_header(&mut b, salt);
+    put_mark(&mut b, Seal { salt, base: 0 }, last_id);
+    b
+}
+
+/// Append a record with its header and check.
+fn frame(out: &mut Vec<u8>, seal: Seal, payload_len: usize, write: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    write(out);
+    debug_assert_eq!(out.len() - start - HEADER, payload_len);
+    let check = seal
+        .salt
+        .check(seal.base + start as u64, &out[start + HEADER..]);
+    out[start + 4..start + HEADER].copy_from_slice(&check.to_le_bytes());
+}
+
+/// Append a record whose payload is `payload` (one read back, resealed where it now lies).
+pub fn put_payload(out: &mut Vec<u8>, seal: Seal, payload: &[u8]) {
+    frame(out, seal, payload.len(), |o| o.extend_from_slice(payload));
+}
+
+pub fn put_pub(out: &mut Vec<u8>, seal: Seal, held: bool, due: Option<Time>, msg: &Message) {
+    frame(out, seal, 1 + 1 + 8 + 8 + 8 + 2 + msg.body.len(), |o| {
         o.push(PUB);
         o.push(held as u8);
         o.extend_from_slice(&due.unwrap_or(0).to_le_bytes());
@@ -76,16 +159,16 @@ pub fn put_pub(out: &mut Vec<u8>, held: bool, due: Option<Time>, msg: &Message) 
     });
 }
 
-pub fn put_fin(out: &mut Vec<u8>, key: u32, id: MessageId) {
-    frame(out, 1 + 4 + 8, |o| {
+pub fn put_fin(out: &mut Vec<u8>, seal: Seal, key: u32, id: MessageId) {
+    frame(out, seal, 1 + 4 + 8, |o| {
         o.push(FIN);
         o.extend_from_slice(&key.to_le_bytes());
         o.extend_from_slice(&id.0.to_le_bytes());
     });
 }
 
-pub fn put_req(out: &mut Vec<u8>, key: u32, id: MessageId, due: Time) {
-    frame(out, 1 + 4 + 8 + 8, |o| {
+pub fn put_req(out: &mut Vec<u8>, seal: Seal, key: u32, id: MessageId, due: Time) {
+    frame(out, seal, 1 + 4 + 8 + 8, |o| {
         o.push(REQ);
         o.extend_from_slice(&key.to_le_bytes());
         o.extend_from_slice(&id.0.to_le_bytes());
@@ -93,16 +176,16 @@ pub fn put_req(out: &mut Vec<u8>, key: u32, id: MessageId, due: Time) {
     });
 }
 
-pub fn put_dispatch(out: &mut Vec<u8>) {
-    frame(out, 1, |o| o.push(DISPATCH));
+pub fn put_dispatch(out: &mut Vec<u8>, seal: Seal) {
+    frame(out, seal, 1, |o| o.push(DISPATCH));
 }
 
-pub fn put_drop_held(out: &mut Vec<u8>) {
-    frame(out, 1, |o| o.push(DROP_HELD));
+pub fn put_drop_held(out: &mut Vec<u8>, seal: Seal) {
+    frame(out, seal, 1, |o| o.push(DROP_HELD));
 }
 
-pub fn put_mark(out: &mut Vec<u8>, last_id: MessageId) {
-    frame(out, 1 + 8, |o| {
+pub fn put_mark(out: &mut Vec<u8>, seal: Seal, last_id: MessageId) {
+    frame(out, seal, 1 + 8, |o| {
         o.push(MARK);
         o.extend_from_slice(&last_id.0.to_le_bytes());
     });
@@ -197,12 +280,14 @@ impl ReadAhead {
     }
 
     /// The body of message `id`, looked for in segment `seg` (the file `file`, `end` bytes
-    /// long) from the record at `from` on; `exact`: that record is the message's. `None`
-    /// when the segment does not hold it.
+    /// long, salted with `salt`) from the record at `from` on; `exact`: that record is the
+    /// message's. `None` when the segment does not hold it.
+    #[allow(clippy::too_many_arguments)]
     pub fn find(
         &mut self,
         file: &std::fs::File,
         seg: u64,
+        salt: Salt,
         from: u64,
         end: u64,
         id: MessageId,
@@ -234,7 +319,7 @@ impl ReadAhead {
                 }
                 if at == id.0 {
                     let rec = self.bytes(file, seg, off, HEADER + len, chunk, end)?;
-                    return match record_at(rec, 0) {
+                    return match record_at(rec, 0, Seal { salt, base: off }) {
                         Some((Record::Pub { msg, .. }, _)) => {
                             self.last = Some((seg, next, id));
                             Ok(Some(msg.body))
@@ -295,19 +380,20 @@ impl ReadAhead {
     }
 }
 
-/// The record starting at `at`, and its length, if one is there whole and intact.
-fn record_at(b: &[u8], at: usize) -> Option<(Record, usize)> {
-    record_at_with(b, at, true)
+/// The record at `at` of `b` (whose first byte lies at file offset `seal.base`), and its
+/// length, if one is there whole and intact.
+fn record_at(b: &[u8], at: usize, seal: Seal) -> Option<(Record, usize)> {
+    record_at_with(b, at, true, seal)
 }
 
-fn record_at_with(b: &[u8], at: usize, body: bool) -> Option<(Record, usize)> {
+fn record_at_with(b: &[u8], at: usize, body: bool, seal: Seal) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
-    let crc = u32_at(b, at + 4)?;
+    let check = u64_at(b, at + 4)?;
     if len == 0 || len > MAX_PAYLOAD {
         return None;
     }
     let payload = b.get(at + HEADER..at + HEADER + len)?;
-    if crc32c::crc32c(payload) != crc {
+    if seal.salt.check(seal.base + at as u64, payload) != check {
         return None;
     }
     Some((decode_payload(payload, body)?, HEADER + len))
@@ -318,17 +404,54 @@ pub fn record_len(b: &[u8], at: usize) -> usize {
     HEADER + u32_at(b, at).expect("a scanned record's header") as usize
 }
 
-/// A segment's contents: its intact records (with their offsets) and the byte ranges that were
-/// not (torn or corrupt).
-#[derive(Debug, Default)]
+/// The salt in the file header copy at `at` of `b`, if that copy is intact.
+fn header_copy(b: &[u8], at: usize) -> Option<Salt> {
+    let h = b.get(at..at + COPY)?;
+    (h[..8] == MAGIC && u32_at(h, 16)? == crc32c::crc32c(&h[..16]))
+        .then(|| Salt(u64_at(h, 8).expect("eight bytes")))
+}
+
+/// How a segment file is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// This format, with the segment's salt.
+    Salted(Salt),
+    /// The format before salts: no file header; records `[u32 length][u32 CRC-32C][payload]`.
+    Legacy,
+    /// Neither: an empty file, a torn or destroyed header.
+    Unknown,
+}
+
+/// A segment's contents: its layout, its intact records (with their offsets) and the byte
+/// ranges that were not (torn or corrupt).
+#[derive(Debug)]
 pub struct Scan {
+    pub layout: Layout,
     pub records: Vec<(usize, Record)>,
     pub bad: Vec<std::ops::Range<usize>>,
 }
 
+impl Scan {
+    /// The file must be written again: it has bad bytes, or is not in this format.
+    pub fn needs_rewrite(&self) -> bool {
+        !self.bad.is_empty() || !matches!(self.layout, Layout::Salted(_))
+    }
+
+    /// The payload of the intact record at `at` of `b` (the scanned bytes).
+    pub fn payload<'a>(&self, b: &'a [u8], at: usize) -> &'a [u8] {
+        let header = match self.layout {
+            Layout::Legacy => LEGACY_HEADER,
+            _ => HEADER,
+        };
+        let len = u32_at(b, at).expect("a scanned record's header") as usize;
+        &b[at + header..at + header + len]
+    }
+}
+
 /// Read every intact record of a segment. After a bad stretch, reading resumes at the next
-/// offset where an intact record starts (a CRC-32C match), so flipped bytes cost only the
-/// records they hit; a torn tail is one bad range at the end.
+/// offset where an intact record starts, so flipped bytes cost only the records they hit and
+/// a torn tail is one bad range at the end. Only records this server sealed pass there (see
+/// "Why a salt"). A legacy segment is read only along its length fields.
 #[cfg(test)]
 pub fn scan(b: &[u8]) -> Scan {
     scan_with(b, true)
@@ -341,17 +464,38 @@ pub fn scan_without_bodies(b: &[u8]) -> Scan {
 }
 
 fn scan_with(b: &[u8], bodies: bool) -> Scan {
-    let mut out = Scan::default();
-    let mut at = 0;
+    let mut out = Scan {
+        layout: Layout::Unknown,
+        records: Vec::new(),
+        bad: Vec::new(),
+    };
+    let first = header_copy(b, 0);
+    let Some(salt) = first.or_else(|| header_copy(b, COPY)) else {
+        if legacy::starts(b) {
+            out.layout = Layout::Legacy;
+            legacy::scan(b, bodies, &mut out);
+        } else if !b.is_empty() {
+            out.bad.push(0..b.len());
+        }
+        return out;
+    };
+    out.layout = Layout::Salted(salt);
+    if first.is_none() {
+        out.bad.push(0..COPY);
+    } else if header_copy(b, COPY) != Some(salt) {
+        out.bad.push(COPY..FILE_HEADER.min(b.len()));
+    }
+    let seal = Seal { salt, base: 0 };
+    let mut at = FILE_HEADER;
     while at < b.len() {
-        if let Some((rec, n)) = record_at_with(b, at, bodies) {
+        if let Some((rec, n)) = record_at_with(b, at, bodies, seal) {
             out.records.push((at, rec));
             at += n;
             continue;
         }
         let bad_start = at;
         at += 1;
-        while at < b.len() && record_at_with(b, at, false).is_none() {
+        while at < b.len() && record_at_with(b, at, false, seal).is_none() {
             at += 1;
         }
         out.bad.push(bad_start..at);
@@ -359,14 +503,102 @@ fn scan_with(b: &[u8], bodies: bool) -> Scan {
     out
 }
 
+/// A legacy record's header: payload length and a plain CRC-32C of the payload.
+const LEGACY_HEADER: usize = 8;
+
+/// Append a legacy record (for tests: segments as the store wrote them before salts).
+#[cfg(test)]
+pub fn put_legacy(out: &mut Vec<u8>, rec: &Record) {
+    let mut b = Vec::new();
+    let seal = Seal {
+        salt: Salt(0),
+        base: 0,
+    };
+    match rec {
+        Record::Mark { last_id } => put_mark(&mut b, seal, *last_id),
+        Record::Pub { held, due, msg } => put_pub(&mut b, seal, *held, *due, msg),
+        Record::Fin { key, id } => put_fin(&mut b, seal, *key, *id),
+        Record::Req { key, id, due } => put_req(&mut b, seal, *key, *id, *due),
+        Record::Dispatch => put_dispatch(&mut b, seal),
+        Record::DropHeld => put_drop_held(&mut b, seal),
+    }
+    // The payload is the same in both formats; only the header differs.
+    let payload = &b[HEADER..];
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c::crc32c(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+}
+
+/// Segments written before salts: read once, when the store opens, and written again salted.
+mod legacy {
+    use super::*;
+
+    fn record_at(b: &[u8], at: usize, bodies: bool) -> Option<(Record, usize)> {
+        let len = u32_at(b, at)? as usize;
+        let crc = u32_at(b, at + 4)?;
+        if len == 0 || len > MAX_PAYLOAD {
+            return None;
+        }
+        let payload = b.get(at + LEGACY_HEADER..at + LEGACY_HEADER + len)?;
+        if crc32c::crc32c(payload) != crc {
+            return None;
+        }
+        Some((decode_payload(payload, bodies)?, LEGACY_HEADER + len))
+    }
+
+    /// A legacy segment starts with its mark (or, that mark damaged, with a mark's length
+    /// followed by an intact record).
+    pub(super) fn starts(b: &[u8]) -> bool {
+        const MARK_LEN: usize = LEGACY_HEADER + 9;
+        matches!(record_at(b, 0, false), Some((Record::Mark { .. }, _)))
+            || (u32_at(b, 0) == Some(9) && record_at(b, MARK_LEN, false).is_some())
+    }
+
+    /// Its intact records. A bad one is skipped only when its length field leads to an intact
+    /// record; otherwise the rest of the file is bad. There is no search for the next record:
+    /// a plain CRC-32C is one a client can compute for a record it puts in a body.
+    pub(super) fn scan(b: &[u8], bodies: bool, out: &mut Scan) {
+        let mut at = 0;
+        while at < b.len() {
+            if let Some((rec, n)) = record_at(b, at, bodies) {
+                out.records.push((at, rec));
+                at += n;
+                continue;
+            }
+            let next = u32_at(b, at)
+                .and_then(|len| at.checked_add(LEGACY_HEADER + len as usize))
+                .filter(|&n| n < b.len() && record_at(b, n, false).is_some());
+            match next {
+                Some(n) => {
+                    out.bad.push(at..n);
+                    at = n;
+                }
+                None => {
+                    out.bad.push(at..b.len());
+                    return;
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The salt of the segments these tests write.
+    const S: Salt = Salt(0x005e_ed0f_7e57);
+
+    /// Records for a buffer that starts a file.
+    fn seal0() -> Seal {
+        Seal { salt: S, base: 0 }
+    }
 
     fn pub_record(out: &mut Vec<u8>, id: u64, body: &[u8]) -> u64 {
         let at = out.len() as u64;
         put_pub(
             out,
+            seal0(),
             false,
             None,
             &Message::new(MessageId(id), 0, body.into()),
@@ -378,12 +610,11 @@ mod tests {
     /// after each message; the messages' offsets.
     fn segment(name: &str, bodies: &[Vec<u8>]) -> (std::path::PathBuf, Vec<u64>, u64) {
         let path = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
-        let mut b = Vec::new();
-        put_mark(&mut b, MessageId(0));
+        let mut b = new_segment(S, MessageId(0));
         let offs = (0..bodies.len())
             .map(|i| {
                 let at = pub_record(&mut b, i as u64 + 1, &bodies[i]);
-                put_fin(&mut b, 0, MessageId(i as u64 + 1));
+                put_fin(&mut b, seal0(), 0, MessageId(i as u64 + 1));
                 at
             })
             .collect();
@@ -399,12 +630,13 @@ mod tests {
         let mut ahead = ReadAhead::default();
         let find = |ahead: &mut ReadAhead, from, id: u64, exact| {
             ahead
-                .find(&file, 7, from, end, MessageId(id), exact)
+                .find(&file, 7, S, from, end, MessageId(id), exact)
                 .unwrap()
                 .map(|b| b.to_vec())
         };
-        // From the start of the segment (past other records) to message 50.
-        assert_eq!(find(&mut ahead, 0, 50, false), Some(vec![50; 100]));
+        // From the first record of the segment (past other records) to message 50.
+        let first = FILE_HEADER as u64;
+        assert_eq!(find(&mut ahead, first, 50, false), Some(vec![50; 100]));
         // The next load resumes after it (at the FIN record that follows)...
         let pub_len = (HEADER + PUB_FIELDS + 100) as u64;
         assert_eq!(ahead.resume(7, 1, 51), Some(offs[49] + pub_len));
@@ -441,27 +673,27 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let mut ahead = ReadAhead::default();
         let got = ahead
-            .find(&file, 1, offs[4], end, MessageId(5), true)
+            .find(&file, 1, S, offs[4], end, MessageId(5), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[5u8; 100][..]));
         assert_eq!(ahead.buf.len(), ReadAhead::LONE);
         // A record larger than any stretch is read whole; its buffer is not kept after.
         let got = ahead
-            .find(&file, 1, offs[9], end, MessageId(10), true)
+            .find(&file, 1, S, offs[9], end, MessageId(10), true)
             .unwrap();
         assert_eq!(got.map(|b| b.len()), Some(3 * ReadAhead::SIZE));
         let got = ahead
-            .find(&file, 1, offs[15], end, MessageId(16), true)
+            .find(&file, 1, S, offs[15], end, MessageId(16), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[16u8; 100][..]));
         assert!(ahead.buf.capacity() <= ReadAhead::SIZE);
         // Skipping over the large one to a later message works too.
         let got = ahead
-            .find(&file, 1, offs[8], end, MessageId(12), false)
+            .find(&file, 1, S, offs[8], end, MessageId(12), false)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[12u8; 100][..]));
         // A length that runs past the end is an error, not a guess.
-        let err = ahead.find(&file, 1, offs[19], offs[19] + 50, MessageId(20), true);
+        let err = ahead.find(&file, 1, S, offs[19], offs[19] + 50, MessageId(20), true);
         assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::InvalidData);
         let _ = std::fs::remove_file(&path);
     }
@@ -491,14 +723,16 @@ mod tests {
             Record::DropHeld,
         ];
         let mut b = Vec::new();
+        put_file_header(&mut b, S);
+        let o = seal0();
         for r in &recs {
             match r {
-                Record::Mark { last_id } => put_mark(&mut b, *last_id),
-                Record::Pub { held, due, msg } => put_pub(&mut b, *held, *due, msg),
-                Record::Fin { key, id } => put_fin(&mut b, *key, *id),
-                Record::Req { key, id, due } => put_req(&mut b, *key, *id, *due),
-                Record::Dispatch => put_dispatch(&mut b),
-                Record::DropHeld => put_drop_held(&mut b),
+                Record::Mark { last_id } => put_mark(&mut b, o, *last_id),
+                Record::Pub { held, due, msg } => put_pub(&mut b, o, *held, *due, msg),
+                Record::Fin { key, id } => put_fin(&mut b, o, *key, *id),
+                Record::Req { key, id, due } => put_req(&mut b, o, *key, *id, *due),
+                Record::Dispatch => put_dispatch(&mut b, o),
+                Record::DropHeld => put_drop_held(&mut b, o),
             }
         }
         (b, recs)
@@ -514,6 +748,8 @@ mod tests {
         let s = scan(&b);
         assert_eq!(records(&s), recs);
         assert!(s.bad.is_empty());
+        assert_eq!(s.layout, Layout::Salted(S));
+        assert!(!s.needs_rewrite());
         // Without bodies: the same records, the message's body left in the file.
         let s = scan_without_bodies(&b);
         let bodiless: Vec<Record> = recs
@@ -529,7 +765,7 @@ mod tests {
         assert_eq!(records(&s), bodiless);
         for (at, _) in &s.records {
             assert_eq!(
-                record_at(&b, *at).map(|(_, n)| n),
+                record_at(&b, *at, seal0()).map(|(_, n)| n),
                 Some(record_len(&b, *at))
             );
         }
@@ -538,12 +774,12 @@ mod tests {
     #[test]
     fn a_torn_tail_is_one_bad_range_and_the_prefix_survives() {
         let (b, recs) = sample();
-        for cut in 1..b.len() {
+        for cut in FILE_HEADER..b.len() {
             let s = scan(&b[..cut]);
             let got = records(&s);
             assert_eq!(got[..], recs[..got.len()], "cut at {cut}");
-            let good_end = s.records.last().map_or(0, |(at, _)| {
-                *at + record_at(&b[..cut], *at).expect("intact").1
+            let good_end = s.records.last().map_or(FILE_HEADER, |(at, _)| {
+                *at + record_at(&b[..cut], *at, seal0()).expect("intact").1
             });
             if good_end < cut {
                 assert_eq!(s.bad, vec![good_end..cut], "cut at {cut}");
@@ -563,5 +799,227 @@ mod tests {
                 assert!(recs.contains(r), "flip at {i}: invented {r:?}");
             }
         }
+    }
+
+    fn msg(id: u64, body: &[u8]) -> Record {
+        Record::Pub {
+            held: false,
+            due: None,
+            msg: Message::new(MessageId(id), 0, body.into()),
+        }
+    }
+
+    /// What a publisher who knows the format, but not the segment's salt, could put in a
+    /// body: a FIN of message 5 (someone else's) and a PUB of its own with a high ID, in the
+    /// legacy format and in this one sealed with `salts` for exactly where they will lie
+    /// (the body starts at file offset `body_at`).
+    fn forged_body(body_at: u64, salts: &[Salt]) -> Vec<u8> {
+        let mut body = b"carrier ".to_vec();
+        put_legacy(
+            &mut body,
+            &Record::Fin {
+                key: 0,
+                id: MessageId(5),
+            },
+        );
+        put_legacy(&mut body, &msg(1000, b"FORGED"));
+        for &salt in salts {
+            let seal = Seal {
+                salt,
+                base: body_at,
+            };
+            put_fin(&mut body, seal, 0, MessageId(5));
+            put_pub(
+                &mut body,
+                seal,
+                false,
+                None,
+                &Message::new(MessageId(1001), 0, b"FORGED".as_slice().into()),
+            );
+        }
+        body.extend_from_slice(b" end of the carrier");
+        body
+    }
+
+    /// A segment: mark, message 5, the carrier (message 6, its body from `forged_body`),
+    /// messages 7..=12. Returns the bytes and the carrier's offset and length.
+    fn carrier_segment(salt_guesses: &[Salt]) -> (Vec<u8>, usize, usize) {
+        let mut b = new_segment(S, MessageId(0));
+        pub_record(&mut b, 5, b"victim");
+        let at = b.len();
+        let body = forged_body((at + HEADER + PUB_FIELDS) as u64, salt_guesses);
+        let seal = seal0();
+        put_pub(
+            &mut b,
+            seal,
+            false,
+            None,
+            &Message::new(MessageId(6), 0, body.into()),
+        );
+        let len = b.len() - at;
+        for id in 7..=12 {
+            pub_record(&mut b, id, format!("after {id}").as_bytes());
+        }
+        (b, at, len)
+    }
+
+    /// Every way to damage the carrier: torn (cut inside its body, after the forged
+    /// records), its check flipped, its length flipped (shorter, longer, wild), a payload
+    /// byte flipped before the forged records.
+    fn damages(b: &[u8], at: usize, len: usize) -> Vec<(String, Vec<u8>)> {
+        let mut out = vec![("torn".to_string(), b[..at + len - 5].to_vec())];
+        let mut flip = |name: &str, i: usize, x: u8| {
+            let mut c = b.to_vec();
+            c[i] ^= x;
+            out.push((name.to_string(), c));
+        };
+        flip("check", at + 4, 0x01);
+        flip("check high", at + HEADER - 1, 0x80);
+        flip("length shorter", at, 0x10);
+        flip("length longer", at + 1, 0x01);
+        flip("length wild", at + 3, 0x40);
+        flip("payload", at + HEADER + PUB_FIELDS + 2, 0x20);
+        out
+    }
+
+    fn ids(s: &Scan) -> Vec<u64> {
+        s.records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                Record::Pub { msg, .. } => Some(msg.id.0),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn records_a_client_puts_in_a_body_are_never_read_back_whatever_the_damage() {
+        let guesses = [Salt(0), Salt(1), Salt(u64::MAX), Salt(0x005e_ed0f_7e56)];
+        let (b, at, len) = carrier_segment(&guesses);
+        assert_eq!(ids(&scan(&b)), vec![5, 6, 7, 8, 9, 10, 11, 12]);
+        for (damage, c) in damages(&b, at, len) {
+            let s = scan(&c);
+            let got = ids(&s);
+            let fins = s
+                .records
+                .iter()
+                .filter(|(_, r)| matches!(r, Record::Fin { .. }));
+            assert_eq!(fins.count(), 0, "{damage}: a forged FIN was read back");
+            let want: Vec<u64> = if damage == "torn" {
+                vec![5]
+            } else {
+                vec![5, 7, 8, 9, 10, 11, 12]
+            };
+            assert_eq!(got, want, "{damage}: {:?}", s.bad);
+            assert!(s.needs_rewrite(), "{damage}");
+        }
+    }
+
+    /// The test above can fail: the same forged records sealed with the segment's own salt
+    /// (which no client has) are read back after the damage.
+    #[test]
+    fn a_forger_who_knew_the_salt_would_succeed() {
+        let (b, at, len) = carrier_segment(&[S]);
+        let forged = damages(&b, at, len).into_iter().filter(|(_, c)| {
+            let s = scan(c);
+            ids(&s).contains(&1001)
+                && s.records
+                    .iter()
+                    .any(|(_, r)| matches!(r, Record::Fin { .. }))
+        });
+        assert!(
+            forged.count() >= 3,
+            "torn, check and payload damage all resume inside the body"
+        );
+    }
+
+    #[test]
+    fn a_record_moved_or_in_another_segment_fails_its_check() {
+        let mut b = Vec::new();
+        put_fin(&mut b, Seal { salt: S, base: 100 }, 1, MessageId(9));
+        let fin = (
+            Record::Fin {
+                key: 1,
+                id: MessageId(9),
+            },
+            b.len(),
+        );
+        assert_eq!(record_at(&b, 0, Seal { salt: S, base: 100 }), Some(fin));
+        assert_eq!(record_at(&b, 0, Seal { salt: S, base: 101 }), None);
+        assert_eq!(
+            record_at(
+                &b,
+                0,
+                Seal {
+                    salt: Salt(7),
+                    base: 100
+                }
+            ),
+            None
+        );
+        assert_ne!(Salt::random(), Salt::random());
+    }
+
+    #[test]
+    fn either_copy_of_the_file_header_is_enough() {
+        let (b, recs) = sample();
+        let mut c = b.clone();
+        c[3] ^= 1;
+        let s = scan(&c);
+        assert_eq!((s.layout, records(&s)), (Layout::Salted(S), recs.clone()));
+        assert_eq!(s.bad, vec![0..COPY]);
+        let mut c = b.clone();
+        c[COPY + 9] ^= 1;
+        let s = scan(&c);
+        assert_eq!((s.layout, records(&s)), (Layout::Salted(S), recs));
+        assert_eq!(s.bad, vec![COPY..FILE_HEADER]);
+        c[3] ^= 1;
+        let s = scan(&c);
+        assert_eq!((s.layout, s.records.len()), (Layout::Unknown, 0));
+        assert_eq!(s.bad, vec![0..c.len()]);
+        // An empty file (made, then a crash before its header was written) is one too.
+        let s = scan(&[]);
+        assert!(s.layout == Layout::Unknown && s.bad.is_empty() && s.needs_rewrite());
+    }
+
+    #[test]
+    fn a_legacy_segment_is_read_along_its_length_fields_only() {
+        let mut b = Vec::new();
+        put_legacy(
+            &mut b,
+            &Record::Mark {
+                last_id: MessageId(0),
+            },
+        );
+        put_legacy(&mut b, &msg(5, b"victim"));
+        let at = b.len();
+        put_legacy(&mut b, &msg(6, &forged_body(0, &[])));
+        let len = b.len() - at;
+        for id in 7..=9 {
+            put_legacy(&mut b, &msg(id, b"after"));
+        }
+        let s = scan(&b);
+        assert_eq!((s.layout, ids(&s)), (Layout::Legacy, vec![5, 6, 7, 8, 9]));
+        assert!(s.needs_rewrite(), "converted when the store opens");
+        let payload = s.payload(&b, at);
+        assert_eq!(payload.len(), len - LEGACY_HEADER);
+        // Its CRC flipped, the carrier is skipped by its length; its length flipped, the rest
+        // of the file is set aside; nothing inside the body is read.
+        let mut c = b.clone();
+        c[at + 5] ^= 1;
+        assert_eq!(ids(&scan(&c)), vec![5, 7, 8, 9]);
+        let mut c = b.clone();
+        c[at] ^= 0x10;
+        let s = scan(&c);
+        assert_eq!(ids(&s), vec![5]);
+        assert_eq!(s.bad, vec![at..c.len()]);
+        // Torn inside the body.
+        let s = scan(&b[..at + len - 5]);
+        assert_eq!(ids(&s), vec![5]);
+        // A damaged mark is still recognised by its length and the record after it.
+        let mut c = b.clone();
+        c[6] ^= 1;
+        let s = scan(&c);
+        assert_eq!((s.layout, ids(&s)), (Layout::Legacy, vec![5, 6, 7, 8, 9]));
     }
 }
