@@ -40,11 +40,7 @@ fn daemon_argv(name: &str, rest: Vec<String>) -> Vec<String> {
 /// `--version` (printed: nothing to run) or the logger; true when the daemon should run.
 fn daemon_setup(name: &str, version: bool, prefix: &str, level: &str) -> bool {
     if version {
-        println!(
-            "{name} v{} (built w/nsqlab {})",
-            nsqlab_core::VERSION,
-            env!("CARGO_PKG_VERSION")
-        );
+        println!("{}", nsqlab::version_line(name));
         return false;
     }
     if let Err(e) = nsqlab::logging::init(prefix, level) {

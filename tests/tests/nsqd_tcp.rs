@@ -462,10 +462,21 @@ fn version_and_config_file_as_nsqd() {
         let out = run("nsqd", args);
         let text = String::from_utf8_lossy(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
-        assert!(text.starts_with("nsqd v1.3.0 (built w/"), "{text}");
+        // One token in the parentheses, as Go's `go1.21.8`: version checkers split on spaces.
+        let want = format!(
+            "nsqd v1.3.0 (built w/nsqlab-{})\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        assert_eq!(text, want, "{args:?}");
     }
     let out = run("nsqlookupd", &["--version=1"]);
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("nsqlookupd v1.3.0"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!(
+            "nsqlookupd v1.3.0 (built w/nsqlab-{})\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
     let last_line = |out: &std::process::Output| {
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         err.lines().last().unwrap_or_default().to_string()

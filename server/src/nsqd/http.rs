@@ -526,7 +526,7 @@ fn stats_text(
     let mut w = String::new();
     let _ = writeln!(
         w,
-        "nsqd v{} (built w/nsqlab {})",
+        "nsqd v{} (built w/nsqlab-{})",
         info.version,
         env!("CARGO_PKG_VERSION")
     );

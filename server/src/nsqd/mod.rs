@@ -72,11 +72,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let tls = tls::server_config(&args)?;
     let client_tls = tls::client_config(&args)?;
     // As nsqd's New(): the version once the options passed their checks.
-    tracing::info!(
-        "nsqd v{} (built w/nsqlab {})",
-        nsqlab_core::VERSION,
-        env!("CARGO_PKG_VERSION")
-    );
+    tracing::info!("{}", crate::version_line("nsqd"));
     let mut opts = args.core_options();
     opts.tls_enabled = tls.is_some();
     tracing::info!("ID: {}", opts.node_id);

@@ -103,11 +103,7 @@ pub async fn start(
     args: LookupdArgs,
     shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<(Bound, Vec<tokio::task::JoinHandle<()>>)> {
-    tracing::info!(
-        "nsqlookupd v{} (built w/nsqlab {})",
-        nsqlab_core::VERSION,
-        env!("CARGO_PKG_VERSION")
-    );
+    tracing::info!("{}", crate::version_line("nsqlookupd"));
     let tcp = crate::net::listen_or_fail(&args.tcp_address).await?;
     let http = crate::net::listen_or_fail(&args.http_address).await?;
     let bound = Bound {
