@@ -672,6 +672,69 @@ fn a_full_disk_fails_publishes_and_ping_until_there_is_room() {
 
 /// The data directory disappears under a running server: publishing to a new topic fails
 /// with E_PUB_FAILED and /ping reports it, until the directory is back.
+/// The data path is removed while the server runs (`rm -rf`, or one topic's directory). A
+/// publish after that must not be acknowledged unless it is stored: each one answers OK
+/// and survives a restart, or answers E_PUB_FAILED (with `/ping` 500); once the store has
+/// made its files again, publishing works and is durable.
+#[test]
+fn a_removed_data_path_is_noticed_and_nothing_acknowledged_is_lost() {
+    for removed in ["nsqlab", "nsqlab/t"] {
+        let data = TempDir::new();
+        let d = start_with_channel(data.path(), &[]);
+        publish_n(&d, "t", 5);
+        std::fs::remove_dir_all(data.path().join(removed)).unwrap();
+        let mut acked = Vec::new();
+        let mut failed = 0;
+        let mut p = d.client();
+        let mut sick = false;
+        for i in 0..200 {
+            let body = format!("after {i}");
+            p.cmd(&Command::Pub {
+                topic: "t".into(),
+                body: body.clone().into_bytes().into(),
+            });
+            let t = p.next_text();
+            if t == "R:OK" {
+                acked.push(body);
+            } else {
+                assert!(
+                    t.starts_with("E:E_PUB_FAILED PUB failed "),
+                    "{removed}: {t}"
+                );
+                failed += 1;
+                sick |= d.http("GET", "/ping", b"").status == 500;
+                p = d.client(); // E_PUB_FAILED closes the connection, as nsqd's does
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(failed > 0, "{removed}: every publish was acknowledged");
+        assert!(sick, "{removed}: /ping said OK while publishes failed");
+        // It comes back by itself.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while d.http("GET", "/ping", b"").status != 200 {
+            assert!(Instant::now() < deadline, "{removed}: healthy again");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for i in 0..20 {
+            let body = format!("later {i}");
+            p.cmd(&Command::Pub {
+                topic: "t".into(),
+                body: body.clone().into_bytes().into(),
+            });
+            assert_eq!(p.next_text(), "R:OK", "{removed}");
+            acked.push(body);
+        }
+        assert!(d.terminate().success());
+        let d = start_with_channel(data.path(), &[]);
+        let seen = consume_all(&d, "t");
+        let lost: Vec<&String> = acked.iter().filter(|b| !seen.contains_key(*b)).collect();
+        assert!(
+            lost.is_empty(),
+            "{removed}: acknowledged and lost: {lost:?}"
+        );
+    }
+}
+
 #[test]
 fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
     let data = TempDir::new();

@@ -1048,7 +1048,10 @@ impl Store {
         for topic in missing {
             self.create_topic(&topic)?;
         }
-        for ts in self.topics.values_mut() {
+        for (topic, ts) in self.topics.iter_mut() {
+            if removed(&ts.tail.file) {
+                make_again(topic, ts)?;
+            }
             if ts.meta_dirty {
                 write_meta(ts)?;
                 ts.meta_dirty = false;
@@ -1139,7 +1142,19 @@ impl std::ops::AddAssign for Wrote {
 fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
     let tail = ts.segments.back_mut().expect("a segment");
     let path = seg_path(&ts.dir, tail.num);
-    match (&ts.tail.file).write_all(&ts.pending) {
+    // After the write: a file removed from under us takes writes as if nothing happened, and
+    // what it holds is gone at the next start. Those publishers must not hear OK.
+    let written =
+        (&ts.tail.file)
+            .write_all(&ts.pending)
+            .and_then(|()| match removed(&ts.tail.file) {
+                true => Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the file was removed while open",
+                )),
+                false => Ok(()),
+            });
+    match written {
         Ok(()) => {
             let bytes = ts.pending.len() as u64;
             tail.len += bytes;
@@ -1291,6 +1306,51 @@ fn give_back_reserved(path: &Path, len: u64) {
 
 #[cfg(not(unix))]
 fn give_back_reserved(_: &Path, _: u64) {}
+
+/// The open file `f` has no name left (deleted, or its directory was).
+fn removed(f: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().is_ok_and(|m| m.nlink() == 0)
+}
+
+/// A topic whose files were removed while open (by hand: `rm -rf` of the data path) is made
+/// again: its directory, its metadata, and a new segment after the last one. Messages it
+/// still owes from before stay with the broker (and are delivered) but are no longer on
+/// disk; a restart before they are finished loses them, as the removal did.
+fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
+    fs::create_dir_all(&ts.dir).map_err(|e| io_err("create", &ts.dir, e))?;
+    ts.dir_fd = Arc::new(File::open(&ts.dir).map_err(|e| io_err("open", &ts.dir, e))?);
+    write_meta(ts)?;
+    ts.meta_dirty = false;
+    let num = ts.segments.back().expect("a segment").num + 1;
+    let path = seg_path(&ts.dir, num);
+    let salt = record::Salt::random();
+    let b = record::new_segment(salt, MessageId(ts.last_id));
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| io_err("create", &path, e))?;
+    f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
+    f.sync_data().map_err(|e| io_err("sync", &path, e))?;
+    sync_dir(&ts.dir);
+    ts.tail = Tail::new(f);
+    // A next segment made ahead was made in the old directory.
+    ts.next = Prepared::default();
+    ts.next_asked = false;
+    ts.segments.push_back(Segment {
+        reader: None,
+        num,
+        mark: ts.last_id,
+        salt,
+        refs: 0,
+        len: b.len() as u64,
+    });
+    tracing::error!(
+        "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}. Messages published before the removal are no longer on disk: they are delivered unless the server restarts first"
+    );
+    Ok(())
+}
 
 /// Tell the sync thread that `tail` was written to, unless it already knows.
 fn mark_dirty(sync: &mpsc::Sender<SyncMsg>, tail: &Arc<Tail>) {
