@@ -145,9 +145,23 @@ impl Nsqd {
     /// [`Nsqd::start`] with its working directory — nsqd's default `--data-path` — in `data`
     /// (to restart on the same data), else in a fresh temp directory.
     pub fn start_in(data: Option<&std::path::Path>, extra: &[&str]) -> Nsqd {
+        Nsqd::start_wrapped(data, extra, &[])
+    }
+
+    /// [`Nsqd::start_in`] run by `wrapper` (a command that runs the rest of its arguments,
+    /// e.g. `prlimit --fsize=1:`): the process keeps the wrapper's PID once it `exec`s.
+    pub fn start_wrapped(data: Option<&std::path::Path>, extra: &[&str], wrapper: &[&str]) -> Nsqd {
         let (dir, link) = symlink_as("nsqd");
         let cwd = data.unwrap_or(dir.path()).to_path_buf();
-        let mut child = Command::new(&link)
+        let mut cmd = match wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&link);
+                c
+            }
+            None => Command::new(&link),
+        };
+        let mut child = cmd
             .current_dir(cwd)
             .args([
                 "-tcp-address=127.0.0.1:0",

@@ -735,6 +735,122 @@ fn a_removed_data_path_is_noticed_and_nothing_acknowledged_is_lost() {
     }
 }
 
+/// A disk filled by the segment being written (default `--max-bytes-per-file`, larger than
+/// the room left: here the file size limit stops it) recovers once consumers finish what it
+/// holds: the finished segment's blocks are freed, publishing and `/ping` work again without
+/// anyone making room by hand.
+#[test]
+fn a_full_disk_recovers_once_the_segment_that_filled_it_is_consumed() {
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &[]);
+    publish_n(&d, "t", 10);
+    let seg = segments(data.path(), "t").pop().unwrap();
+    let len = std::fs::metadata(&seg).unwrap().len();
+    let ok = std::process::Command::new("prlimit")
+        .arg(format!("--pid={}", d.pid()))
+        .arg(format!("--fsize={}:", len + 4000))
+        .status()
+        .expect("prlimit (util-linux)")
+        .success();
+    assert!(ok);
+    let mut p = d.client();
+    let mut published = 10;
+    loop {
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: format!("m{published:03}").into_bytes().into(),
+        });
+        let t = p.next_text();
+        if t != "R:OK" {
+            assert!(t.starts_with("E:E_PUB_FAILED"), "{t}");
+            break;
+        }
+        published += 1;
+        assert!(published < 1000, "the limit never bit");
+    }
+    assert_eq!(d.http("GET", "/ping", b"").status, 500);
+    // Consumers drain it (FINs are taken although they cannot be logged).
+    let seen = consume_all(&d, "t");
+    for i in 0..published {
+        assert!(seen.contains_key(&format!("m{i:03}")), "m{i:03}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.http("GET", "/ping", b"").status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "never healthy again: the finished segment still fills the disk"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        std::fs::metadata(&seg).unwrap().len() < 200,
+        "its blocks are freed"
+    );
+    let mut p = d.client();
+    for i in 0..20 {
+        p.cmd(&Command::Pub {
+            topic: "t".into(),
+            body: format!("after {i}").into_bytes().into(),
+        });
+        assert_eq!(p.next_text(), "R:OK");
+    }
+    d.kill9();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let seen = consume_all(&d, "t");
+    for i in 0..20 {
+        assert!(seen.contains_key(&format!("after {i}")), "after {i}");
+    }
+}
+
+/// nsqd refuses to start on a full disk even with messages owed (`write .probe: no space`),
+/// so consumers cannot drain it and free the room. nsqlab starts: consumers get every owed
+/// message and FIN them, publishes get E_PUB_FAILED and `/ping` 500 until there is room.
+/// (The file size limit stands in for the full disk: every write fails with EFBIG.)
+#[test]
+fn it_starts_on_a_full_disk_serves_consumers_and_refuses_publishes_until_there_is_room() {
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &[]);
+    publish_n(&d, "t", 30);
+    assert!(d.terminate().success());
+    let d = Nsqd::start_wrapped(Some(data.path()), &[], &["prlimit", "--fsize=1:"]);
+    let ping = d.http("GET", "/ping", b"");
+    assert_eq!(ping.status, 500);
+    assert!(ping.text().starts_with("NOK - write "), "{}", ping.text());
+    let mut p = d.client();
+    p.cmd(&Command::Pub {
+        topic: "t".into(),
+        body: b"refused"[..].into(),
+    });
+    let t = p.next_text();
+    assert!(t.starts_with("E:E_PUB_FAILED"), "{t}");
+    let seen = consume_all(&d, "t");
+    for i in 0..30 {
+        assert!(seen.contains_key(&format!("m{i:03}")), "m{i:03}");
+    }
+    // Room again (the soft limit lifted): healthy, and publishing works.
+    let ok = std::process::Command::new("prlimit")
+        .arg(format!("--pid={}", d.pid()))
+        .arg("--fsize=unlimited:")
+        .status()
+        .expect("prlimit (util-linux)")
+        .success();
+    assert!(ok);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.http("GET", "/ping", b"").status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "healthy again once there is room"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut p = d.client();
+    p.cmd(&Command::Pub {
+        topic: "t".into(),
+        body: b"after"[..].into(),
+    });
+    assert_eq!(p.next_text(), "R:OK");
+}
+
 #[test]
 fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
     let data = TempDir::new();

@@ -116,6 +116,13 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
                     String::new()
                 }
             );
+            if let Some(e) = rec.no_room {
+                // Consumers are served (their FINs free room); publishes wait for room.
+                tracing::error!(
+                    "storage: partition {p}: {e}; publishing is refused until there is room"
+                );
+                broker.set_health(Some(e));
+            }
             Some(s)
         } else {
             None

@@ -280,11 +280,25 @@ fn io_err(what: &str, path: &Path, e: std::io::Error) -> StoreError {
 
 /// Write a file whole and durably (temp file, fsync, rename, fsync the directory).
 fn write_atomic(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    write_atomic_io(path, data).map_err(|(what, p, e)| io_err(what, &p, e))
+}
+
+/// [`write_atomic`], its error with the operation and path (so a full disk can be told).
+fn write_atomic_io(
+    path: &Path,
+    data: &[u8],
+) -> Result<(), (&'static str, PathBuf, std::io::Error)> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
-    f.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
-    f.sync_data().map_err(|e| io_err("sync", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| io_err("rename", path, e))?;
+    let mut f = File::create(&tmp).map_err(|e| ("create", tmp.clone(), e))?;
+    let written = f
+        .write_all(data)
+        .map(|()| "write")
+        .and_then(|_| f.sync_data().map(|()| "sync"));
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(("write", tmp, e));
+    }
+    fs::rename(&tmp, path).map_err(|e| ("rename", path.to_path_buf(), e))?;
     sync_dir(path.parent().unwrap_or(Path::new(".")));
     Ok(())
 }
@@ -314,12 +328,25 @@ fn sync_dir(dir: &Path) {
 }
 
 /// What opening the store found, for the log.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Recovered {
     pub topics: usize,
     pub channels: usize,
     pub messages: usize,
     pub corrupt_ranges: usize,
+    /// The data path is out of room (or over quota): the store opened, but cannot write
+    /// until there is room again. The server starts unhealthy (publishes refused, `/ping`
+    /// 500) and serves consumers, whose FINs free the room.
+    pub no_room: Option<StoreError>,
+}
+
+/// An error that says the file system is out of room (full, over quota, over the file size
+/// limit), rather than unusable.
+fn is_no_room(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOSPC) | Some(libc::EDQUOT) | Some(libc::EFBIG)
+    )
 }
 
 impl Store {
@@ -331,9 +358,14 @@ impl Store {
     ) -> Result<(Store, Recovered), StoreError> {
         let root = cfg.data_path.join("nsqlab");
         fs::create_dir_all(&root).map_err(|e| io_err("create", &root, e))?;
-        // A probe write: refuse to start on a data path that cannot be written.
+        // A probe write: refuse to start on a data path that cannot be written, but start on
+        // one that is full (nsqd does not): consumers can then drain it.
         let probe = root.join(".probe");
-        fs::write(&probe, b"ok").map_err(|e| io_err("write", &probe, e))?;
+        let no_room = match fs::write(&probe, b"ok") {
+            Ok(()) => None,
+            Err(e) if is_no_room(&e) => Some(io_err("write", &probe, e)),
+            Err(e) => return Err(io_err("write", &probe, e)),
+        };
         let _ = fs::remove_file(&probe);
         let (tx, rx) = mpsc::channel();
         let sync_thread = spawn_sync_thread(rx, cfg.sync_timeout);
@@ -361,7 +393,8 @@ impl Store {
             loaded,
             next_reads: 0,
         };
-        let rec = store.recover(broker, now)?;
+        let mut rec = store.recover(broker, now)?;
+        rec.no_room = no_room.or(rec.no_room);
         Ok((store, rec))
     }
 
@@ -483,8 +516,22 @@ impl Store {
             let mut scan = record::scan_without_bodies(&bytes);
             if scan.needs_rewrite() {
                 rec.corrupt_ranges += scan.bad.len();
-                bytes = rewrite(topic, &path, &bytes, &scan)?;
-                scan = record::scan_without_bodies(&bytes);
+                match rewrite(topic, &path, &bytes, &scan) {
+                    Ok(b) => {
+                        bytes = b;
+                        scan = record::scan_without_bodies(&bytes);
+                    }
+                    // Out of room: a salted segment is read as it is (its intact records
+                    // stay where they are; the next start sets the bad bytes aside).
+                    Err(e) if matches!(scan.layout, record::Layout::Salted(_)) && e.no_room => {
+                        tracing::warn!(
+                            "TOPIC({topic}): {}; its intact records are kept in place",
+                            e.text
+                        );
+                        rec.no_room.get_or_insert(e.text);
+                    }
+                    Err(e) => return Err(e.text),
+                }
             }
             let record::Layout::Salted(salt) = scan.layout else {
                 unreachable!("a segment just written is salted")
@@ -609,8 +656,17 @@ impl Store {
             next_asked: false,
         };
         if !known {
-            // Write fresh metadata so the next start knows the topic.
-            write_meta(&ts)?;
+            // Write fresh metadata so the next start knows the topic (once there is room).
+            let mut ts = ts;
+            match write_atomic_io(&ts.dir.join("meta.json"), &meta_bytes(&ts)) {
+                Ok(()) => {}
+                Err((what, p, e)) if is_no_room(&e) => {
+                    rec.no_room.get_or_insert(io_err(what, &p, e));
+                    ts.meta_dirty = true;
+                }
+                Err((what, p, e)) => return Err(io_err(what, &p, e)),
+            }
+            return Ok(ts);
         }
         Ok(ts)
     }
@@ -1044,6 +1100,12 @@ impl Store {
     /// After a failure: can the store write again? Creates what could not be created and
     /// appends a marker to every topic's log.
     pub fn probe(&mut self) -> Result<(), StoreError> {
+        // First make room (the failure may be a full disk): nothing else below can succeed
+        // without it.
+        for (topic, ts) in self.topics.iter_mut() {
+            ts.next.give_back();
+            empty_finished_tail(topic, ts)?;
+        }
         let missing: Vec<Name> = self.missing.keys().cloned().collect();
         for topic in missing {
             self.create_topic(&topic)?;
@@ -1204,6 +1266,13 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
 struct Prepared(Arc<std::sync::Mutex<Option<(u64, File)>>>);
 
 impl Prepared {
+    /// Free the blocks reserved for a segment made ahead (a full disk needs them more).
+    fn give_back(&self) {
+        if let Some((_, f)) = &*self.0.lock().unwrap_or_else(|e| e.into_inner()) {
+            let _ = f.set_len(0);
+        }
+    }
+
     /// The segment numbered `num`, if it was made (one made for an earlier roll is dropped).
     fn take(&self, num: u64) -> Option<File> {
         let made = self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
@@ -1272,15 +1341,19 @@ fn create_in(dir: &File, path: &Path) -> Option<File> {
 fn reserve(f: &File, at: u64, len: u64) {
     use std::os::fd::AsRawFd;
     // SAFETY: fallocate only reads its arguments; the descriptor is open (`f` is borrowed).
-    // A failure (no space, a file system without it) is ignored: the write then allocates
-    // as it would have, and fails by itself if it must.
-    unsafe {
+    // A failure (no space, a file system without it) is otherwise ignored: the write then
+    // allocates as it would have, and fails by itself if it must.
+    let r = unsafe {
         libc::fallocate(
             f.as_raw_fd(),
             libc::FALLOC_FL_KEEP_SIZE,
             at as libc::off_t,
             len as libc::off_t,
-        );
+        )
+    };
+    // A reservation that failed part way (no space) may hold what it got: give it back.
+    if r != 0 {
+        let _ = f.set_len(at);
     }
 }
 
@@ -1349,6 +1422,36 @@ fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
     tracing::error!(
         "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}. Messages published before the removal are no longer on disk: they are delivered unless the server restarts first"
     );
+    Ok(())
+}
+
+/// A topic's only segment holds nothing that is owed (every message in it was finished): cut
+/// it back to its header and first mark, which frees its blocks at once. `compact` deletes
+/// finished segments but never the one being written, so on a disk filled by a segment
+/// larger than the free space (the default 100 MiB), consuming everything freed nothing and
+/// the store never recovered. The next write appends a mark with the last ID.
+fn empty_finished_tail(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
+    let keep = (record::FILE_HEADER + record::MARK_LEN) as u64;
+    let only = ts.segments.len() == 1 && ts.pending.is_empty();
+    let tail = ts.segments.back_mut().expect("a segment");
+    if !only || tail.refs != 0 || tail.len <= keep {
+        return Ok(());
+    }
+    let path = seg_path(&ts.dir, tail.num);
+    ts.tail
+        .set_len(keep)
+        .map_err(|e| io_err("truncate", &path, e))?;
+    tracing::info!(
+        "TOPIC({topic}): {} held only finished messages; cut back from {} to {keep} bytes",
+        path.display(),
+        tail.len
+    );
+    tail.len = keep;
+    tail.reader = None;
+    ts.index.drop_segment(tail.num as u32);
+    ts.reads.forget(tail.num);
+    let seal = ts.seal();
+    record::put_mark(&mut ts.pending, seal, MessageId(ts.last_id));
     Ok(())
 }
 
@@ -1438,7 +1541,11 @@ fn rewrite(
     path: &Path,
     bytes: &[u8],
     scan: &record::Scan,
-) -> Result<Vec<u8>, StoreError> {
+) -> Result<Vec<u8>, RewriteFailed> {
+    let failed = |(what, p, e): (&str, PathBuf, std::io::Error)| RewriteFailed {
+        no_room: is_no_room(&e),
+        text: io_err(what, &p, e),
+    };
     let salt = match scan.layout {
         record::Layout::Salted(salt) => salt,
         _ => record::Salt::random(),
@@ -1462,7 +1569,7 @@ fn rewrite(
             }
             k += 1;
         };
-        write_atomic(&qpath, &bad)?;
+        write_atomic_io(&qpath, &bad).map_err(failed)?;
         tracing::warn!(
             "TOPIC({topic}): {} had {} corrupt byte range(s) ({} bytes); kept its {} intact records, moved the rest to {}",
             path.display(),
@@ -1478,8 +1585,16 @@ fn rewrite(
             path.display()
         );
     }
-    write_atomic(path, &good)?;
+    write_atomic_io(path, &good).map_err(failed)?;
     Ok(good)
+}
+
+/// Why a segment could not be written again.
+#[derive(Debug)]
+struct RewriteFailed {
+    text: StoreError,
+    /// Out of room (see [`is_no_room`]).
+    no_room: bool,
 }
 
 /// How many bytes of full segments stay in the page cache (the newest ones: bodies read back

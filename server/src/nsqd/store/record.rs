@@ -33,6 +33,8 @@ use nsqlab_core::{Body, Message, MessageId, Time};
 
 /// A record's header: payload length and check.
 pub const HEADER: usize = 12;
+/// A mark record's length: a segment's header and first mark take `FILE_HEADER + MARK_LEN`.
+pub const MARK_LEN: usize = HEADER + 9;
 /// One copy of a segment's file header.
 const COPY: usize = 24;
 /// A segment's file header, both copies: its first record starts here.
