@@ -712,6 +712,28 @@ impl Broker {
         }
     }
 
+    /// The client closed its sending side (or the whole connection). As nsqd reads on to
+    /// that end: a command cut short gets the error nsqd sends when its read fails
+    /// (`E_BAD_MESSAGE PUB failed to read message body`, …); then the connection closes, after
+    /// the answers still owed (a publish waiting for the store is answered first).
+    pub fn handle_eof(&mut self, now: Time, client: ClientId) {
+        let now = self.clock.advance(now);
+        let Some(c) = self.clients.get(&client) else {
+            return;
+        };
+        // Input waiting on something else (an auth answer, a move) is not read any more.
+        let reading = c.magic_ok && !c.auth_wait && c.forward_wait.is_none() && !c.migrate_wait;
+        let cut_short = reading
+            .then(|| crate::protocol::decode::at_eof(&c.inbuf, self.opts.limits()))
+            .flatten();
+        match cut_short {
+            Some(e) => {
+                self.fail(now, client, e);
+            }
+            None => self.remove_client(now, client, CloseReason::Disconnected, true),
+        }
+    }
+
     /// Bytes from a client. Complete commands are executed; a partial one waits for more.
     pub fn handle_bytes(&mut self, now: Time, client: ClientId, data: &[u8]) {
         let now = self.clock.advance(now);

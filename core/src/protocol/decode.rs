@@ -157,6 +157,57 @@ pub fn decode(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
     decode_line(buf, ctx)
 }
 
+/// The client's input ended (it closed its sending side) with `buf` still short of a whole
+/// command (one [`decode`] found [`Decoded::Incomplete`]): the error nsqd sends when that
+/// read fails, naming what it was reading. `None` when nsqd closes without a frame (a line
+/// cut short, or no command begun).
+pub fn at_eof(buf: &[u8], limits: Limits) -> Option<ProtocolError> {
+    let nl = memchr::memchr(b'\n', &buf[..buf.len().min(MAX_LINE_LENGTH)])?;
+    let mut line = &buf[..nl];
+    if let [rest @ .., b'\r'] = line {
+        line = rest;
+    }
+    let at = nl + 1;
+    let name = Params::split(line).as_slice()[0];
+    let size_read = read_len(buf, at).is_some();
+    let (code, text) = match name {
+        b"IDENTIFY" | b"AUTH" => {
+            let what = if size_read { "body" } else { "body size" };
+            (
+                "E_BAD_BODY",
+                format!("{} failed to read {what}", lossy(name)),
+            )
+        }
+        b"PUB" | b"DPUB" => {
+            let what = if size_read {
+                "message body"
+            } else {
+                "message body size"
+            };
+            (
+                "E_BAD_MESSAGE",
+                format!("{} failed to read {what}", lossy(name)),
+            )
+        }
+        b"MPUB" if !size_read => ("E_BAD_BODY", "MPUB failed to read body size".into()),
+        b"MPUB" => match read_mpub(&buf[at + 4..], limits) {
+            Ok(MpubRead::Incomplete(MpubShort::Count)) => {
+                ("E_BAD_BODY", "MPUB failed to read message count".into())
+            }
+            Ok(MpubRead::Incomplete(MpubShort::Size(i))) => (
+                "E_BAD_MESSAGE",
+                format!("MPUB failed to read message({i}) body size"),
+            ),
+            Ok(MpubRead::Incomplete(MpubShort::Body(_))) => {
+                ("E_BAD_MESSAGE", "MPUB failed to read message body".into())
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(fatal(code, text))
+}
+
 /// [`decode`] without the FIN shortcut: find the line, split it, dispatch on the name.
 fn decode_line(buf: &[u8], ctx: &DecodeContext<'_>) -> Res {
     let window = &buf[..buf.len().min(MAX_LINE_LENGTH)];

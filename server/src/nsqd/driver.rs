@@ -76,6 +76,11 @@ pub enum ToDriver {
     Closed {
         client: ClientId,
     },
+    /// The client closed its sending side: the broker answers what it owes (or the error for
+    /// a command cut short) and then closes the connection.
+    Eof {
+        client: ClientId,
+    },
     /// The auth server's answer for a client.
     Auth {
         client: ClientId,
@@ -745,6 +750,7 @@ fn run_input(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
             let _ = reply.send(id);
         }
         ToDriver::Bytes { client, data } => broker.handle_bytes(now, client, &data),
+        ToDriver::Eof { client } => broker.handle_eof(now, client),
         ToDriver::Closed { client } => {
             ctx.conns.remove(&client);
             broker.disconnect(now, client);

@@ -122,6 +122,9 @@ impl Connection {
         let mut wbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
         // Whether the broker already forgot this client (it asked us to close).
         let mut broker_closed = false;
+        // The client closed its sending side: nothing more is read; the broker answers what
+        // it owes and closes (as nsqd, which reads on to the end of the stream).
+        let mut eof = false;
         'conn: loop {
             tokio::select! {
                 // Output first: an upgrade the broker asked for must happen before the next
@@ -164,6 +167,9 @@ impl Connection {
                                     break 'conn;
                                 }
                                 part = to;
+                                if eof && !part.send(ToDriver::Eof { client }).await {
+                                    break 'conn;
+                                }
                             }
                             Out::WriteTimeout(t) => self.write_timeout = t,
                         }
@@ -174,9 +180,16 @@ impl Connection {
                         break;
                     }
                 }
-                r = self.stream.read_buf(&mut rbuf) => {
+                r = self.stream.read_buf(&mut rbuf), if !eof => {
                     match r {
-                        Ok(0) | Err(_) => break,
+                        Ok(0) => {
+                            eof = true;
+                            if !part.send(ToDriver::Eof { client }).await {
+                                break 'conn;
+                            }
+                            continue;
+                        }
+                        Err(_) => break,
                         Ok(_) => {}
                     }
                     if let Codec::Plain = self.codec {
