@@ -3,7 +3,7 @@
 
 use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_tests::Nsqd;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,30 @@ fn slowloris_http_is_cut_off_and_others_are_served() {
         start.elapsed() < Duration::from_secs(5),
         "took {:?}",
         start.elapsed()
+    );
+}
+
+/// nsqd keeps an idle keep-alive connection as long as the client does, and pooled clients
+/// (Go's keeps them 90 s) reuse one much later: the header timeout must time a request's
+/// headers only, not the wait between requests.
+#[test]
+fn an_idle_keep_alive_connection_stays_open_past_the_header_timeout() {
+    let d = Nsqd::start(&["-http-header-timeout=1s"]);
+    let mut c = TcpStream::connect(d.http).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let ask = |c: &mut TcpStream| -> String {
+        c.write_all(b"POST /pub?topic=t HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx")
+            .unwrap();
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    assert!(ask(&mut c).starts_with("HTTP/1.1 200 OK"));
+    std::thread::sleep(Duration::from_millis(2500));
+    let again = ask(&mut c);
+    assert!(
+        again.starts_with("HTTP/1.1 200 OK"),
+        "the idle connection was closed: {again:?}"
     );
 }
 

@@ -146,11 +146,22 @@ pub struct ApiErr(pub u16, pub &'static str);
 
 impl IntoResponse for ApiErr {
     fn into_response(self) -> Response {
-        v1(
+        let mut r = v1(
             StatusCode::from_u16(self.0).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             Some(JSON_TYPE),
             format!(r#"{{"message":"{}"}}"#, self.1).into_bytes(),
-        )
+        );
+        if self.0 == 413 {
+            // Go's text for 413 (hyper's is "Payload Too Large"); Go also closes, as the
+            // body was not read.
+            r.extensions_mut()
+                .insert(hyper::ext::ReasonPhrase::from_static(
+                    b"Request Entity Too Large",
+                ));
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        r
     }
 }
 
@@ -1212,24 +1223,45 @@ async fn serve_connection<I>(
 ) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
+    use super::http_conn::{self, Watched};
     use hyper_util::rt::{TokioIo, TokioTimer};
+    let shared = http_conn::Shared::new();
+    let io = Watched::new(io, shared.clone());
+    let watched = shared.clone();
     let service =
         hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+            shared.request_started();
             req.extensions_mut()
                 .insert(ConnectInfo(Remote(remote.clone())));
-            let app = app.clone();
+            let (app, shared) = (app.clone(), shared.clone());
+            let refusal = http_conn::go_refusal(&req);
             async move {
-                Ok::<_, std::convert::Infallible>(
-                    tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
+                let response = match refusal {
+                    // Go's bytes go out instead of this response (see http_conn).
+                    Some(bytes) => {
+                        shared.answer_raw(bytes);
+                        let mut r = Response::new(axum::body::Body::empty());
+                        r.headers_mut()
+                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                        r
+                    }
+                    None => tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
                         .await
                         .unwrap_or_else(|e| match e {}),
-                )
+                };
+                shared.request_done(response.status());
+                Ok::<_, std::convert::Infallible>(response)
             }
         });
+    // No header_read_timeout: hyper's would also close idle keep-alive connections (see
+    // http_conn::watch, which times a request's headers only).
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout)
+        .title_case_headers(true)
         .serve_connection(TokioIo::new(io), service)
         .with_upgrades();
-    let _ = conn.await;
+    tokio::select! {
+        _ = conn => {}
+        _ = http_conn::watch(watched, header_timeout) => {}
+    }
 }

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod codec;
 pub mod driver;
 pub mod http;
+mod http_conn;
 pub mod lookup;
 pub mod options;
 pub mod statsd;
