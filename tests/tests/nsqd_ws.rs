@@ -117,3 +117,93 @@ fn live_events_and_queue_listing() {
         assert!(kinds.iter().any(|x| x == k), "{k} missing from {kinds:?}");
     }
 }
+
+/// A raw `/ws/nsq` connection (handshake by hand), to send frames tungstenite would not.
+fn raw_ws(d: &Nsqd) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(d.http).unwrap();
+    s.write_all(b"GET /ws/nsq HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+        .unwrap();
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut b).unwrap(), 1, "handshake answer");
+        head.push(b[0]);
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101"),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    s
+}
+
+/// A client frame: `fin`, `opcode`, masked with a zero key (the payload as it is).
+fn ws_frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![(fin as u8) << 7 | opcode, 0x80 | 127];
+    f.extend_from_slice(&(payload.len() as u64).to_be_bytes());
+    f.extend_from_slice(&[0; 4]);
+    f.extend_from_slice(payload);
+    f
+}
+
+/// The server ended the connection (a close frame, EOF or a reset) within `wait`.
+fn ended_within(s: &mut std::net::TcpStream, wait: Duration) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut b = [0u8; 64];
+    match s.read(&mut b) {
+        Ok(0) => true,
+        Ok(_) => b[0] == 0x88,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// A message that never ends (fragments, no last one) is not buffered past the largest
+/// command (`--max-body-size`, 5 MiB by default): tungstenite's own limit was 64 MiB per
+/// connection, and 8 such connections took 500 MB.
+#[test]
+fn a_websocket_message_that_never_ends_is_cut_off_at_the_body_limit() {
+    use std::io::Write;
+    let d = Nsqd::start(&[]);
+    let mut s = raw_ws(&d);
+    let mib = vec![b'x'; 1 << 20];
+    let mut sent = 0;
+    for i in 0..12 {
+        let opcode = if i == 0 { 2 } else { 0 };
+        if s.write_all(&ws_frame(false, opcode, &mib)).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    assert!(
+        ended_within(&mut s, Duration::from_secs(3)),
+        "still open after {sent} MiB of one message"
+    );
+    // Others are served.
+    assert_eq!(d.http("GET", "/ping", b"").status, 200);
+}
+
+/// A message that arrives slowly (here: its first fragment, then nothing) is not held
+/// longer than a client with heartbeats would take to send one: twice
+/// `--max-heartbeat-interval`.
+#[test]
+fn a_websocket_message_sent_slowly_is_cut_off() {
+    use std::io::Write;
+    let d = Nsqd::start(&["--max-heartbeat-interval=1s"]);
+    let mut s = raw_ws(&d);
+    let start = Instant::now();
+    s.write_all(&ws_frame(false, 2, b"  V2PUB t\n")).unwrap();
+    assert!(
+        ended_within(&mut s, Duration::from_secs(6)),
+        "a message begun and never finished held its connection"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
+}

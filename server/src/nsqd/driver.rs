@@ -142,6 +142,19 @@ pub struct DriverHandle {
     next: Arc<AtomicUsize>,
     events: broadcast::Sender<Event>,
     write_timeout: Option<Duration>,
+    ws: WsLimits,
+}
+
+/// What a `/ws/nsq` connection may hold of a message still arriving (see `ws.rs`).
+#[derive(Debug, Clone, Copy)]
+pub struct WsLimits {
+    /// The largest WebSocket message (and frame): a whole command of the largest kind, an
+    /// MPUB of `--max-body-size` (or a PUB of `--max-msg-size`) with its command line.
+    pub max_message: usize,
+    /// A connection that completes no message for this long is closed, so a message sent
+    /// slowly (or never finished) is not held longer: twice `--max-heartbeat-interval`,
+    /// within which a client with heartbeats answers one.
+    pub idle: Duration,
 }
 
 impl DriverHandle {
@@ -149,6 +162,10 @@ impl DriverHandle {
     /// heartbeat interval, half `--client-timeout`).
     pub fn write_timeout(&self) -> Option<Duration> {
         self.write_timeout
+    }
+
+    pub fn ws_limits(&self) -> WsLimits {
+        self.ws
     }
 
     /// The partition a new connection starts in (in turn; it moves to its topic's).
@@ -268,6 +285,21 @@ pub fn spawn(
         .first()
         .map(|p| Duration::from_nanos(p.broker.options().default_heartbeat_interval()))
         .filter(|d| !d.is_zero());
+    let ws = parts.first().map_or(
+        WsLimits {
+            max_message: 5 << 20,
+            idle: Duration::from_secs(120),
+        },
+        |p| {
+            let o = p.broker.options();
+            let body = o.max_body_size.max(o.max_msg_size) as usize;
+            WsLimits {
+                max_message: body + nsqlab_core::protocol::decode::MAX_LINE_LENGTH + 8,
+                idle: Duration::from_nanos(2 * o.max_heartbeat_interval)
+                    .max(Duration::from_secs(1)),
+            }
+        },
+    );
     let auth = Arc::new(auth);
     let mut mains = Vec::new();
     let mut links = Vec::new();
@@ -308,6 +340,7 @@ pub fn spawn(
         next: Arc::new(AtomicUsize::new(0)),
         events,
         write_timeout,
+        ws,
     };
     (handle, tasks)
 }

@@ -19,10 +19,16 @@ use std::time::Duration;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 pub async fn nsq_upgrade(ws: WebSocketUpgrade, driver: DriverHandle, remote: String) -> Response {
-    ws.on_upgrade(move |socket| nsq_over_ws(socket, driver, remote))
+    // A message is buffered whole until its last fragment: no larger than the largest
+    // command (tungstenite's default is 64 MiB, per connection).
+    let limits = driver.ws_limits();
+    ws.max_message_size(limits.max_message)
+        .max_frame_size(limits.max_message)
+        .on_upgrade(move |socket| nsq_over_ws(socket, driver, remote))
 }
 
 async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String) {
+    let idle = driver.ws_limits().idle;
     let (out_tx, mut out_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = oneshot::channel();
     let mut part = driver.pick();
@@ -38,21 +44,29 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
     }
     let Ok(client) = reply_rx.await else { return };
     let mut broker_closed = false;
+    let mut quiet_until = tokio::time::Instant::now() + idle;
     loop {
         tokio::select! {
+            // Nothing complete for too long: a message arriving slowly is not kept.
+            _ = tokio::time::sleep_until(quiet_until) => {
+                tracing::info!("[ws {client:?}] no complete message for {idle:?}; closing");
+                break;
+            }
             m = socket.recv() => match m {
                 Some(Ok(Message::Binary(b))) => {
+                    quiet_until = tokio::time::Instant::now() + idle;
                     if !part.send(ToDriver::Bytes { client, data: b }).await {
                         break;
                     }
                 }
                 Some(Ok(Message::Text(t))) => {
+                    quiet_until = tokio::time::Instant::now() + idle;
                     let data = Bytes::copy_from_slice(t.as_bytes());
                     if !part.send(ToDriver::Bytes { client, data }).await {
                         break;
                     }
                 }
-                Some(Ok(_)) => {}
+                Some(Ok(_)) => quiet_until = tokio::time::Instant::now() + idle,
                 Some(Err(_)) | None => break,
             },
             o = out_rx.recv() => match o {
