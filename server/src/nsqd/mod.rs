@@ -43,6 +43,7 @@ pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
     // Catch SIGTERM/SIGINT before anything is bound: a harness may signal as soon as it reads
     // the listening lines.
     let signals = Signals::new()?;
+    crate::net::raise_open_file_limit();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let server = start(args, shutdown_rx).await?;
     signals.wait().await;

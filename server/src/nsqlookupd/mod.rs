@@ -86,6 +86,7 @@ pub struct Bound {
 /// Run until SIGINT/SIGTERM.
 pub async fn run(args: LookupdArgs) -> anyhow::Result<()> {
     let signals = crate::nsqd::Signals::new()?;
+    crate::net::raise_open_file_limit();
     let (tx, rx) = watch::channel(false);
     let (bound, tasks) = start(args, rx).await?;
     signals.wait().await;
