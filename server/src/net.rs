@@ -92,9 +92,27 @@ impl RateLimited {
     }
 }
 
+/// The limit on open files in force (the soft limit).
+#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
+pub fn open_file_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit only writes the struct passed, which outlives the call.
+        (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0)
+            .then_some(lim.rlim_cur as u64)
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// Raise the soft limit on open files to the hard limit, as Go's runtime does at start (nsqd
 /// has it so): a server holds a descriptor per connection and per open log segment. Returns
 /// the limit now in force.
+#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
 pub fn raise_open_file_limit() -> Option<u64> {
     #[cfg(unix)]
     {

@@ -851,6 +851,40 @@ fn it_starts_on_a_full_disk_serves_consumers_and_refuses_publishes_until_there_i
     assert_eq!(p.next_text(), "R:OK");
 }
 
+/// With a limit of 200 open files (hard: it cannot be raised), 400 topics each get a durable
+/// publish: a topic's files close while others are written, so none fails with `Too many
+/// open files` (each topic held two descriptors for ever), and every message is there after
+/// a restart.
+#[test]
+fn many_topics_do_not_run_out_of_file_descriptors() {
+    let data = TempDir::new();
+    let d = Nsqd::start_wrapped(Some(data.path()), &[], &["prlimit", "--nofile=200:200"]);
+    let mut p = d.client();
+    for i in 0..400 {
+        p.cmd(&Command::Pub {
+            topic: format!("t{i}").as_str().into(),
+            body: format!("m{i}").into_bytes().into(),
+        });
+        let t = p.next_text();
+        assert_eq!(t, "R:OK", "topic {i}");
+    }
+    let fds = std::fs::read_dir(format!("/proc/{}/fd", d.pid()))
+        .unwrap()
+        .count();
+    assert!(fds < 200, "{fds} open");
+    assert!(d.terminate().success());
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    for i in [0, 1, 199, 399] {
+        let topic = format!("t{i}");
+        let mut c = sub(&d, &topic, "c", 10);
+        // Held for the first channel (published before it existed).
+        match c.frame_within(Duration::from_secs(5)) {
+            Some(Frame::Message(m)) => assert_eq!(&m.body[..], format!("m{i}").as_bytes()),
+            f => panic!("{topic}: {f:?}"),
+        }
+    }
+}
+
 #[test]
 fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
     let data = TempDir::new();

@@ -104,14 +104,13 @@ struct Segment {
 #[derive(Debug)]
 struct TopicStore {
     dir: PathBuf,
-    /// The directory itself, open: the sync thread deletes finished segments in it by name
-    /// (`unlinkat`), so a topic deleted and made again under the same name meanwhile never
-    /// loses the new directory's files.
-    dir_fd: Arc<File>,
     meta: TopicMeta,
     segments: VecDeque<Segment>,
-    /// The last segment, open for appending.
-    tail: Arc<Tail>,
+    /// The last segment, open for appending; `None` while the topic's files are closed (it
+    /// was not written for longer than the others: see [`Store::close_idle_files`]).
+    tail: Option<Arc<Tail>>,
+    /// When it was last written ([`Store::writes`] then), for choosing whose files to close.
+    last_write: u64,
     /// The next segment, made and given its blocks off the broker thread (see [`Prepared`]).
     next: Prepared,
     /// `next` was asked for since the last roll.
@@ -133,6 +132,41 @@ struct TopicStore {
 }
 
 impl TopicStore {
+    /// The tail segment's file, opened again if the topic's files were closed.
+    fn tail(&mut self) -> Result<&Arc<Tail>, StoreError> {
+        if self.tail.is_none() {
+            let path = seg_path(&self.dir, self.segments.back().expect("a segment").num);
+            let f = OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .map_err(|e| io_err("open", &path, e))?;
+            self.tail = Some(Tail::new(f));
+        }
+        Ok(self.tail.as_ref().expect("just opened"))
+    }
+
+    /// The topic's directory, opened now (not kept: a descriptor per topic is one too many
+    /// with thousands of topics). The sync thread deletes finished segments in it by name
+    /// (`unlinkat`) and the next segment is made in it (`openat`), so a topic deleted and made
+    /// again under the same name meanwhile never loses the new directory's files.
+    fn dir(&self) -> Result<Arc<File>, StoreError> {
+        let f = File::open(&self.dir).map_err(|e| io_err("open", &self.dir, e))?;
+        Ok(Arc::new(f))
+    }
+
+    /// Close the topic's files (they open again when next needed): the tail, the directory,
+    /// segments open for loads, and a next segment made ahead (its reserved blocks given
+    /// back).
+    fn close_files(&mut self) {
+        self.tail = None;
+        for s in &mut self.segments {
+            s.reader = None;
+        }
+        self.next.give_back();
+        self.next = Prepared::default();
+        self.next_asked = false;
+    }
+
     /// Where records appended to `pending` will lie (its first byte at the tail's end).
     fn seal(&self) -> record::Seal {
         let tail = self.segments.back().expect("a segment");
@@ -164,6 +198,13 @@ const SYNC_GAP: Duration = Duration::from_millis(2);
 /// What a failed write leaves behind.
 pub type StoreError = String;
 
+/// How many topics of a store (one of `partitions`) keep their files open: a quarter of the
+/// open-file limit, shared by the partitions, at least 16 each.
+fn max_open_topics(partitions: u32) -> usize {
+    let limit = crate::net::open_file_limit().unwrap_or(1024) as usize;
+    (limit / 4 / partitions.max(1) as usize).max(16)
+}
+
 /// The files of every non-ephemeral topic.
 pub struct Store {
     cfg: StoreConfig,
@@ -192,6 +233,13 @@ pub struct Store {
     loaded: tokio::sync::mpsc::UnboundedReceiver<Vec<Loaded>>,
     /// The loader's name for the next topic store.
     next_reads: u64,
+    /// Commits so far (a topic's `last_write` is one of these).
+    writes: u64,
+    /// At most this many topics keep their files open (see [`Store::close_idle_files`]).
+    max_open: usize,
+    /// When that was last checked, and topics whose files opened since.
+    open_checked: std::time::Instant,
+    opens: usize,
 }
 
 /// A topic store's name with the loader thread: what that thread read of a deleted segment
@@ -259,6 +307,9 @@ enum SyncMsg {
     /// A small file written whole (a new topic's metadata): synced, by path, before the
     /// directories.
     DirtyFile(PathBuf),
+    /// A written segment the store closed (see `Store::close_idle_files`): synced by path,
+    /// its descriptor let go now.
+    Closed(Arc<Tail>, PathBuf),
     /// A segment that is full (nothing more is written to it): its path and length.
     Full(PathBuf, u64),
     /// A finished segment: its directory (open) and path (its file name is deleted in that
@@ -367,6 +418,7 @@ impl Store {
             Err(e) => return Err(io_err("write", &probe, e)),
         };
         let _ = fs::remove_file(&probe);
+        let cfg_partitions = cfg.partition.1;
         let (tx, rx) = mpsc::channel();
         let sync_thread = spawn_sync_thread(rx, cfg.sync_timeout);
         let (prep, prep_rx) = mpsc::channel();
@@ -392,6 +444,10 @@ impl Store {
             loader_thread: Some(loader_thread),
             loaded,
             next_reads: 0,
+            writes: 0,
+            max_open: max_open_topics(cfg_partitions),
+            open_checked: std::time::Instant::now(),
+            opens: 0,
         };
         let mut rec = store.recover(broker, now)?;
         rec.no_room = no_room.or(rec.no_room);
@@ -640,10 +696,10 @@ impl Store {
         }
         let ts = TopicStore {
             dir: dir.to_path_buf(),
-            dir_fd: Arc::new(File::open(dir).map_err(|e| io_err("open", dir, e))?),
             meta,
             segments,
-            tail: Tail::new(tail),
+            tail: Some(Tail::new(tail)),
+            last_write: 0,
             pending: Vec::new(),
             pending_msgs: 0,
             pending_first: None,
@@ -787,7 +843,9 @@ impl Store {
                     // The old segment and the new directory entry are synced by the sync
                     // thread with everything else written: an fsync here would stop the
                     // broker for as long as the disk needs to catch up.
-                    let _ = self.sync.send(SyncMsg::Dirty(old));
+                    if let Some(old) = old {
+                        let _ = self.sync.send(SyncMsg::Dirty(old));
+                    }
                     let _ = self.sync.send(SyncMsg::DirtyDir(ts.dir.clone()));
                     let _ = self.sync.send(SyncMsg::Full(old_path, old_len));
                 }
@@ -809,7 +867,7 @@ impl Store {
                 // (faulting in tens of MB made a late batch later still).
                 if ts.pending.len() >= PENDING_KEEP {
                     self.unsynced += write_pending(ts)?;
-                    mark_dirty(&self.sync, &ts.tail);
+                    mark_dirty(&self.sync, ts.tail.as_ref());
                     ask_next(ts, max, self.prep.as_ref());
                 }
                 Ok(())
@@ -892,7 +950,6 @@ impl Store {
             f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
             let ts = TopicStore {
                 dir: dir.clone(),
-                dir_fd: Arc::new(File::open(&dir).map_err(|e| io_err("open", &dir, e))?),
                 meta: pending_meta.clone(),
                 segments: VecDeque::from([Segment {
                     reader: None,
@@ -902,7 +959,8 @@ impl Store {
                     refs: 0,
                     len: b.len() as u64,
                 }]),
-                tail: Tail::new(f),
+                tail: Some(Tail::new(f)),
+                last_write: 0,
                 pending: Vec::new(),
                 pending_msgs: 0,
                 pending_first: None,
@@ -928,6 +986,7 @@ impl Store {
             Ok(ts) => {
                 self.missing.remove(topic);
                 self.topics.insert(topic.clone(), ts);
+                self.opens += 1;
                 Ok(())
             }
             Err(e) => {
@@ -943,6 +1002,8 @@ impl Store {
     pub fn commit(&mut self) -> Result<(), StoreError> {
         let mut result = self.failed.take().map_or(Ok(()), Err);
         let mut wrote = Wrote::default();
+        self.writes += 1;
+        let now = self.writes;
         for (topic, ts) in self.topics.iter_mut() {
             if ts.meta_dirty {
                 match write_meta(ts) {
@@ -959,10 +1020,12 @@ impl Store {
                 compact(topic, ts, &self.sync);
                 continue;
             }
+            ts.last_write = now;
+            self.opens += usize::from(ts.tail.is_none());
             match write_pending(ts) {
                 Ok(n) => {
                     wrote += n;
-                    mark_dirty(&self.sync, &ts.tail);
+                    mark_dirty(&self.sync, ts.tail.as_ref());
                     ask_next(ts, self.cfg.max_bytes_per_file, self.prep.as_ref());
                 }
                 Err(e) => {
@@ -975,6 +1038,7 @@ impl Store {
             compact(topic, ts, &self.sync);
         }
         self.unsynced += wrote;
+        self.close_idle_files();
         let every = self.cfg.sync_every.max(1);
         let by_size = self.unsynced.bytes >= every.saturating_mul(SYNC_UNIT)
             && self.last_sync_ask.elapsed() >= SYNC_GAP;
@@ -984,6 +1048,53 @@ impl Store {
             let _ = self.sync.send(SyncMsg::Now);
         }
         result
+    }
+
+    /// Keep at most `max_open` topics' files open: past that, close those of the topics
+    /// written least recently, down to three quarters of it (they open again when next
+    /// written or read). A topic holds a descriptor (its tail segment), more while a backlog
+    /// is read, and the sync thread keeps a closed one until its next sync; with thousands of topics a server ran out of them
+    /// (nsqd opens files only for a backlog past its memory queue). Checked every 100 ms or
+    /// after a quarter of that many topics opened their files, and not at all while there
+    /// are fewer topics than that.
+    fn close_idle_files(&mut self) {
+        if self.topics.len() <= self.max_open
+            || (self.opens < self.max_open / 4
+                && self.open_checked.elapsed() < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.open_checked = std::time::Instant::now();
+        self.opens = 0;
+        let open = |t: &TopicStore| t.tail.is_some();
+        let mut idle: Vec<(u64, Name)> = self
+            .topics
+            .iter()
+            .filter(|(_, t)| open(t))
+            .map(|(n, t)| (t.last_write, n.clone()))
+            .collect();
+        if idle.len() <= self.max_open {
+            return;
+        }
+        let excess = idle.len() - self.max_open * 3 / 4;
+        idle.select_nth_unstable(excess - 1);
+        for (_, name) in idle.into_iter().take(excess) {
+            if let Some(ts) = self.topics.get_mut(&name) {
+                if !ts.pending.is_empty() {
+                    continue;
+                }
+                // Not yet synced: the sync thread syncs it by name instead of holding it open.
+                if let Some(tail) = ts
+                    .tail
+                    .as_ref()
+                    .filter(|t| t.queued.load(Ordering::Acquire))
+                {
+                    let path = seg_path(&ts.dir, ts.segments.back().expect("a segment").num);
+                    let _ = self.sync.send(SyncMsg::Closed(tail.clone(), path));
+                }
+                ts.close_files();
+            }
+        }
     }
 
     /// A name with the loader thread for a new topic store.
@@ -1111,7 +1222,12 @@ impl Store {
             self.create_topic(&topic)?;
         }
         for (topic, ts) in self.topics.iter_mut() {
-            if removed(&ts.tail.file) {
+            let gone = match &ts.tail {
+                Some(t) => removed(&t.file),
+                // (Its files closed: its tail is looked for by name.)
+                None => !seg_path(&ts.dir, ts.segments.back().expect("a segment").num).exists(),
+            };
+            if gone {
                 make_again(topic, ts)?;
             }
             if ts.meta_dirty {
@@ -1123,7 +1239,7 @@ impl Store {
             let seal = ts.seal();
             record::put_mark(&mut ts.pending, seal, MessageId(ts.last_id));
             write_pending(ts)?;
-            ts.tail
+            ts.tail()?
                 .sync_data()
                 .map_err(|e| io_err("sync", &ts.dir, e))?;
         }
@@ -1137,8 +1253,10 @@ impl Store {
         }
         for ts in self.topics.values() {
             let len = ts.segments.back().expect("a segment").len;
-            let _ = ts.tail.set_len(len);
-            let _ = ts.tail.sync_data();
+            if let Some(tail) = &ts.tail {
+                let _ = tail.set_len(len);
+                let _ = tail.sync_data();
+            }
         }
         // Unused next segments are deleted (once their thread is done with them).
         self.prep = None;
@@ -1148,7 +1266,9 @@ impl Store {
         for ts in self.topics.values() {
             if let Some((num, f)) = ts.next.0.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 drop(f);
-                remove_in(&ts.dir_fd, &seg_path(&ts.dir, num));
+                if let Ok(dir) = ts.dir() {
+                    remove_in(&dir, &seg_path(&ts.dir, num));
+                }
             }
         }
         let _ = self.sync.send(SyncMsg::Stop);
@@ -1202,20 +1322,20 @@ impl std::ops::AddAssign for Wrote {
 /// Write a topic's buffered records to its tail segment; on failure cut the file back so no
 /// half record stays behind.
 fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
+    let file = ts.tail()?.clone();
     let tail = ts.segments.back_mut().expect("a segment");
     let path = seg_path(&ts.dir, tail.num);
     // After the write: a file removed from under us takes writes as if nothing happened, and
     // what it holds is gone at the next start. Those publishers must not hear OK.
-    let written =
-        (&ts.tail.file)
-            .write_all(&ts.pending)
-            .and_then(|()| match removed(&ts.tail.file) {
-                true => Err(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    "the file was removed while open",
-                )),
-                false => Ok(()),
-            });
+    let written = (&file.file)
+        .write_all(&ts.pending)
+        .and_then(|()| match removed(&file.file) {
+            true => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the file was removed while open",
+            )),
+            false => Ok(()),
+        });
     match written {
         Ok(()) => {
             let bytes = ts.pending.len() as u64;
@@ -1233,7 +1353,7 @@ fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
         }
         Err(e) => {
             // (This also frees what was reserved past the end.)
-            let _ = ts.tail.set_len(tail.len);
+            let _ = file.set_len(tail.len);
             // Its messages are not in the log: they neither pin the segment nor are found.
             tail.refs -= std::mem::take(&mut ts.pending_copies);
             if let Some(first) = ts.pending_first.take() {
@@ -1286,12 +1406,14 @@ fn ask_next(ts: &mut TopicStore, max: u64, prep: Option<&mpsc::Sender<Prep>>) {
     if ts.next_asked || tail.len < max / 2 {
         return;
     }
+    let num = tail.num + 1;
+    let Ok(dir) = ts.dir() else { return };
     ts.next_asked = true;
     if let Some(prep) = prep {
         let _ = prep.send(Prep {
-            dir: ts.dir_fd.clone(),
-            path: seg_path(&ts.dir, tail.num + 1),
-            num: tail.num + 1,
+            dir,
+            path: seg_path(&ts.dir, num),
+            num,
             reserve: max.min(RESERVE_MAX),
             slot: ts.next.clone(),
         });
@@ -1392,7 +1514,6 @@ fn removed(f: &File) -> bool {
 /// disk; a restart before they are finished loses them, as the removal did.
 fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
     fs::create_dir_all(&ts.dir).map_err(|e| io_err("create", &ts.dir, e))?;
-    ts.dir_fd = Arc::new(File::open(&ts.dir).map_err(|e| io_err("open", &ts.dir, e))?);
     write_meta(ts)?;
     ts.meta_dirty = false;
     let num = ts.segments.back().expect("a segment").num + 1;
@@ -1407,7 +1528,7 @@ fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
     f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
     f.sync_data().map_err(|e| io_err("sync", &path, e))?;
     sync_dir(&ts.dir);
-    ts.tail = Tail::new(f);
+    ts.tail = Some(Tail::new(f));
     // A next segment made ahead was made in the old directory.
     ts.next = Prepared::default();
     ts.next_asked = false;
@@ -1438,9 +1559,10 @@ fn empty_finished_tail(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreErr
         return Ok(());
     }
     let path = seg_path(&ts.dir, tail.num);
-    ts.tail
+    ts.tail()?
         .set_len(keep)
         .map_err(|e| io_err("truncate", &path, e))?;
+    let tail = ts.segments.back_mut().expect("a segment");
     tracing::info!(
         "TOPIC({topic}): {} held only finished messages; cut back from {} to {keep} bytes",
         path.display(),
@@ -1456,7 +1578,8 @@ fn empty_finished_tail(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreErr
 }
 
 /// Tell the sync thread that `tail` was written to, unless it already knows.
-fn mark_dirty(sync: &mpsc::Sender<SyncMsg>, tail: &Arc<Tail>) {
+fn mark_dirty(sync: &mpsc::Sender<SyncMsg>, tail: Option<&Arc<Tail>>) {
+    let Some(tail) = tail else { return };
     if !tail.queued.swap(true, Ordering::AcqRel) {
         let _ = sync.send(SyncMsg::Dirty(tail.clone()));
     }
@@ -1472,9 +1595,12 @@ fn topic_store<'a>(
         .ok_or_else(|| format!("topic {topic} has no storage"))
 }
 
+/// What a roll wrote, and the old segment's file (if open), path and length.
+type Rolled = (Wrote, Option<Arc<Tail>>, PathBuf, u64);
+
 /// Start a new segment (writing what is buffered to the old one first). Returns how many
 /// messages that wrote and the old segment's file, path and length, for the sync thread.
-fn roll(ts: &mut TopicStore) -> Result<(Wrote, Arc<Tail>, PathBuf, u64), StoreError> {
+fn roll(ts: &mut TopicStore) -> Result<Rolled, StoreError> {
     let written = write_pending(ts)?;
     let old = ts.segments.back().expect("a segment");
     let (old_num, old_len) = (old.num, old.len);
@@ -1489,7 +1615,7 @@ fn roll(ts: &mut TopicStore) -> Result<(Wrote, Arc<Tail>, PathBuf, u64), StoreEr
             .map_err(|e| io_err("create", &path, e))?,
     };
     ts.next_asked = false;
-    let old = std::mem::replace(&mut ts.tail, Tail::new(f));
+    let old = ts.tail.replace(Tail::new(f));
     let salt = record::Salt::random();
     ts.segments.push_back(Segment {
         reader: None,
@@ -1522,13 +1648,13 @@ fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
             );
             return;
         }
+        let Ok(dir) = ts.dir() else {
+            return; // (deleted on a later commit)
+        };
         let s = ts.segments.pop_front().expect("a segment");
         ts.reads.forget(s.num);
         ts.index.drop_segment(s.num as u32);
-        let _ = sync.send(SyncMsg::RemoveSegment(
-            ts.dir_fd.clone(),
-            seg_path(&ts.dir, s.num),
-        ));
+        let _ = sync.send(SyncMsg::RemoveSegment(dir, seg_path(&ts.dir, s.num)));
     }
 }
 
@@ -1765,6 +1891,12 @@ impl SyncThread {
                     self.files.push(f);
                 }
             }
+            SyncMsg::Closed(tail, path) => {
+                self.dirty.retain(|d| !Arc::ptr_eq(d, &tail));
+                if !self.files.contains(&path) {
+                    self.files.push(path);
+                }
+            }
             SyncMsg::Full(path, len) => {
                 give_back_reserved(&path, len);
                 self.cache.full(path, len);
@@ -1909,7 +2041,7 @@ mod tests {
         // Many commits before a sync: one message.
         let (tx, rx) = mpsc::channel();
         for _ in 0..3 {
-            mark_dirty(&tx, &tail);
+            mark_dirty(&tx, Some(&tail));
         }
         assert_eq!(rx.try_iter().count(), 1);
         // The sync thread clears the flag as it syncs, so the next write is sent again.
@@ -1926,7 +2058,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         let (probe, seen) = mpsc::channel();
-        mark_dirty(&probe, &tail);
+        mark_dirty(&probe, Some(&tail));
         assert_eq!(seen.try_iter().count(), 1);
         tx.send(SyncMsg::Stop).unwrap();
         thread.join().unwrap();
@@ -2075,6 +2207,38 @@ mod tests {
         close_and_remove(store, &dir);
     }
 
+    /// Past `max_open` topics, the least recently written close their files; writing or
+    /// reading one opens them again.
+    #[test]
+    fn only_so_many_topics_keep_their_files_open() {
+        let (mut store, _rx, dir) = store_with_segments_of("fds", 1 << 20);
+        store.max_open = 4;
+        let names: Vec<Name> = (0..20)
+            .map(|i| Arc::from(format!("t{i}").as_str()))
+            .collect();
+        let open = |store: &Store| store.topics.values().filter(|t| t.tail.is_some()).count();
+        for (i, topic) in names.iter().enumerate() {
+            store.apply(StoreOp::TopicCreated {
+                topic: topic.clone(),
+            });
+            publish(&mut store, topic, i as u64 + 1, 10);
+            store.open_checked -= Duration::from_secs(1);
+            store.commit().unwrap();
+            assert!(open(&store) <= 4, "{} open after topic {i}", open(&store));
+        }
+        // The newest stay open; the first is closed, and written and read again.
+        assert!(store.topics[&names[19]].tail.is_some());
+        assert!(store.topics[&names[0]].tail.is_none());
+        publish(&mut store, &names[0], 100, 10);
+        store.commit().unwrap();
+        assert!(store.topics[&names[0]].tail.is_some());
+        for (topic, id) in [(&names[0], 1), (&names[0], 100), (&names[7], 8)] {
+            let body = store.load(topic, MessageId(id)).map(|b| b.to_vec());
+            assert_eq!(body, Ok(vec![b'a'; 10]), "{topic} {id}");
+        }
+        close_and_remove(store, &dir);
+    }
+
     #[test]
     fn loads_find_every_message_through_the_sparse_index() {
         let (mut store, _rx, dir) = store_with_segments_of("sparse", 256 << 10);
@@ -2213,10 +2377,12 @@ mod tests {
         store.commit().unwrap();
         // The next batch's write fails (the tail is open read-only meanwhile).
         let path = seg_path(&dir.join("nsqlab").join("t"), 0);
-        let writable = std::mem::replace(
-            &mut store.topics.get_mut(&topic).unwrap().tail,
-            Tail::new(File::open(&path).unwrap()),
-        );
+        let writable = store
+            .topics
+            .get_mut(&topic)
+            .unwrap()
+            .tail
+            .replace(Tail::new(File::open(&path).unwrap()));
         for id in 101..=110 {
             publish(&mut store, &topic, id, 100);
         }
