@@ -12,13 +12,34 @@ pub async fn listen(addr: &str) -> std::io::Result<TcpListener> {
     let port = addr
         .strip_prefix("0.0.0.0:")
         .or_else(|| addr.strip_prefix(':'));
-    if let Some(port) = port {
-        if let Ok(l) = TcpListener::bind(format!("[::]:{port}")).await {
-            return Ok(l);
-        }
-        return TcpListener::bind(format!("0.0.0.0:{port}")).await;
+    let l = match port {
+        Some(port) => match TcpListener::bind(format!("[::]:{port}")).await {
+            Ok(l) => l,
+            Err(_) => TcpListener::bind(format!("0.0.0.0:{port}")).await?,
+        },
+        None => TcpListener::bind(addr).await?,
+    };
+    widen_backlog(&l);
+    Ok(l)
+}
+
+/// Go listens with the system's `net.core.somaxconn` as its backlog (4096 here); the
+/// runtime's bind gave 128, and a burst of connections beyond that waited for SYN retries
+/// (a second each). Listening again on a listening socket sets the new backlog.
+fn widen_backlog(l: &TcpListener) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok())
+            .unwrap_or(4096)
+            .clamp(128, 65535);
+        // SAFETY: listen only reads its arguments; the descriptor is open (`l` is borrowed).
+        unsafe { libc::listen(l.as_raw_fd(), max) };
     }
-    TcpListener::bind(addr).await
+    #[cfg(not(target_os = "linux"))]
+    let _ = l;
 }
 
 /// [`listen`], failing with the daemons' text: `listen (<addr>) failed - <error>`.

@@ -290,3 +290,70 @@ fn out_of_descriptors_accept_backs_off_quietly_and_recovers() {
     });
     assert_eq!(c.next_text(), "R:OK");
 }
+
+/// Resident memory of process `pid`, in MiB.
+fn rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .expect("VmRSS");
+    kb / 1024
+}
+
+/// Connections that come and go leave their buffers in the allocator; that memory goes back
+/// to the system by itself (it took `POST /debug/freememory`: 20 rounds of 3 000
+/// connections left 330 MB resident).
+#[test]
+fn memory_returns_to_the_system_after_connection_churn() {
+    let d = Nsqd::start(&[]);
+    let pid = d.pid();
+    let before = rss_mib(pid);
+    let mut peak = before;
+    for _ in 0..6 {
+        let mut conns: Vec<TcpStream> = (0..3000)
+            .map(|_| {
+                let mut c = TcpStream::connect(d.tcp).unwrap();
+                c.write_all(b"  V2NOP\n").unwrap();
+                c
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        peak = peak.max(rss_mib(pid));
+        conns.clear();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        peak > before + 60,
+        "the churn never took memory ({before} -> {peak} MiB)"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rss_mib(pid) > before + 40 {
+        assert!(
+            Instant::now() < deadline,
+            "{} MiB resident 5 s after the churn ({before} MiB before it, {peak} at the peak)",
+            rss_mib(pid)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// nsqd (Go) listens with the system's `somaxconn` as its backlog; with the runtime's 128, a
+/// burst of connections beyond it waited for SYN retries, a second at a time (3 000
+/// connections took 13 s).
+#[test]
+fn a_burst_of_connections_is_accepted_without_waiting_for_syn_retries() {
+    let d = Nsqd::start(&[]);
+    let start = Instant::now();
+    let conns: Vec<TcpStream> = (0..3000)
+        .map(|_| TcpStream::connect(d.tcp).unwrap())
+        .collect();
+    let took = start.elapsed();
+    assert_eq!(conns.len(), 3000);
+    assert!(
+        took < Duration::from_secs(4),
+        "3000 connections took {took:?}"
+    );
+}

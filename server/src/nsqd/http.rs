@@ -1210,6 +1210,7 @@ pub async fn serve(
                     }
                 }
             }
+            super::connection_closed();
         });
     }
     listener.remove_socket();

@@ -243,6 +243,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
             shutdown.clone(),
         )));
     }
+    tasks.push(tokio::spawn(trim_after_churn(shutdown.clone())));
     drop(driver);
     for t in broker_tasks {
         tasks.push(tokio::spawn(async move {
@@ -250,6 +251,58 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         }));
     }
     Ok(Server { bound, tasks })
+}
+
+/// Connections closed since the process started (TCP, HTTP, WebSocket).
+pub(crate) static CLOSED_CONNECTIONS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// A connection's end, counted for [`trim_after_churn`].
+pub(crate) fn connection_closed() {
+    CLOSED_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Give back what connections that came and went left in the allocator. Their buffers (64 KiB
+/// each to read and write) stay in glibc's arenas once freed: 20 rounds of 3 000 connections
+/// opened and closed left 330 MB resident (24 MB after `POST /debug/freememory`). Every
+/// second: after [`TRIM_AFTER`] closes since the last look, if the arenas hold more than
+/// [`TRIM_FREE`] unused, `malloc_trim` returns it, on a blocking thread (it walks the arenas).
+/// A steady server with few connections never trims (a trim holds each arena's lock while it
+/// works, which publishers on other threads would wait for).
+async fn trim_after_churn(mut shutdown: watch::Receiver<bool>) {
+    use std::sync::atomic::Ordering;
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    let mut seen = CLOSED_CONNECTIONS.load(Ordering::Relaxed);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        let closed = CLOSED_CONNECTIONS.load(Ordering::Relaxed);
+        if closed - seen < TRIM_AFTER {
+            continue;
+        }
+        seen = closed;
+        if held_free_bytes() > TRIM_FREE {
+            let _ = tokio::task::spawn_blocking(release_free_memory).await;
+        }
+    }
+}
+
+/// Closed connections that make [`trim_after_churn`] look at the allocator.
+const TRIM_AFTER: u64 = 100;
+/// Free bytes inside the allocator's arenas past which it trims.
+const TRIM_FREE: usize = 32 << 20;
+
+/// Bytes free inside the allocator's arenas (not given back to the system).
+fn held_free_bytes() -> usize {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's statistics; it has no preconditions.
+        unsafe { libc::mallinfo2() }.fordblks
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    0
 }
 
 /// Give the memory the allocator holds free back to the system. After recovery that is most

@@ -32,7 +32,11 @@ pub async fn serve(
             acceptor: acceptor.clone(),
             write_timeout: driver.write_timeout(),
         };
-        tokio::spawn(conn.run(driver.clone(), shutdown.clone()));
+        let (driver, shutdown) = (driver.clone(), shutdown.clone());
+        tokio::spawn(async move {
+            conn.run(driver, shutdown).await;
+            super::connection_closed();
+        });
     }
     listener.remove_socket();
 }
