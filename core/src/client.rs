@@ -54,6 +54,11 @@ pub struct Client {
     pub(crate) auth_secret: Vec<u8>,
     /// Input is held until the auth server answers.
     pub(crate) auth_wait: bool,
+    /// An MPUB published a step at a time (see `Broker::continue_mpub`): its messages not yet
+    /// published. Input is held until it is done.
+    pub(crate) mpub_rest: Option<Box<MpubRest>>,
+    /// How far the MPUB at the front of its input was walked (see `decode::MpubWalk`).
+    pub(crate) mpub_walk: std::cell::Cell<crate::protocol::decode::MpubWalk>,
     /// Output waits for the store (a publish not yet acknowledged by it).
     pub(crate) hold: Option<crate::store::Hold>,
     /// Input is held until another partition answers a forwarded publish (this one).
@@ -128,6 +133,8 @@ impl Client {
             auth: None,
             auth_secret: Vec::new(),
             auth_wait: false,
+            mpub_rest: None,
+            mpub_walk: Default::default(),
             hold: None,
             forward_wait: None,
             migrate_wait: false,
@@ -169,4 +176,13 @@ pub(crate) struct LastPub {
     pub name: Name,
     pub slot: u32,
     pub count: usize,
+}
+
+/// What is left of a large MPUB.
+#[derive(Debug, Clone)]
+pub(crate) struct MpubRest {
+    pub topic: crate::protocol::command::TopicName,
+    pub bodies: std::vec::IntoIter<crate::message::Body>,
+    /// The store's ticket for the last step that went to the store.
+    pub ticket: Option<crate::store::Ticket>,
 }

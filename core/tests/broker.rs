@@ -1033,3 +1033,71 @@ fn identify_gives_the_transport_a_new_write_deadline() {
     b.handle_bytes(4, c, &identify(-1));
     assert_eq!(deadlines(&mut b), vec![None]);
 }
+
+/// A large MPUB is published a step at a time, and other clients are served between the
+/// steps: a PUB sent after it is answered before it is, its messages arrive in order, and
+/// its OK comes once all are in. Input its sender sent behind it waits for it.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_large_mpub_lets_other_clients_through_between_its_steps() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "big", "c", 2500);
+    let p = sim.connect();
+    let q = sim.connect();
+    let n = 10_000usize;
+    let bodies: Vec<_> = (0..n).map(|i| i.to_string().into_bytes().into()).collect();
+    let mut bytes = Command::Mpub {
+        topic: "big".into(),
+        bodies,
+    }
+    .to_bytes();
+    // Behind it, on the same connection: a PUB to another topic.
+    bytes.extend_from_slice(
+        &Command::Pub {
+            topic: "after".into(),
+            body: b"after"[..].into(),
+        }
+        .to_bytes(),
+    );
+    sim.send_raw(p, &bytes);
+    assert!(
+        sim.frames(p).is_empty(),
+        "no OK before all of it is published"
+    );
+    let published = |sim: &Sim| sim.broker.topic("big").unwrap().message_count;
+    assert!(
+        published(&sim) < n as u64,
+        "{} published in one go",
+        published(&sim)
+    );
+    // Another client is served meanwhile.
+    publish(&mut sim, q, "other", "x");
+    let mut answers = Vec::new();
+    while published(&sim) < n as u64 {
+        assert!(sim.step(sim.now() + ms(1)), "the MPUB never finished");
+        answers.extend(sim.frames(p));
+    }
+    answers.extend(sim.frames(p));
+    let ok = Frame::Response(b"OK".to_vec());
+    assert_eq!(
+        answers,
+        vec![ok.clone(), ok],
+        "the MPUB's OK, then the PUB's"
+    );
+    let got: Vec<usize> = sim
+        .messages(c)
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.body).parse().unwrap())
+        .collect();
+    assert!(
+        got == (0..2500).collect::<Vec<_>>(),
+        "in order: {:?}…",
+        &got[..got.len().min(10)]
+    );
+    let ch = sim.broker.channel("big", "c").unwrap();
+    assert_eq!(ch.message_count, n as u64);
+    assert!(
+        sim.broker.topic("after").is_some(),
+        "what followed it was read"
+    );
+}

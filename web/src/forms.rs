@@ -68,6 +68,7 @@ fn ctx<'a>(opts: &Options, state: ClientState) -> DecodeContext<'a> {
         max_req_timeout_ms: opts.max_req_timeout / 1_000_000,
         check_auth: &no_auth,
         known_topic: None,
+        mpub_walk: None,
     }
 }
 
