@@ -3,7 +3,7 @@
 
 use crate::auth::{AuthRequest, AuthResponse, AuthState};
 use crate::channel::{Channel, InFlight};
-use crate::client::{Client, LastPub};
+use crate::client::{Client, LastPub, MpubPending};
 use crate::event::{CloseReason, Event, EventKind, HeapKind, Name, Place};
 use crate::iqueue::IndexedQueue;
 use crate::message::{Body, Message, MessageId};
@@ -90,14 +90,8 @@ const TIMER_CHANNEL: u64 = 1 << 56;
 const TIMER_HEARTBEAT: u64 = 2 << 56;
 const TIMER_READ: u64 = 3 << 56;
 const TIMER_SCAN: u64 = 4 << 56;
+/// The next step of a large MPUB (see [`Broker::mpub`]).
 const TIMER_MPUB: u64 = 5 << 56;
-
-/// Messages a large MPUB publishes per step. Between steps the broker serves its other
-/// clients: a 5 MiB MPUB of a million one-byte messages held every client of its partition
-/// for 458 ms (nsqd: 14 ms); a step of 4 096 takes a couple of milliseconds. The MPUB's
-/// messages keep their order, and its `OK` comes once the last step is stored; another
-/// publisher's messages may come between its steps.
-const MPUB_STEP: usize = 4096;
 const TIMER_KIND_MASK: u64 = 0xff << 56;
 
 /// nsqd's queue-scan cadence and channel-list refresh (only for [`TimerStrategy::ScanLoop`]).
@@ -833,7 +827,18 @@ impl Broker {
                 known_topic: c.last_pub.as_ref().map(|l| &*l.name),
                 mpub_walk: Some(&c.mpub_walk),
             };
-            let res = decode(&input[pos..], &ctx);
+            let res = match decode(&input[pos..], &ctx) {
+                // For another partition's topic, whole (it goes there as a small one does).
+                Ok(Decoded::LargeMpub {
+                    topic,
+                    mut batch,
+                    len,
+                }) if self.owner_elsewhere(&topic).is_some() => {
+                    let bodies = batch.take(batch.len());
+                    Ok(Decoded::Command(Command::Mpub { topic, bodies }, len))
+                }
+                res => res,
+            };
             match res {
                 Ok(Decoded::Incomplete) => return pos,
                 Ok(Decoded::Close) => {
@@ -842,6 +847,15 @@ impl Broker {
                 }
                 Ok(Decoded::Ignored(n)) => {
                     pos += n;
+                    self.command_done(now, id);
+                }
+                Ok(Decoded::LargeMpub { topic, batch, len }) => {
+                    pos += len;
+                    if let Err(e) = self.mpub(now, id, topic, MpubPending::Batch(batch)) {
+                        if !self.fail(now, id, e) {
+                            return pos;
+                        }
+                    }
                     self.command_done(now, id);
                 }
                 Ok(Decoded::Command(cmd, n)) => {
@@ -2196,23 +2210,7 @@ impl Broker {
                 Ok(())
             }
             Command::Mpub { topic, bodies } => {
-                self.check_health("MPUB")?;
-                let mut bodies = bodies.into_iter();
-                let step = bodies.by_ref().take(MPUB_STEP);
-                let t = self.publish_inner(now, &topic, step, None, Some(id), None);
-                if bodies.len() == 0 {
-                    self.respond_stored(id, t, "MPUB");
-                } else {
-                    let c = self.clients.get_mut(&id).expect("client exists");
-                    c.mpub_rest = Some(Box::new(crate::client::MpubRest {
-                        topic,
-                        bodies,
-                        ticket: t,
-                    }));
-                    // Due at once, but not in this call: what waits meanwhile goes first.
-                    self.timers.push(now + 1, TIMER_MPUB | id.0);
-                }
-                Ok(())
+                self.mpub(now, id, topic, MpubPending::List(bodies.into_iter()))
             }
             Command::Dpub {
                 topic,
@@ -2265,8 +2263,38 @@ impl Broker {
         }
     }
 
-    /// The next step of a large MPUB (see [`MPUB_STEP`]); with `to_end`, all of it. Once it
-    /// is all published, its `OK` waits for the store and the client's input is read again.
+    /// An MPUB: published [`MPUB_STEP`](crate::protocol::decode::MPUB_STEP) messages at a time. Between steps the broker serves
+    /// its other clients: a 5 MiB MPUB of a million one-byte messages held every client of
+    /// its partition for 458 ms (nsqd: 14 ms); a step takes a millisecond or two. Its
+    /// messages keep their order, its `OK` comes once the last step is stored, and the
+    /// client's further input waits for it; another publisher's messages may come between
+    /// its steps (nsqd publishes it under the topic's lock).
+    fn mpub(
+        &mut self,
+        now: Time,
+        id: ClientId,
+        topic: crate::protocol::command::TopicName,
+        mut bodies: MpubPending,
+    ) -> Result<(), ProtocolError> {
+        self.check_health("MPUB")?;
+        let step = bodies.step();
+        let t = self.publish_inner(now, &topic, step.into_iter(), None, Some(id), None);
+        if bodies.is_empty() {
+            self.respond_stored(id, t, "MPUB");
+        } else if let Some(c) = self.clients.get_mut(&id) {
+            c.mpub_rest = Some(Box::new(crate::client::MpubRest {
+                topic,
+                bodies,
+                ticket: t,
+            }));
+            // Due at once, but not in this call: what waits meanwhile goes first.
+            self.timers.push(now + 1, TIMER_MPUB | id.0);
+        }
+        Ok(())
+    }
+
+    /// The next step of a large MPUB; with `to_end`, all of it. Once it is all published,
+    /// its `OK` waits for the store and the client's input is read again.
     fn continue_mpub(&mut self, now: Time, id: ClientId, to_end: bool) {
         let Some(mut rest) = self.clients.get_mut(&id).and_then(|c| c.mpub_rest.take()) else {
             return;
@@ -2276,10 +2304,10 @@ impl Broker {
                 self.fail(now, id, e);
                 return;
             }
-            let step = rest.bodies.by_ref().take(MPUB_STEP);
-            let t = self.publish_inner(now, &rest.topic, step, None, Some(id), None);
+            let step = rest.bodies.step();
+            let t = self.publish_inner(now, &rest.topic, step.into_iter(), None, Some(id), None);
             rest.ticket = t.or(rest.ticket);
-            if rest.bodies.len() == 0 {
+            if rest.bodies.is_empty() {
                 self.respond_stored(id, rest.ticket, "MPUB");
                 // Carry on with whatever the client sent meanwhile.
                 self.handle_bytes(now, id, &[]);

@@ -182,7 +182,33 @@ pub(crate) struct LastPub {
 #[derive(Debug, Clone)]
 pub(crate) struct MpubRest {
     pub topic: crate::protocol::command::TopicName,
-    pub bodies: std::vec::IntoIter<crate::message::Body>,
+    pub bodies: MpubPending,
     /// The store's ticket for the last step that went to the store.
     pub ticket: Option<crate::store::Ticket>,
+}
+
+/// An MPUB's messages not yet published: a list (an MPUB from elsewhere), or the shared
+/// batch a large one was decoded into.
+#[derive(Debug, Clone)]
+pub(crate) enum MpubPending {
+    List(std::vec::IntoIter<crate::message::Body>),
+    Batch(crate::protocol::decode::MpubBatch),
+}
+
+impl MpubPending {
+    pub fn is_empty(&self) -> bool {
+        match self {
+            MpubPending::List(l) => l.len() == 0,
+            MpubPending::Batch(b) => b.is_empty(),
+        }
+    }
+
+    /// The next step's bodies.
+    pub fn step(&mut self) -> Vec<crate::message::Body> {
+        let n = crate::protocol::decode::MPUB_STEP;
+        match self {
+            MpubPending::List(l) => l.by_ref().take(n).collect(),
+            MpubPending::Batch(b) => b.take(n),
+        }
+    }
 }

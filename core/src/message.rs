@@ -57,6 +57,20 @@ impl Body {
             .collect()
     }
 
+    /// The range `range` of a shared buffer, without copying it.
+    pub(crate) fn range_of(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Body {
+        let total = buf.len();
+        assert!(
+            range.start <= range.end && range.end <= total && u32::try_from(total).is_ok(),
+            "body range within its buffer"
+        );
+        Body {
+            buf: buf.clone(),
+            start: range.start as u32,
+            trim: (total - range.end) as u32,
+        }
+    }
+
     /// Whether this body is a range of a larger buffer (an MPUB's), which it keeps alive.
     pub fn shares_buffer(&self) -> bool {
         self.start != 0 || self.trim != 0

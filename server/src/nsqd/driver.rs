@@ -512,6 +512,16 @@ async fn run(
                 }
             });
         }
+        // More work is due at once (a large MPUB's next step): let the tasks this wake-up
+        // woke run first. A task woken from here waits in this worker's LIFO slot, which no
+        // other worker takes, and a loop that always finds input yields only when its
+        // cooperative budget runs out, 128 wake-ups later: another client's OK waited 70 ms.
+        if broker
+            .poll_timeout()
+            .is_some_and(|t| t <= crate::clock::now())
+        {
+            tokio::task::yield_now().await;
+        }
     }
     alarm.stop();
     if let Some(mut s) = store {

@@ -396,6 +396,8 @@ async fn mpub_handler(
     let bodies: Vec<Body> = if binary {
         match read_mpub(&body, limits) {
             Ok(MpubRead::Done(b, _)) => b,
+            // (Only a decoder that publishes in steps asks for a batch.)
+            Ok(MpubRead::Large(mut batch, _)) => batch.take(batch.len()),
             Ok(MpubRead::Incomplete(MpubShort::Count)) => return Err(ApiErr(413, "BAD_BODY")),
             Ok(MpubRead::Incomplete(_)) => return Err(ApiErr(413, "BAD_MESSAGE")),
             Err(e) if e.code == "E_BAD_BODY" => return Err(ApiErr(413, "BAD_BODY")),
