@@ -75,7 +75,9 @@ fn ctx<'a>(opts: &Options, state: ClientState) -> DecodeContext<'a> {
 /// What nsqd answers to these bytes: `Ok` when it takes them, or its error frame's text.
 fn nsqd_says(opts: &Options, state: ClientState, bytes: &[u8]) -> Result<(), String> {
     match decode(bytes, &ctx(opts, state)) {
-        Ok(Decoded::Command(..)) | Ok(Decoded::Ignored(_)) => Ok(()),
+        Ok(Decoded::Command(..)) | Ok(Decoded::Ignored(_)) | Ok(Decoded::LargeMpub { .. }) => {
+            Ok(())
+        }
         Ok(Decoded::Refused { error, .. }) | Err(error) => Err(error.to_string()),
         Ok(Decoded::Incomplete) | Ok(Decoded::Close) => Err("E_INVALID".to_string()),
     }
