@@ -341,3 +341,27 @@ fn the_recorded_answers_are_nsqd_v1_3_0s() {
     }
     check("nsqd v1.3.0", tcp, http);
 }
+
+/// The end of a client's input follows it to its topic's partition: a PUB then a half-close
+/// is answered `OK` and closed, whichever partition the connection started in and whichever
+/// owns the topic (nsqd answers it so: "a PUB, then the input ends" above).
+#[test]
+fn the_end_of_input_follows_a_client_that_moves_partition() {
+    let d = Nsqd::start(&["--partitions=2"]);
+    for topic in ["t", "u"] {
+        for _ in 0..4 {
+            let mut send = b"  V2PUB ".to_vec();
+            send.extend_from_slice(topic.as_bytes());
+            send.extend_from_slice(b"\n\x00\x00\x00\x03abc");
+            let c = Case {
+                name: "PUB then EOF",
+                send,
+                half_close: true,
+                want: b"\x00\x00\x00\x06\x00\x00\x00\x00OK",
+                closes: true,
+            };
+            let (got, closed) = exchange(d.tcp, &c);
+            assert_eq!((got.as_slice(), closed), (c.want, true), "topic {topic}");
+        }
+    }
+}

@@ -681,6 +681,7 @@ fn client_of(m: &ToDriver) -> Option<ClientId> {
     match m {
         ToDriver::Bytes { client, .. }
         | ToDriver::Closed { client }
+        | ToDriver::Eof { client }
         | ToDriver::TlsPeer { client, .. }
         | ToDriver::Drained { client } => Some(*client),
         _ => None,
