@@ -140,6 +140,17 @@ fn go_answer_to_unparsable(hyper_answer: &[u8], head: &[u8]) -> &'static [u8] {
     }
 }
 
+/// `bytes` are hyper's own answer to a head it could not parse: an error status, no body,
+/// and the connection closing. (A pipelined request's first bytes can arrive while an
+/// earlier response is still being written; those writes never look like this.)
+fn is_hyper_refusal(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(512)];
+    let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+    (head.starts_with(b"HTTP/1.1 4") || head.starts_with(b"HTTP/1.1 5"))
+        && has(b"\r\nConnection: close\r\n")
+        && has(b"\r\nContent-Length: 0\r\n")
+}
+
 /// The request line names an HTTP version whose major number is not 1 (`HTTP/2.5`).
 fn unsupported_version(head: &[u8]) -> bool {
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
@@ -260,7 +271,9 @@ impl<I: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<I> {
                 (true, _, _) => None,
                 (false, Some(bytes), _) => Some(bytes),
                 // hyper answers before any service ran: it could not parse the head.
-                (false, None, Phase::Head) => Some(go_answer_to_unparsable(buf, &s.head)),
+                (false, None, Phase::Head) if is_hyper_refusal(buf) => {
+                    Some(go_answer_to_unparsable(buf, &s.head))
+                }
                 _ => None,
             };
             drop(s);
@@ -385,6 +398,20 @@ mod tests {
         assert_eq!(v(b"GET /ping HTTP/1.1\r\nBad Header\r\n"), GO_400);
         assert_eq!(v(b"GET /ping HTTP/x.y\r\n"), GO_400);
         assert_eq!(v(b"GET / ping HTTP/2.0\r\n"), GO_400);
+    }
+
+    #[test]
+    fn only_hypers_own_refusals_are_replaced() {
+        let refusal = b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\nDate: x\r\n\r\n";
+        assert!(is_hyper_refusal(refusal));
+        // An earlier response still being written when a pipelined request's bytes come.
+        assert!(!is_hyper_refusal(
+            b"HTTP/1.1 404 Not Found\r\nContent-Length: 29\r\n\r\n{"
+        ));
+        assert!(!is_hyper_refusal(b"ion: close\r\nContent-Length: 0\r\n"));
+        assert!(!is_hyper_refusal(
+            b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        ));
     }
 
     #[test]
