@@ -18,32 +18,15 @@ pub struct NsqFormat {
     pub prefix: String,
 }
 
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = z + 719_468;
-    let era = if z >= 0 { z } else { z - 146_096 } / 146_097;
-    let doe = (z - era * 146_097) as u64;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe as i64 + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// `2006/01/02 15:04:05.000000` in UTC for a Unix time in nanoseconds (Go's log flags
+/// `LstdFlags|Lmicroseconds|LUTC`, as nsqd's logger).
+pub fn timestamp(ns: u64) -> String {
+    utc(ns).format("%Y/%m/%d %H:%M:%S%.6f").to_string()
 }
 
-/// `2006/01/02 15:04:05.000000` in UTC for a Unix time in nanoseconds.
-pub fn timestamp(ns: u64) -> String {
-    let secs = (ns / 1_000_000_000) as i64;
-    let micros = (ns / 1_000) % 1_000_000;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}/{mo:02}/{d:02} {:02}:{:02}:{:02}.{micros:06}",
-        s / 3600,
-        (s / 60) % 60,
-        s % 60
-    )
+/// A Unix time in nanoseconds as a UTC date and time.
+pub fn utc(ns: u64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_nanos(i64::try_from(ns).unwrap_or(i64::MAX))
 }
 
 impl<S, N> FormatEvent<S, N> for NsqFormat

@@ -633,10 +633,10 @@ fn client_line(c: &ClientStats) -> String {
     }
 }
 
+/// Go's `time.RFC3339` for a UTC time: `2006-01-02T15:04:05Z`.
 fn rfc3339(unix: i64) -> String {
-    let ts = crate::logging::timestamp(unix.max(0) as u64 * 1_000_000_000);
-    // "2006/01/02 15:04:05.000000" → "2006-01-02T15:04:05Z"
-    format!("{}T{}Z", ts[..10].replace('/', "-"), &ts[11..19])
+    let at = crate::logging::utc(unix.max(0) as u64 * 1_000_000_000);
+    at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 /// Go's `time.Since(start)` printed with `%s`, e.g. `1m5.123456789s`.
@@ -1266,5 +1266,16 @@ async fn serve_connection<I>(
     tokio::select! {
         _ = conn => {}
         _ = http_conn::watch(watched, header_timeout) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `/stats`' `start_time`, as Go's `time.RFC3339` prints a UTC time.
+    #[test]
+    fn rfc3339_as_go_prints_it() {
+        assert_eq!(super::rfc3339(1_582_981_445), "2020-02-29T13:04:05Z");
+        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(super::rfc3339(-5), "1970-01-01T00:00:00Z");
     }
 }
