@@ -290,11 +290,7 @@ fn clean_restart_keeps_due_times_pauses_and_deletions() {
         assert_eq!(p.next_text(), "R:OK");
     }
     for i in 0..10 {
-        p.cmd(&Command::Pub {
-            topic: "t".into(),
-            body: format!("m{i}").into_bytes().into(),
-        });
-        assert_eq!(p.next_text(), "R:OK");
+        assert_eq!(pub_text(&mut p, "t", format!("m{i}").as_bytes()), "R:OK");
     }
     let mut c = d.client();
     c.cmd(&Command::Sub {
@@ -387,14 +383,31 @@ fn start_with_channel(data: &Path, extra: &[&str]) -> Nsqd {
     d
 }
 
+/// Publish `body` to `topic` on `c` and return the answer's text.
+fn pub_text(c: &mut Client, topic: &str, body: &[u8]) -> String {
+    c.cmd(&Command::Pub {
+        topic: topic.into(),
+        body: body.to_vec().into(),
+    });
+    c.next_text()
+}
+
+/// Wait (at most 5 s) for `/ping` to say OK; `what` says what it means when it does not.
+fn wait_healthy(d: &Nsqd, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while d.http("GET", "/ping", b"").status != 200 {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 fn publish_n(d: &Nsqd, topic: &str, n: usize) {
     let mut p = d.client();
     for i in 0..n {
-        p.cmd(&Command::Pub {
-            topic: topic.into(),
-            body: format!("m{i:03}").into_bytes().into(),
-        });
-        assert_eq!(p.next_text(), "R:OK");
+        assert_eq!(
+            pub_text(&mut p, topic, format!("m{i:03}").as_bytes()),
+            "R:OK"
+        );
     }
 }
 
@@ -524,11 +537,7 @@ fn records_forged_inside_a_body_never_come_back() {
             (0..55).map(|i| format!("after {i}")).collect()
         };
         for a in &after {
-            p.cmd(&Command::Pub {
-                topic: "t".into(),
-                body: a.clone().into_bytes().into(),
-            });
-            assert_eq!(p.next_text(), "R:OK");
+            assert_eq!(pub_text(&mut p, "t", a.as_bytes()), "R:OK");
         }
         d.kill9();
         let seg = segments(data.path(), "t").pop().unwrap();
@@ -647,20 +656,9 @@ fn a_full_disk_fails_publishes_and_ping_until_there_is_room() {
     assert!(stats["health"].as_str().unwrap().starts_with("NOK - "));
 
     limit("unlimited:");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while d.http("GET", "/ping", b"").status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "healthy again once there is room"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_healthy(&d, "healthy again once there is room");
     let mut p = d.client();
-    p.cmd(&Command::Pub {
-        topic: "t".into(),
-        body: b"after"[..].into(),
-    });
-    assert_eq!(p.next_text(), "R:OK");
+    assert_eq!(pub_text(&mut p, "t", b"after"), "R:OK");
     d.kill9();
     let d = Nsqd::start_in(Some(data.path()), &[]);
     let seen = consume_all(&d, "t");
@@ -710,18 +708,10 @@ fn a_removed_data_path_is_noticed_and_nothing_acknowledged_is_lost() {
         assert!(failed > 0, "{removed}: every publish was acknowledged");
         assert!(sick, "{removed}: /ping said OK while publishes failed");
         // It comes back by itself.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while d.http("GET", "/ping", b"").status != 200 {
-            assert!(Instant::now() < deadline, "{removed}: healthy again");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_healthy(&d, &format!("{removed}: healthy again"));
         for i in 0..20 {
             let body = format!("later {i}");
-            p.cmd(&Command::Pub {
-                topic: "t".into(),
-                body: body.clone().into_bytes().into(),
-            });
-            assert_eq!(p.next_text(), "R:OK", "{removed}");
+            assert_eq!(pub_text(&mut p, "t", body.as_bytes()), "R:OK", "{removed}");
             acked.push(body);
         }
         assert!(d.terminate().success());
@@ -774,25 +764,20 @@ fn a_full_disk_recovers_once_the_segment_that_filled_it_is_consumed() {
     for i in 0..published {
         assert!(seen.contains_key(&format!("m{i:03}")), "m{i:03}");
     }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while d.http("GET", "/ping", b"").status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "never healthy again: the finished segment still fills the disk"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_healthy(
+        &d,
+        "never healthy again: the finished segment still fills the disk",
+    );
     assert!(
         std::fs::metadata(&seg).unwrap().len() < 200,
         "its blocks are freed"
     );
     let mut p = d.client();
     for i in 0..20 {
-        p.cmd(&Command::Pub {
-            topic: "t".into(),
-            body: format!("after {i}").into_bytes().into(),
-        });
-        assert_eq!(p.next_text(), "R:OK");
+        assert_eq!(
+            pub_text(&mut p, "t", format!("after {i}").as_bytes()),
+            "R:OK"
+        );
     }
     d.kill9();
     let d = Nsqd::start_in(Some(data.path()), &[]);
@@ -835,20 +820,9 @@ fn it_starts_on_a_full_disk_serves_consumers_and_refuses_publishes_until_there_i
         .expect("prlimit (util-linux)")
         .success();
     assert!(ok);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while d.http("GET", "/ping", b"").status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "healthy again once there is room"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_healthy(&d, "healthy again once there is room");
     let mut p = d.client();
-    p.cmd(&Command::Pub {
-        topic: "t".into(),
-        body: b"after"[..].into(),
-    });
-    assert_eq!(p.next_text(), "R:OK");
+    assert_eq!(pub_text(&mut p, "t", b"after"), "R:OK");
 }
 
 /// With a limit of 200 open files (hard: it cannot be raised), 400 topics each get a durable
@@ -902,17 +876,9 @@ fn an_unwritable_data_path_fails_publishes_until_it_is_back() {
     assert_eq!(d.http("GET", "/ping", b"").status, 500);
     std::fs::remove_file(&root).unwrap();
     std::fs::create_dir(&root).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while d.http("GET", "/ping", b"").status != 200 {
-        assert!(Instant::now() < deadline, "healthy again");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_healthy(&d, "healthy again");
     let mut p = d.client();
-    p.cmd(&Command::Pub {
-        topic: "new".into(),
-        body: b"y"[..].into(),
-    });
-    assert_eq!(p.next_text(), "R:OK");
+    assert_eq!(pub_text(&mut p, "new", b"y"), "R:OK");
 }
 
 /// `--mem-queue-size=0`: every body waits in the log (as nsqd sends everything through its

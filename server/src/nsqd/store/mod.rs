@@ -343,11 +343,11 @@ fn write_atomic_io(
     let mut f = File::create(&tmp).map_err(|e| ("create", tmp.clone(), e))?;
     let written = f
         .write_all(data)
-        .map(|()| "write")
-        .and_then(|_| f.sync_data().map(|()| "sync"));
-    if let Err(e) = written {
+        .map_err(|e| ("write", e))
+        .and_then(|()| f.sync_data().map_err(|e| ("sync", e)));
+    if let Err((what, e)) = written {
         let _ = fs::remove_file(&tmp);
-        return Err(("write", tmp, e));
+        return Err((what, tmp, e));
     }
     fs::rename(&tmp, path).map_err(|e| ("rename", path.to_path_buf(), e))?;
     sync_dir(path.parent().unwrap_or(Path::new(".")));
@@ -2076,15 +2076,7 @@ mod tests {
     ) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
         let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let cfg = StoreConfig {
-            data_path: dir.clone(),
-            max_bytes_per_file,
-            sync_every: 2500,
-            sync_timeout: Duration::from_secs(3600),
-            partition: (0, 1),
-        };
-        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
-        let (mut store, _) = Store::open(cfg, &mut broker, 0).unwrap();
+        let (mut store, _) = open_in(&dir, max_bytes_per_file);
         let (tx, rx) = mpsc::channel();
         // (The store's own sync thread sees its sender go and stops.)
         store.sync = tx;
@@ -2092,6 +2084,19 @@ mod tests {
             t.join().unwrap();
         }
         (store, rx, dir)
+    }
+
+    /// The store under `dir` (opened, and what it recovered), for one partition of one.
+    fn open_in(dir: &Path, max_bytes_per_file: u64) -> (Store, Recovered) {
+        let cfg = StoreConfig {
+            data_path: dir.to_path_buf(),
+            max_bytes_per_file,
+            sync_every: 2500,
+            sync_timeout: Duration::from_secs(3600),
+            partition: (0, 1),
+        };
+        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
+        Store::open(cfg, &mut broker, 0).unwrap()
     }
 
     fn publish(store: &mut Store, topic: &Name, id: u64, size: usize) {
@@ -2170,15 +2175,7 @@ mod tests {
         }
         let seg = seg_path(&tdir, 0);
         fs::write(&seg, &b).unwrap();
-        let cfg = StoreConfig {
-            data_path: dir.clone(),
-            max_bytes_per_file: 1 << 20,
-            sync_every: 2500,
-            sync_timeout: Duration::from_secs(3600),
-            partition: (0, 1),
-        };
-        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
-        let (mut store, rec) = Store::open(cfg, &mut broker, 0).unwrap();
+        let (mut store, rec) = open_in(&dir, 1 << 20);
         assert_eq!((rec.messages, rec.corrupt_ranges), (2, 0));
         let now = fs::read(&seg).unwrap();
         assert!(matches!(
@@ -2194,15 +2191,7 @@ mod tests {
         publish(&mut store, &topic, 4, 10);
         store.commit().unwrap();
         drop(store);
-        let cfg = StoreConfig {
-            data_path: dir.clone(),
-            max_bytes_per_file: 1 << 20,
-            sync_every: 2500,
-            sync_timeout: Duration::from_secs(3600),
-            partition: (0, 1),
-        };
-        let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
-        let (store, rec) = Store::open(cfg, &mut broker, 0).unwrap();
+        let (store, rec) = open_in(&dir, 1 << 20);
         assert_eq!((rec.messages, rec.corrupt_ranges), (3, 0));
         close_and_remove(store, &dir);
     }
