@@ -2278,7 +2278,7 @@ impl Broker {
     ) -> Result<(), ProtocolError> {
         self.check_health("MPUB")?;
         let step = bodies.step();
-        let t = self.publish_inner(now, &topic, step.into_iter(), None, Some(id), None);
+        let t = self.publish_inner(now, &topic, step, None, Some(id), None);
         if bodies.is_empty() {
             self.respond_stored(id, t, "MPUB");
         } else if let Some(c) = self.clients.get_mut(&id) {
@@ -2305,7 +2305,7 @@ impl Broker {
                 return;
             }
             let step = rest.bodies.step();
-            let t = self.publish_inner(now, &rest.topic, step.into_iter(), None, Some(id), None);
+            let t = self.publish_inner(now, &rest.topic, step, None, Some(id), None);
             rest.ticket = t.or(rest.ticket);
             if rest.bodies.is_empty() {
                 self.respond_stored(id, rest.ticket, "MPUB");

@@ -203,12 +203,14 @@ impl MpubPending {
         }
     }
 
-    /// The next step's bodies.
-    pub fn step(&mut self) -> Vec<crate::message::Body> {
+    /// The next step's bodies (a list short enough is handed on as it is: an MPUB of a few
+    /// hundred messages costs no second vector).
+    pub fn step(&mut self) -> std::vec::IntoIter<crate::message::Body> {
         let n = crate::protocol::decode::MPUB_STEP;
         match self {
-            MpubPending::List(l) => l.by_ref().take(n).collect(),
-            MpubPending::Batch(b) => b.take(n),
+            MpubPending::List(l) if l.len() <= n => std::mem::take(l),
+            MpubPending::List(l) => l.by_ref().take(n).collect::<Vec<_>>().into_iter(),
+            MpubPending::Batch(b) => b.take(n).into_iter(),
         }
     }
 }
