@@ -1,0 +1,422 @@
+//! nsqd's HTTP-style calls (publish, create, delete, empty, pause) and the topic and
+//! channel lifecycle behind them and behind SUB.
+
+use super::{AdminError, Broker, TIMER_CHANNEL};
+use crate::channel::Channel;
+use crate::event::{CloseReason, EventKind, Name};
+use crate::message::{Body, MessageId};
+use crate::protocol::is_valid_name;
+use crate::store::{RegistryChange, StoreOp};
+use crate::time::{Nanos, Time};
+use crate::topic::Topic;
+use crate::ChannelId;
+use rand_core::RngCore;
+use std::sync::Arc;
+
+impl Broker {
+    /// Publish bodies to a topic (nsqd's `/pub` and `/mpub`), creating it if needed.
+    /// `defer` (DPUB / `/pub?defer=`) is range-checked against `max_req_timeout`.
+    pub fn publish(
+        &mut self,
+        now: Time,
+        topic: &str,
+        bodies: Vec<Body>,
+        defer: Option<Nanos>,
+    ) -> Result<Vec<MessageId>, AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        if let Some(d) = defer {
+            if d > self.opts.max_req_timeout {
+                return Err(AdminError::InvalidDefer);
+            }
+        }
+        if self.health.is_some() {
+            return Err(AdminError::Exiting);
+        }
+        if bodies.is_empty() {
+            // (`/mpub` of no lines, or a forwarded refused MPUB): the topic is made, as nsqd's.
+            self.get_or_create_topic(now, topic);
+            return Ok(Vec::new());
+        }
+        let mut ids = Vec::with_capacity(bodies.len());
+        self.publish_inner(now, topic, bodies.into_iter(), defer, None, Some(&mut ids));
+        Ok(ids)
+    }
+
+    pub fn create_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        self.get_or_create_topic(now, topic);
+        Ok(())
+    }
+
+    pub fn delete_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        self.delete_topic_inner(now, &name);
+        Ok(())
+    }
+
+    pub fn empty_topic(&mut self, now: Time, topic: &str) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        let store = self.stores(&name);
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        if store {
+            let dropped = t.queue.ids().collect();
+            self.store_ops.push_back(StoreOp::TopicEmptied {
+                topic: name.clone(),
+                dropped,
+            });
+        }
+        let t = self.topics.get_mut(&name).expect("topic exists");
+        t.queue.clear();
+        t.held_due.clear();
+        self.emit(now, EventKind::TopicEmptied { topic: name });
+        Ok(())
+    }
+
+    pub fn pause_topic(&mut self, now: Time, topic: &str, paused: bool) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let name = self.topic_name(topic)?;
+        self.topics.get_mut(&name).expect("topic exists").paused = paused;
+        if self.stores(&name) {
+            self.store_ops.push_back(StoreOp::TopicPaused {
+                topic: name.clone(),
+                paused,
+            });
+        }
+        if paused {
+            self.emit(now, EventKind::TopicPaused { topic: name });
+        } else {
+            self.emit(
+                now,
+                EventKind::TopicUnpaused {
+                    topic: name.clone(),
+                },
+            );
+            self.flush_topic(now, &name);
+        }
+        Ok(())
+    }
+
+    pub fn create_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        if !is_valid_name(channel) {
+            return Err(AdminError::InvalidChannel);
+        }
+        let t = self.get_or_create_topic(now, topic);
+        self.get_or_create_channel(now, &t, channel);
+        Ok(())
+    }
+
+    /// Make several channels of `topic` at once, and only then hand them what the topic
+    /// holds, so each gets a copy: nsqd creates a new topic's channels known to nsqlookupd
+    /// before its first message goes anywhere. Invalid and existing names are skipped.
+    pub fn create_channels(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channels: &[String],
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        let t = self.get_or_create_topic(now, topic);
+        for c in channels.iter().filter(|c| is_valid_name(c)) {
+            self.add_channel(now, &t, c);
+        }
+        self.flush_topic(now, &t);
+        Ok(())
+    }
+
+    pub fn delete_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        self.delete_channel_inner(now, ch);
+        Ok(())
+    }
+
+    pub fn empty_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
+        if c.stored {
+            let dropped = c.message_ids();
+            let (topic, channel) = (c.topic.clone(), c.name.clone());
+            let start = self.topics[&topic].channel_start();
+            self.store_ops.push_back(StoreOp::ChannelEmptied {
+                topic,
+                channel,
+                start,
+                dropped,
+            });
+        }
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
+        c.queue.clear();
+        c.deferred.clear();
+        c.in_flight.clear();
+        c.loading.clear();
+        let (t, n) = (c.topic.clone(), c.name.clone());
+        for cid in c.clients.clone() {
+            if let Some(cl) = self.clients.get_mut(&cid) {
+                cl.in_flight_count = 0;
+            }
+        }
+        self.drain_heap_trace(now, ch);
+        self.emit(
+            now,
+            EventKind::ChannelEmptied {
+                topic: t,
+                channel: n,
+            },
+        );
+        self.rearm_channel(ch);
+        self.pump(now, ch);
+        Ok(())
+    }
+
+    pub fn pause_channel(
+        &mut self,
+        now: Time,
+        topic: &str,
+        channel: &str,
+        paused: bool,
+    ) -> Result<(), AdminError> {
+        let now = self.clock.advance(now);
+        let ch = self.channel_id(topic, channel)?;
+        let c = self.channels[ch.0 as usize]
+            .as_mut()
+            .expect("channel exists");
+        c.paused = paused;
+        let (topic, channel) = (c.topic.clone(), c.name.clone());
+        if c.stored {
+            self.store_ops.push_back(StoreOp::ChannelPaused {
+                topic: topic.clone(),
+                channel: channel.clone(),
+                paused,
+            });
+        }
+        if paused {
+            self.emit(now, EventKind::ChannelPaused { topic, channel });
+        } else {
+            self.emit(now, EventKind::ChannelUnpaused { topic, channel });
+            self.pump(now, ch);
+        }
+        Ok(())
+    }
+
+    pub(super) fn get_or_create_topic(&mut self, now: Time, name: &str) -> Name {
+        let slot = self.topic_slot(now, name);
+        self.topics.at(slot).name.clone()
+    }
+
+    /// The slot of topic `name`, made now if it does not exist.
+    pub(super) fn topic_slot(&mut self, now: Time, name: &str) -> u32 {
+        if let Some(slot) = self.topics.slot(name) {
+            return slot;
+        }
+        let name: Name = Arc::from(name);
+        let slot = self
+            .topics
+            .insert(Topic::new(name.clone(), self.opts.node_id));
+        if self.stores(&name) {
+            self.store_ops.push_back(StoreOp::TopicCreated {
+                topic: name.clone(),
+            });
+        }
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Register {
+                topic: name.clone(),
+                channel: None,
+            });
+        }
+        self.emit(now, EventKind::TopicCreated { topic: name });
+        slot
+    }
+
+    pub(super) fn get_or_create_channel(
+        &mut self,
+        now: Time,
+        topic: &Name,
+        name: &str,
+    ) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
+        let id = self.add_channel(now, topic, name);
+        self.flush_topic(now, topic);
+        id
+    }
+
+    /// Make a channel (stored, if it is) that does not exist yet, without handing it what
+    /// the topic holds.
+    pub(super) fn add_channel(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
+        let id = self.create_channel_inner(now, topic, name);
+        if self.ch(id).stored && !self.restoring {
+            let start = self.topics[topic].channel_start();
+            let channel = self.ch(id).name.clone();
+            self.store_ops.push_back(StoreOp::ChannelCreated {
+                topic: topic.clone(),
+                channel,
+                start,
+            });
+        }
+        id
+    }
+
+    /// Find or make a channel, without handing it held messages.
+    pub(super) fn create_channel_inner(
+        &mut self,
+        now: Time,
+        topic: &Name,
+        name: &str,
+    ) -> ChannelId {
+        if let Some(&id) = self.topics[topic].channels.get(name) {
+            return id;
+        }
+        let name: Name = Arc::from(name);
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Register {
+                topic: topic.clone(),
+                channel: Some(name.clone()),
+            });
+        }
+        let mut ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
+        if !self.opts.e2e_percentiles.is_empty() {
+            ch.e2e = Some(crate::e2e::E2eWindow::new(now, self.rng.next_u64()));
+        }
+        ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
+        let id = match self.free_channels.pop() {
+            Some(i) => {
+                self.channels[i as usize] = Some(ch);
+                ChannelId(i)
+            }
+            None => {
+                self.channels.push(Some(ch));
+                ChannelId(self.channels.len() as u32 - 1)
+            }
+        };
+        self.topics
+            .get_mut(topic)
+            .expect("topic exists")
+            .channels
+            .insert(name.clone(), id);
+        self.emit(
+            now,
+            EventKind::ChannelCreated {
+                topic: topic.clone(),
+                channel: name,
+            },
+        );
+        id
+    }
+
+    pub(super) fn delete_channel_inner(&mut self, now: Time, ch: ChannelId) {
+        let Some(c) = self.channels[ch.0 as usize].take() else {
+            return;
+        };
+        self.free_channels.push(ch.0);
+        self.timers.remove(TIMER_CHANNEL | ch.0 as u64);
+        self.scan.channels.retain(|&x| x != ch);
+        let topic = c.topic.clone();
+        if let Some(t) = self.topics.get_mut(&topic) {
+            t.channels.remove(&c.name);
+        }
+        if self.opts.registry {
+            self.registry.push_back(RegistryChange::Unregister {
+                topic: topic.clone(),
+                channel: Some(c.name.clone()),
+            });
+        }
+        if c.stored {
+            self.store_ops.push_back(StoreOp::ChannelDeleted {
+                topic: topic.clone(),
+                channel: c.name.clone(),
+                dropped: c.message_ids(),
+            });
+        }
+        self.emit(
+            now,
+            EventKind::ChannelDeleted {
+                topic: topic.clone(),
+                channel: c.name.clone(),
+            },
+        );
+        for cid in c.clients {
+            if let Some(cl) = self.clients.get_mut(&cid) {
+                cl.channel = None;
+            }
+            self.remove_client(now, cid, CloseReason::ChannelDeleted, true);
+        }
+        if let Some(t) = self.topics.get(&topic) {
+            if t.ephemeral && t.channels.is_empty() {
+                self.delete_topic_inner(now, &topic);
+            }
+        }
+    }
+
+    pub(super) fn delete_topic_inner(&mut self, now: Time, topic: &Name) {
+        let stored = self.stores(topic);
+        let Some(t) = self.topics.get(topic) else {
+            return;
+        };
+        let chans: Vec<ChannelId> = t.channels.values().copied().collect();
+        // Mark non-ephemeral so deleting its last channel does not recurse.
+        for ch in chans {
+            if let Some(t) = self.topics.get_mut(topic) {
+                t.ephemeral = false;
+            }
+            self.delete_channel_inner(now, ch);
+        }
+        if self.topics.remove(topic).is_some() {
+            if self.opts.registry {
+                self.registry.push_back(RegistryChange::Unregister {
+                    topic: topic.clone(),
+                    channel: None,
+                });
+            }
+            if stored {
+                self.store_ops.push_back(StoreOp::TopicDeleted {
+                    topic: topic.clone(),
+                });
+            }
+            self.emit(
+                now,
+                EventKind::TopicDeleted {
+                    topic: topic.clone(),
+                },
+            );
+        }
+    }
+}

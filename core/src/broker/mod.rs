@@ -1,0 +1,357 @@
+//! The broker: every topic, channel and client, driven by `handle_*(now, …)` and drained with
+//! `poll_*`. See the crate docs for the run loop.
+
+use crate::auth::AuthRequest;
+use crate::channel::Channel;
+use crate::client::Client;
+use crate::event::{Event, EventKind, Name};
+use crate::iqueue::IndexedQueue;
+use crate::options::{Options, TimerStrategy};
+use crate::partition::{Forward, Migration};
+use crate::protocol::is_valid_name;
+use crate::store::{LoadRequest, RegistryChange, StoreOp, Ticket};
+use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
+use crate::topic::{Topic, Topics};
+use crate::{ChannelId, ClientId};
+use rand_core::SeedableRng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+mod admin;
+mod command;
+mod delivery;
+mod migrate;
+mod restore;
+mod scan;
+mod session;
+mod storage;
+mod timer;
+
+use command::dpub_defer;
+use migrate::Routed;
+use session::push_frame;
+use storage::store_error_code;
+use timer::arm_read;
+
+/// Something to do on a client's transport, in order per client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transmit {
+    /// Write these bytes.
+    Data { client: ClientId, data: Vec<u8> },
+    /// Upgrade the transport (after writing everything before), then continue with what
+    /// follows (nsqd sends an `OK` frame over each upgraded stream).
+    Upgrade { client: ClientId, upgrade: Upgrade },
+    /// Close the connection after writing everything before.
+    Close { client: ClientId },
+    /// nsqd's write deadline: a write to this client that takes longer than `timeout` (its
+    /// heartbeat interval) fails and closes the connection; `None`: writes may wait for ever
+    /// (heartbeats disabled). It starts at [`Options::default_heartbeat_interval`] and this
+    /// comes only when an IDENTIFY changes it; it applies to writes from now on.
+    WriteTimeout {
+        client: ClientId,
+        timeout: Option<Nanos>,
+    },
+}
+
+/// A client's TLS session, once its handshake is done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsPeer {
+    /// The subject common name of the client's certificate; empty without one.
+    pub common_name: String,
+    /// The protocol version's number (0x0303: TLS 1.2, 0x0304: TLS 1.3).
+    pub version: u16,
+    /// The cipher suite's IANA number (0xc02f: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256).
+    pub cipher_suite: u16,
+}
+
+/// A transport upgrade negotiated by IDENTIFY.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upgrade {
+    Tls,
+    Snappy,
+    Deflate { level: u32 },
+}
+
+/// Why an HTTP-style publish (or topic/channel admin call) failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    #[error("INVALID_TOPIC")]
+    InvalidTopic,
+    #[error("INVALID_CHANNEL")]
+    InvalidChannel,
+    #[error("TOPIC_NOT_FOUND")]
+    TopicNotFound,
+    #[error("CHANNEL_NOT_FOUND")]
+    ChannelNotFound,
+    #[error("INVALID_DEFER")]
+    InvalidDefer,
+    /// Storage is failing (nsqd answers a failed put with 503 `EXITING`).
+    #[error("EXITING")]
+    Exiting,
+}
+
+/// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
+/// their way (see `Broker::pump`).
+const READ_AHEAD: usize = 256;
+
+const TIMER_CHANNEL: u64 = 1 << 56;
+const TIMER_HEARTBEAT: u64 = 2 << 56;
+const TIMER_READ: u64 = 3 << 56;
+const TIMER_SCAN: u64 = 4 << 56;
+/// The next step of a large MPUB (see [`Broker::mpub`]).
+const TIMER_MPUB: u64 = 5 << 56;
+const TIMER_KIND_MASK: u64 = 0xff << 56;
+
+/// nsqd's queue-scan cadence and channel-list refresh (only for [`TimerStrategy::ScanLoop`]).
+const SCAN_INTERVAL: Nanos = 100 * MILLISECOND;
+const SCAN_REFRESH: Nanos = 5 * SECOND;
+
+#[derive(Debug, Default, Clone)]
+struct ScanState {
+    channels: Vec<ChannelId>,
+    next_refresh: Time,
+}
+
+/// The sans-IO NSQ broker. Cloning one copies its whole state (the visualiser keeps
+/// snapshots of a run to step back through it).
+#[derive(Clone)]
+pub struct Broker {
+    opts: Options,
+    clock: Clock,
+    rng: Xoshiro256PlusPlus,
+    topics: Topics,
+    channels: Vec<Option<Channel>>,
+    free_channels: Vec<u32>,
+    /// Looked up several times per message: hashed (the public iterator sorts by ID).
+    clients: FxHashMap<ClientId, Client>,
+    next_client: u64,
+    timers: IndexedQueue<u64>,
+    transmits: VecDeque<Transmit>,
+    dirty: VecDeque<ClientId>,
+    events: VecDeque<Event>,
+    scan: ScanState,
+    /// Reused list of a topic's channels while routing (no allocation per message).
+    scratch: Vec<ChannelId>,
+    /// The channels of the topic being published to.
+    pub_scratch: Vec<ChannelId>,
+    auth_requests: VecDeque<AuthRequest>,
+    /// Changes for durable storage, in order (only with `opts.durable`).
+    store_ops: VecDeque<StoreOp>,
+    last_ticket: Ticket,
+    /// Clients whose output waits for the store.
+    held_clients: Vec<ClientId>,
+    /// Ordered transmits (upgrades, closes) of held clients, with the ticket they wait for.
+    parked: VecDeque<(Ticket, Transmit)>,
+    /// Why storage is failing, if it is (nsqd's health).
+    health: Option<String>,
+    /// Restoring from storage: the restored state is not stored again.
+    restoring: bool,
+    /// Evicted bodies to fetch from storage.
+    loads: VecDeque<LoadRequest>,
+    /// Topics and channels that came or went (only with `opts.registry`).
+    registry: VecDeque<RegistryChange>,
+    /// Clients leaving for another partition.
+    migrations: VecDeque<Migration>,
+    /// Publishes for topics another partition owns.
+    forwards: VecDeque<Forward>,
+}
+
+impl Broker {
+    /// A broker with `opts`, randomness from `seed`, starting at `now`.
+    pub fn new(opts: Options, seed: u64, now: Time) -> Self {
+        let mut b = Broker {
+            opts,
+            clock: Clock::new(now),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            topics: Topics::default(),
+            channels: Vec::new(),
+            free_channels: Vec::new(),
+            clients: FxHashMap::default(),
+            next_client: 1,
+            timers: IndexedQueue::new(),
+            transmits: VecDeque::new(),
+            dirty: VecDeque::new(),
+            events: VecDeque::new(),
+            scan: ScanState::default(),
+            scratch: Vec::new(),
+            pub_scratch: Vec::new(),
+            auth_requests: VecDeque::new(),
+            store_ops: VecDeque::new(),
+            last_ticket: 0,
+            held_clients: Vec::new(),
+            parked: VecDeque::new(),
+            health: None,
+            restoring: false,
+            loads: VecDeque::new(),
+            registry: VecDeque::new(),
+            migrations: VecDeque::new(),
+            forwards: VecDeque::new(),
+        };
+        // Client IDs are unique across partitions: partition p of n numbers p+1, p+1+n, …
+        b.next_client = b.opts.partition as u64 + 1;
+        if b.opts.timer_strategy == TimerStrategy::ScanLoop {
+            b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
+            b.scan.next_refresh = now;
+        }
+        b
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Turn the event stream on or off (a server produces events only while someone listens).
+    pub fn set_events(&mut self, on: bool) {
+        self.opts.events = on;
+    }
+
+    /// The latest `now` seen.
+    pub fn now(&self) -> Time {
+        self.clock.now()
+    }
+
+    /// The next thing to do on a client's transport.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        if let Some(t) = self.transmits.pop_front() {
+            return Some(t);
+        }
+        while let Some(id) = self.dirty.pop_front() {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.out_queued = false;
+                if !c.out.is_empty() && c.hold.is_none() {
+                    return Some(Transmit::Data {
+                        client: id,
+                        data: c.take_out(),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// The next event (only with [`Options::events`]).
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The next question for the auth server (after AUTH, or to refresh an expired TTL).
+    /// Answer it with [`Broker::handle_auth_response`]; the client's input waits until then.
+    #[must_use]
+    pub fn poll_auth_request(&mut self) -> Option<AuthRequest> {
+        self.auth_requests.pop_front()
+    }
+
+    /// The next change for durable storage (only with [`Options::durable`]); see
+    /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
+    #[must_use]
+    pub fn poll_store(&mut self) -> Option<StoreOp> {
+        let op = self.store_ops.pop_front();
+        if op.is_none() && self.store_ops.capacity() > 4096 {
+            // A burst's queue is not kept: memory is for messages.
+            self.store_ops.shrink_to(4096);
+        }
+        op
+    }
+
+    /// The next topic or channel that came or went (only with [`Options::registry`]).
+    #[must_use]
+    pub fn poll_registry(&mut self) -> Option<RegistryChange> {
+        self.registry.pop_front()
+    }
+
+    /// The next evicted body to fetch (only with [`Options::evict_bodies`]); answer with
+    /// [`Broker::handle_loaded`].
+    #[must_use]
+    pub fn poll_load(&mut self) -> Option<LoadRequest> {
+        self.loads.pop_front()
+    }
+
+    /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).
+    pub fn health(&self) -> Option<&str> {
+        self.health.as_deref()
+    }
+
+    /// Set or clear the health error (the host clears it once storage works again).
+    pub fn set_health(&mut self, error: Option<String>) {
+        self.health = error;
+    }
+
+    pub fn topics(&self) -> impl Iterator<Item = &Topic> {
+        self.topics.values()
+    }
+
+    pub fn topic(&self, name: &str) -> Option<&Topic> {
+        self.topics.get(name)
+    }
+
+    pub fn channel_by_id(&self, id: ChannelId) -> Option<&Channel> {
+        self.channels.get(id.0 as usize)?.as_ref()
+    }
+
+    pub fn channel(&self, topic: &str, channel: &str) -> Option<&Channel> {
+        let id = *self.topics.get(topic)?.channels.get(channel)?;
+        self.channel_by_id(id)
+    }
+
+    /// The connected clients, in the order they connected.
+    pub fn clients(&self) -> impl Iterator<Item = &Client> {
+        let mut all: Vec<&Client> = self.clients.values().collect();
+        all.sort_unstable_by_key(|c| c.id);
+        all.into_iter()
+    }
+
+    pub fn client(&self, id: ClientId) -> Option<&Client> {
+        self.clients.get(&id)
+    }
+
+    pub(super) fn emit(&mut self, at: Time, kind: EventKind) {
+        if self.opts.events {
+            self.events.push_back(Event { at, kind });
+        }
+    }
+
+    /// Emit an event about channel `ch`, building it only when events are on (the per-message
+    /// path must not pay for events nobody reads).
+    #[inline]
+    pub(super) fn emit_ch(
+        &mut self,
+        at: Time,
+        ch: ChannelId,
+        f: impl FnOnce(Name, Name) -> EventKind,
+    ) {
+        if self.opts.events {
+            let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
+            let kind = f(c.topic.clone(), c.name.clone());
+            self.events.push_back(Event { at, kind });
+        }
+    }
+
+    pub(super) fn topic_name(&self, topic: &str) -> Result<Name, AdminError> {
+        if !is_valid_name(topic) {
+            return Err(AdminError::InvalidTopic);
+        }
+        self.topics
+            .get(topic)
+            .map(|t| t.name.clone())
+            .ok_or(AdminError::TopicNotFound)
+    }
+
+    pub(super) fn channel_id(&self, topic: &str, channel: &str) -> Result<ChannelId, AdminError> {
+        let t = self.topic_name(topic)?;
+        if !is_valid_name(channel) {
+            return Err(AdminError::InvalidChannel);
+        }
+        self.topics[&t]
+            .channels
+            .get(channel)
+            .copied()
+            .ok_or(AdminError::ChannelNotFound)
+    }
+
+    pub(super) fn ch(&mut self, id: ChannelId) -> &mut Channel {
+        self.channels[id.0 as usize].as_mut().expect("live channel")
+    }
+}

@@ -1,0 +1,158 @@
+//! The hand-off to durable storage: store results, evicted bodies coming back, held
+//! acknowledgements and health.
+
+use super::{push_frame, Broker, Transmit};
+use crate::event::EventKind;
+use crate::message::Body;
+use crate::protocol::{ProtocolError, FRAME_TYPE_RESPONSE, OK};
+use crate::store::{Hold, LoadRequest, StoreOp, Ticket};
+use crate::time::Time;
+use crate::ClientId;
+
+impl Broker {
+    /// The body `req` asked for, or why it could not be read (the message is then dropped:
+    /// storage lost it).
+    pub fn handle_loaded(&mut self, now: Time, req: &LoadRequest, body: Result<Body, String>) {
+        let now = self.clock.advance(now);
+        let Ok(ch) = self.channel_id(&req.topic, &req.channel) else {
+            return; // the channel went away meanwhile
+        };
+        let Some(mut msg) = self.ch(ch).loading.remove(&req.id) else {
+            return; // emptied meanwhile
+        };
+        match body {
+            Ok(body) if !body.is_empty() => {
+                // Next to go (after those fetched before it): it was on its way to a client,
+                // or read ahead for one, when its body was fetched.
+                msg.body = body;
+                self.ch(ch).queue.put_fetched(msg);
+                self.pump(now, ch);
+            }
+            _ => {
+                // Storage lost it: release its copy so the rest of the log is not pinned.
+                let (topic, channel, id) = (req.topic.clone(), req.channel.clone(), req.id);
+                if self.ch(ch).stored {
+                    self.store_ops.push_back(StoreOp::Finished {
+                        topic: topic.clone(),
+                        channel: channel.clone(),
+                        id,
+                    });
+                }
+                self.emit(now, EventKind::Dropped { topic, channel, id });
+            }
+        }
+    }
+
+    /// The last ticket handed out with a [`StoreOp::Publish`] (0 before the first).
+    pub fn last_ticket(&self) -> Ticket {
+        self.last_ticket
+    }
+
+    /// The store wrote every op up to and including the publish with ticket `through` — or
+    /// failed to (`Err` says why). On success the held acknowledgements go out; on failure
+    /// each waiting publisher gets nsqd's fatal `E_PUB_FAILED` (`E_MPUB_FAILED`,
+    /// `E_DPUB_FAILED`) instead, and the broker turns unhealthy (publishes fail at once) until
+    /// [`Broker::set_health`] clears it.
+    pub fn handle_stored(&mut self, now: Time, through: Ticket, result: Result<(), String>) {
+        let now = self.clock.advance(now);
+        let held = std::mem::take(&mut self.held_clients);
+        let mut failed = Vec::new();
+        let mut resume = Vec::new();
+        for id in held {
+            let Some(c) = self.clients.get_mut(&id) else {
+                continue;
+            };
+            let Some(h) = c.hold.as_ref() else { continue };
+            if h.until > through {
+                self.held_clients.push(id);
+                continue;
+            }
+            let h = c.hold.take().expect("hold exists");
+            match &result {
+                Ok(()) => {
+                    if !c.out.is_empty() && !c.out_queued {
+                        c.out_queued = true;
+                        self.dirty.push_back(id);
+                    }
+                    if c.migrate_wait && !c.settling {
+                        resume.push(id);
+                    }
+                }
+                Err(_) => {
+                    // Nothing from the failed response on may go out.
+                    c.out.truncate(h.at);
+                    failed.push((id, h.cmd));
+                }
+            }
+        }
+        // Parked transmits in their order, now that what they waited for is decided.
+        let parked = std::mem::take(&mut self.parked);
+        for (ticket, t) in parked {
+            if ticket > through {
+                self.parked.push_back((ticket, t));
+            } else if result.is_ok() || matches!(t, Transmit::Close { .. }) {
+                self.transmits.push_back(t);
+            }
+        }
+        if let Err(reason) = result {
+            self.health = Some(reason.clone());
+            for (id, cmd) in failed {
+                let e =
+                    ProtocolError::fatal(store_error_code(cmd), format!("{cmd} failed {reason}"));
+                self.fail(now, id, e);
+            }
+        }
+        // Clients that waited for their output to go out before moving to another partition.
+        for id in resume {
+            self.resume_migration(now, id);
+        }
+    }
+
+    /// While storage is failing, publishes fail at once (nsqd: every failed put).
+    pub(super) fn check_health(&self, cmd: &'static str) -> Result<(), ProtocolError> {
+        match &self.health {
+            None => Ok(()),
+            Some(reason) => Err(ProtocolError::fatal(
+                store_error_code(cmd),
+                format!("{cmd} failed {reason}"),
+            )),
+        }
+    }
+
+    /// Answer a publish with `OK`, held until the store has it when it went to the store.
+    pub(super) fn respond_stored(
+        &mut self,
+        id: ClientId,
+        ticket: Option<Ticket>,
+        cmd: &'static str,
+    ) {
+        let Some(c) = self.clients.get_mut(&id) else {
+            return;
+        };
+        let at = c.out.len();
+        push_frame(&mut self.dirty, c, FRAME_TYPE_RESPONSE, OK);
+        let Some(ticket) = ticket else {
+            return;
+        };
+        match &mut c.hold {
+            Some(h) => h.until = ticket,
+            None => {
+                c.hold = Some(Hold {
+                    until: ticket,
+                    at,
+                    cmd,
+                });
+                self.held_clients.push(id);
+            }
+        }
+    }
+}
+
+/// nsqd's error code for a failed put, by command.
+pub(super) fn store_error_code(cmd: &str) -> &'static str {
+    match cmd {
+        "MPUB" => "E_MPUB_FAILED",
+        "DPUB" => "E_DPUB_FAILED",
+        _ => "E_PUB_FAILED",
+    }
+}
