@@ -79,7 +79,7 @@ pub mod time;
 pub mod topic;
 
 pub use auth::{AuthRequest, AuthResponse, Authorization};
-pub use broker::{AdminError, Broker, TlsPeer, Transmit, Upgrade};
+pub use broker::{AdminError, Broker, Restore, TlsPeer, Transmit, Upgrade};
 pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};

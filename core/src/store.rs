@@ -18,19 +18,21 @@
 //!   IDs increase within a topic), minus the channels that [`StoreOp::Finished`] it.
 //! - [`StoreOp::Requeued`] gives a channel's copy a new due time.
 //!
-//! At start, the host gives the survivors back with [`Broker::restore_topic`],
-//! [`Broker::restore_channel`] and [`Broker::restore_message`], then calls
-//! [`Broker::finish_restore`].
+//! At start, the host gives the survivors back through a [`Restore`] from
+//! [`Broker::restore`]: [`Restore::topic`], [`Restore::channel`] and [`Restore::message`], then
+//! [`Restore::finish`].
 //!
 //! # Copies
 //! `copies` (on publish and dispatch) and `dropped` (on empty and delete) let a store count the
 //! live copies of each message per file, so it can delete a file once nothing in it is owed.
 //! Ephemeral channels do not count: their copies are never stored.
 //!
-//! [`Broker::restore_topic`]: crate::Broker::restore_topic
-//! [`Broker::restore_channel`]: crate::Broker::restore_channel
-//! [`Broker::restore_message`]: crate::Broker::restore_message
-//! [`Broker::finish_restore`]: crate::Broker::finish_restore
+//! [`Restore`]: crate::broker::Restore
+//! [`Broker::restore`]: crate::Broker::restore
+//! [`Restore::topic`]: crate::broker::Restore::topic
+//! [`Restore::channel`]: crate::broker::Restore::channel
+//! [`Restore::message`]: crate::broker::Restore::message
+//! [`Restore::finish`]: crate::broker::Restore::finish
 
 use crate::event::Name;
 use crate::message::{Message, MessageId};
@@ -381,16 +383,17 @@ impl Replay {
     /// Give everything back to a broker (topics, channels, then messages in ID order), and
     /// finish the restore.
     pub fn restore_into(&self, broker: &mut crate::Broker, now: Time) {
+        let mut r = broker.restore(now);
         for (tn, t) in &self.topics {
-            broker.restore_topic(now, tn, t.paused);
+            r.topic(tn, t.paused);
             for (cn, c) in &t.channels {
-                broker.restore_channel(now, tn, cn, c.paused);
+                r.channel(tn, cn, c.paused);
             }
         }
         for s in self.survivors() {
-            broker.restore_message(now, s.topic, s.channel.map(|c| &**c), s.msg.clone(), s.due);
+            r.message(s.topic, s.channel.map(|c| &**c), s.msg.clone(), s.due);
         }
-        broker.finish_restore(now);
+        r.finish();
     }
 }
 

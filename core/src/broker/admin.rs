@@ -1,12 +1,12 @@
 //! nsqd's HTTP-style calls (publish, create, delete, empty, pause) and the topic and
 //! channel lifecycle behind them and behind SUB.
 
-use super::{AdminError, Broker, TIMER_CHANNEL};
+use super::timer::TimerKey;
+use super::{AdminError, Broker};
 use crate::channel::Channel;
-use crate::event::{CloseReason, EventKind, Name};
+use crate::event::{CloseReason, Name};
 use crate::message::{Body, MessageId};
 use crate::protocol::is_valid_name;
-use crate::store::{RegistryChange, StoreOp};
 use crate::time::{Nanos, Time};
 use crate::topic::Topic;
 use crate::ChannelId;
@@ -66,17 +66,10 @@ impl Broker {
         let name = self.topic_name(topic)?;
         let store = self.stores(&name);
         let t = self.topics.get_mut(&name).expect("topic exists");
-        if store {
-            let dropped = t.queue.ids().collect();
-            self.store_ops.push_back(StoreOp::TopicEmptied {
-                topic: name.clone(),
-                dropped,
-            });
-        }
-        let t = self.topics.get_mut(&name).expect("topic exists");
+        let dropped = store.then(|| t.queue.ids().collect());
         t.queue.clear();
         t.held_due.clear();
-        self.emit(now, EventKind::TopicEmptied { topic: name });
+        self.out.topic_emptied(now, &name, dropped);
         Ok(())
     }
 
@@ -84,21 +77,9 @@ impl Broker {
         let now = self.clock.advance(now);
         let name = self.topic_name(topic)?;
         self.topics.get_mut(&name).expect("topic exists").paused = paused;
-        if self.stores(&name) {
-            self.store_ops.push_back(StoreOp::TopicPaused {
-                topic: name.clone(),
-                paused,
-            });
-        }
-        if paused {
-            self.emit(now, EventKind::TopicPaused { topic: name });
-        } else {
-            self.emit(
-                now,
-                EventKind::TopicUnpaused {
-                    topic: name.clone(),
-                },
-            );
+        let stored = self.stores(&name);
+        self.out.topic_paused(now, &name, paused, stored);
+        if !paused {
             self.flush_topic(now, &name);
         }
         Ok(())
@@ -166,38 +147,23 @@ impl Broker {
         let c = self.channels[ch.0 as usize]
             .as_mut()
             .expect("channel exists");
-        if c.stored {
-            let dropped = c.message_ids();
-            let (topic, channel) = (c.topic.clone(), c.name.clone());
-            let start = self.topics[&topic].channel_start();
-            self.store_ops.push_back(StoreOp::ChannelEmptied {
-                topic,
-                channel,
-                start,
-                dropped,
-            });
-        }
-        let c = self.channels[ch.0 as usize]
-            .as_mut()
-            .expect("channel exists");
+        let stored = c
+            .stored
+            .then(|| (self.topics[&c.topic].channel_start(), c.message_ids()));
         c.queue.clear();
         c.deferred.clear();
         c.in_flight.clear();
         c.loading.clear();
-        let (t, n) = (c.topic.clone(), c.name.clone());
-        for cid in c.clients.clone() {
-            if let Some(cl) = self.clients.get_mut(&cid) {
+        for cid in &c.clients {
+            if let Some(cl) = self.clients.get_mut(cid) {
                 cl.in_flight_count = 0;
             }
         }
         self.drain_heap_trace(now, ch);
-        self.emit(
-            now,
-            EventKind::ChannelEmptied {
-                topic: t,
-                channel: n,
-            },
-        );
+        let c = self.channels[ch.0 as usize]
+            .as_ref()
+            .expect("channel exists");
+        self.out.channel_emptied(now, c, stored);
         self.rearm_channel(ch);
         self.pump(now, ch);
         Ok(())
@@ -216,18 +182,8 @@ impl Broker {
             .as_mut()
             .expect("channel exists");
         c.paused = paused;
-        let (topic, channel) = (c.topic.clone(), c.name.clone());
-        if c.stored {
-            self.store_ops.push_back(StoreOp::ChannelPaused {
-                topic: topic.clone(),
-                channel: channel.clone(),
-                paused,
-            });
-        }
-        if paused {
-            self.emit(now, EventKind::ChannelPaused { topic, channel });
-        } else {
-            self.emit(now, EventKind::ChannelUnpaused { topic, channel });
+        self.out.channel_paused(now, c);
+        if !paused {
             self.pump(now, ch);
         }
         Ok(())
@@ -247,18 +203,8 @@ impl Broker {
         let slot = self
             .topics
             .insert(Topic::new(name.clone(), self.opts.node_id));
-        if self.stores(&name) {
-            self.store_ops.push_back(StoreOp::TopicCreated {
-                topic: name.clone(),
-            });
-        }
-        if self.opts.registry {
-            self.registry.push_back(RegistryChange::Register {
-                topic: name.clone(),
-                channel: None,
-            });
-        }
-        self.emit(now, EventKind::TopicCreated { topic: name });
+        let stored = self.stores(&name);
+        self.out.topic_created(now, &name, stored);
         slot
     }
 
@@ -276,47 +222,18 @@ impl Broker {
         id
     }
 
-    /// Make a channel (stored, if it is) that does not exist yet, without handing it what
-    /// the topic holds.
+    /// Find or make a channel (stored, if it is), without handing it held messages.
     pub(super) fn add_channel(&mut self, now: Time, topic: &Name, name: &str) -> ChannelId {
         if let Some(&id) = self.topics[topic].channels.get(name) {
             return id;
         }
-        let id = self.create_channel_inner(now, topic, name);
-        if self.ch(id).stored && !self.restoring {
-            let start = self.topics[topic].channel_start();
-            let channel = self.ch(id).name.clone();
-            self.store_ops.push_back(StoreOp::ChannelCreated {
-                topic: topic.clone(),
-                channel,
-                start,
-            });
-        }
-        id
-    }
-
-    /// Find or make a channel, without handing it held messages.
-    pub(super) fn create_channel_inner(
-        &mut self,
-        now: Time,
-        topic: &Name,
-        name: &str,
-    ) -> ChannelId {
-        if let Some(&id) = self.topics[topic].channels.get(name) {
-            return id;
-        }
         let name: Name = Arc::from(name);
-        if self.opts.registry {
-            self.registry.push_back(RegistryChange::Register {
-                topic: topic.clone(),
-                channel: Some(name.clone()),
-            });
-        }
         let mut ch = Channel::new(topic.clone(), name.clone(), self.opts.heap_trace);
         if !self.opts.e2e_percentiles.is_empty() {
             ch.e2e = Some(crate::e2e::E2eWindow::new(now, self.rng.next_u64()));
         }
         ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
+        let start = ch.stored.then(|| self.topics[topic].channel_start());
         let id = match self.free_channels.pop() {
             Some(i) => {
                 self.channels[i as usize] = Some(ch);
@@ -332,13 +249,7 @@ impl Broker {
             .expect("topic exists")
             .channels
             .insert(name.clone(), id);
-        self.emit(
-            now,
-            EventKind::ChannelCreated {
-                topic: topic.clone(),
-                channel: name,
-            },
-        );
+        self.out.channel_created(now, topic, &name, start);
         id
     }
 
@@ -347,32 +258,13 @@ impl Broker {
             return;
         };
         self.free_channels.push(ch.0);
-        self.timers.remove(TIMER_CHANNEL | ch.0 as u64);
+        self.timers.cancel(TimerKey::Channel(ch));
         self.scan.channels.retain(|&x| x != ch);
         let topic = c.topic.clone();
         if let Some(t) = self.topics.get_mut(&topic) {
             t.channels.remove(&c.name);
         }
-        if self.opts.registry {
-            self.registry.push_back(RegistryChange::Unregister {
-                topic: topic.clone(),
-                channel: Some(c.name.clone()),
-            });
-        }
-        if c.stored {
-            self.store_ops.push_back(StoreOp::ChannelDeleted {
-                topic: topic.clone(),
-                channel: c.name.clone(),
-                dropped: c.message_ids(),
-            });
-        }
-        self.emit(
-            now,
-            EventKind::ChannelDeleted {
-                topic: topic.clone(),
-                channel: c.name.clone(),
-            },
-        );
+        self.out.channel_deleted(now, &c);
         for cid in c.clients {
             if let Some(cl) = self.clients.get_mut(&cid) {
                 cl.channel = None;
@@ -400,23 +292,7 @@ impl Broker {
             self.delete_channel_inner(now, ch);
         }
         if self.topics.remove(topic).is_some() {
-            if self.opts.registry {
-                self.registry.push_back(RegistryChange::Unregister {
-                    topic: topic.clone(),
-                    channel: None,
-                });
-            }
-            if stored {
-                self.store_ops.push_back(StoreOp::TopicDeleted {
-                    topic: topic.clone(),
-                });
-            }
-            self.emit(
-                now,
-                EventKind::TopicDeleted {
-                    topic: topic.clone(),
-                },
-            );
+            self.out.topic_deleted(now, topic, stored);
         }
     }
 }

@@ -1,14 +1,14 @@
 //! The V2 protocol's commands, executed for a client.
 
-use super::{Broker, Transmit, Upgrade, TIMER_MPUB};
-use crate::auth::AuthRequest;
+use super::session::auth_request;
+use super::timer::TimerKey;
+use super::{Broker, Transmit, Upgrade};
 use crate::client::MpubPending;
 use crate::event::EventKind;
 use crate::message::MessageId;
 use crate::protocol::decode::ClientState;
 use crate::protocol::identify::{IdentifyData, IdentifyResponse, Upgrades};
 use crate::protocol::{Command, ProtocolError, CLOSE_WAIT, FRAME_TYPE_RESPONSE, OK};
-use crate::store::StoreOp;
 use crate::time::{Nanos, Time, MILLISECOND};
 use crate::{ChannelId, ClientId};
 
@@ -32,15 +32,8 @@ impl Broker {
                     return Err(ProtocolError::fatal("E_AUTH_DISABLED", "AUTH disabled"));
                 }
                 c.auth_wait = true;
-                c.auth_secret = secret.clone();
-                let req = AuthRequest {
-                    client: id,
-                    secret,
-                    remote_ip: c.remote_ip().to_string(),
-                    tls: c.tls,
-                    common_name: c.tls_peer.common_name.clone(),
-                };
-                self.auth_requests.push_back(req);
+                c.auth_secret = secret;
+                self.auth_requests.push_back(auth_request(c));
                 Ok(())
             }
             Command::Sub { topic, channel } => self.sub(now, id, &topic, &channel),
@@ -130,7 +123,7 @@ impl Broker {
                 ticket: t,
             }));
             // Due at once, but not in this call: what waits meanwhile goes first.
-            self.timers.push(now + 1, TIMER_MPUB | id.0);
+            self.timers.start(TimerKey::Mpub(id), now + 1);
         }
         Ok(())
     }
@@ -161,7 +154,7 @@ impl Broker {
         }
         if let Some(c) = self.clients.get_mut(&id) {
             c.mpub_rest = Some(rest);
-            self.timers.push(now + 1, TIMER_MPUB | id.0);
+            self.timers.start(TimerKey::Mpub(id), now + 1);
         }
     }
 
@@ -323,22 +316,15 @@ impl Broker {
         if let Some(w) = c.e2e.as_mut() {
             w.insert(now, now.saturating_sub(done.item.msg.timestamp), window);
         }
-        if c.stored {
-            let (topic, channel) = (c.topic.clone(), c.name.clone());
-            self.store_ops.push_back(StoreOp::Finished {
+        cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
+        cl.finish_count += 1;
+        self.out
+            .finished(now, c, mid, |topic, channel| EventKind::Finished {
                 topic,
                 channel,
                 id: mid,
+                client: id,
             });
-        }
-        cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
-        cl.finish_count += 1;
-        self.emit_ch(now, ch, |topic, channel| EventKind::Finished {
-            topic,
-            channel,
-            id: mid,
-            client: id,
-        });
         self.drain_heap_trace(now, ch);
         self.rearm_channel(ch);
         self.pump(now, ch);
@@ -371,26 +357,9 @@ impl Broker {
         let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.requeue_count += 1;
-        self.emit_ch(now, ch, |topic, channel| EventKind::Requeued {
-            topic,
-            channel,
-            id: mid,
-            client: id,
-            delay,
-        });
         let due = (delay > 0).then(|| now.saturating_add(delay));
-        if let Some(due) = due {
-            let c = self.ch(ch);
-            if c.stored {
-                let (topic, channel) = (c.topic.clone(), c.name.clone());
-                self.store_ops.push_back(StoreOp::Requeued {
-                    topic,
-                    channel,
-                    id: mid,
-                    due,
-                });
-            }
-        }
+        let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
+        self.out.requeued(now, c, mid, id, delay, due);
         self.enter_channel(now, ch, e.item.msg, due);
         self.drain_heap_trace(now, ch);
         self.rearm_channel(ch);

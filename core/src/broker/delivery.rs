@@ -2,17 +2,24 @@
 //! queue, defer, pump), and channel timers (deferred messages falling due, in-flight
 //! timeouts).
 
-use super::{Broker, READ_AHEAD};
-use crate::channel::InFlight;
-use crate::client::LastPub;
-use crate::event::{Event, EventKind, HeapKind, Name, Place};
+use super::outbox::Stored;
+use super::Broker;
+use crate::channel::{Channel, InFlight};
+use crate::client::{Client, LastPub};
+use crate::event::{EventKind, HeapKind, Name, Place};
 use crate::message::{Body, Message, MessageId};
 use crate::protocol::encode_message_frame;
-use crate::store::{LoadRequest, StoreOp, Ticket};
+use crate::store::{LoadRequest, Ticket};
 use crate::time::{Nanos, Time};
 use crate::{ChannelId, ClientId};
 use rand_core::RngCore;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
+
+/// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
+/// their way (see `Broker::pump`).
+const READ_AHEAD: usize = 256;
 
 impl Broker {
     pub(super) fn publish_inner(
@@ -30,14 +37,16 @@ impl Broker {
         let t = self.topics.at(slot);
         let name = t.name.clone();
         let topic_held = t.paused || t.channels.is_empty();
-        let store = self.opts.durable && !self.restoring && !t.ephemeral;
-        let (mut held, mut copies, mut ticket) = (false, 0, None);
-        if store {
+        let store = self.opts.durable && !self.out.restoring() && !t.ephemeral;
+        let stored = store.then(|| {
             self.last_ticket += 1;
-            ticket = Some(self.last_ticket);
-            held = topic_held;
-            copies = if held { 1 } else { self.stored_copies(&name) };
-        }
+            let held = topic_held;
+            Stored {
+                ticket: self.last_ticket,
+                held,
+                copies: if held { 1 } else { self.stored_copies(&name) },
+            }
+        });
         // The topic's channels, looked up once for the whole publish (routing a message does
         // not change them); a held topic goes through `route`, which keeps it.
         let mut chans = std::mem::take(&mut self.pub_scratch);
@@ -48,36 +57,12 @@ impl Broker {
             let id = t.next_id(now);
             t.message_count += 1;
             t.message_bytes += body.len() as u64;
-            let size = body.len();
             let msg = Message::new(id, now, body);
             if let Some(ids) = ids.as_deref_mut() {
                 ids.push(id);
             }
-            if self.opts.events {
-                let topic = name.clone();
-                self.emit(
-                    now,
-                    EventKind::Published {
-                        topic,
-                        id,
-                        size,
-                        due,
-                        client: from,
-                    },
-                );
-            }
-            if let Some(ticket) = ticket {
-                // One op per message: no allocation beyond the queue's (a per-publish Vec
-                // would leave holes between the bodies that stay in memory).
-                self.store_ops.push_back(StoreOp::Publish {
-                    ticket,
-                    topic: name.clone(),
-                    held,
-                    copies,
-                    due,
-                    msg: msg.clone(),
-                });
-            }
+            self.out
+                .published(now, &name, &msg, due, from, stored.as_ref());
             if topic_held {
                 self.route(now, slot, msg, due, false);
             } else {
@@ -105,7 +90,7 @@ impl Broker {
             self.pump(now, ch);
         }
         self.pub_scratch = chans;
-        ticket
+        stored.map(|s| s.ticket)
     }
 
     /// The slot of the topic a publish names (made now if new). A client publishing to the
@@ -143,7 +128,9 @@ impl Broker {
 
     /// Whether changes to this topic go to the store now.
     pub(super) fn stores(&self, topic: &Name) -> bool {
-        self.opts.durable && !self.restoring && self.topics.get(topic).is_some_and(|t| !t.ephemeral)
+        self.opts.durable
+            && !self.out.restoring()
+            && self.topics.get(topic).is_some_and(|t| !t.ephemeral)
     }
 
     /// Deliver what a topic's channels can send now.
@@ -186,7 +173,7 @@ impl Broker {
             } else {
                 Place::Memory
             };
-            if self.opts.events {
+            if self.out.events_on() {
                 let topic = self.topics.at(slot).name.clone();
                 self.emit(now, EventKind::HeldInTopic { topic, id, place });
             }
@@ -317,26 +304,17 @@ impl Broker {
         }
         if !moved.is_empty() {
             let copies = self.stored_copies(topic);
-            self.store_ops.push_back(StoreOp::Dispatched {
-                topic: topic.clone(),
-                ids: moved,
-                copies,
-            });
+            self.out.dispatched(topic, moved, copies);
         }
         self.pump_topic(now, topic);
     }
 
     /// How many more messages the channel's clients are ready for right now.
     pub(super) fn ready_room(&self, ch: ChannelId) -> i64 {
-        let Some(c) = self.channels[ch.0 as usize].as_ref() else {
-            return 0;
-        };
-        c.clients
-            .iter()
-            .filter_map(|id| self.clients.get(id))
-            .filter(|cl| cl.is_ready())
-            .map(|cl| cl.ready_count - cl.in_flight_count as i64)
-            .sum()
+        match self.channels[ch.0 as usize].as_ref() {
+            Some(c) => room_of(c, &self.clients),
+            None => 0,
+        }
     }
 
     /// Send queued messages to ready clients, round-robin, as long as both last.
@@ -346,10 +324,9 @@ impl Broker {
             clients,
             rng,
             opts,
-            events,
+            out,
             dirty,
             loads,
-            store_ops,
             ..
         } = self;
         let Some(c) = channels[ch.0 as usize].as_mut() else {
@@ -361,12 +338,7 @@ impl Broker {
         // bodies are fetched; without eviction the clients' RDY is the bound.)
         let fetching = opts.evict_bodies && opts.durable;
         let mut room: i64 = if fetching {
-            c.clients
-                .iter()
-                .filter_map(|id| clients.get(id))
-                .filter(|cl| cl.is_ready())
-                .map(|cl| cl.ready_count - cl.in_flight_count as i64)
-                .sum::<i64>()
+            room_of(c, clients)
         } else {
             i64::MAX
         };
@@ -387,10 +359,7 @@ impl Broker {
                 if c.loading.len() as i64 >= room {
                     break; // those on their way fill the room
                 }
-                let msg = c.queue.pop().expect("queue not empty");
-                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
-                c.loading.insert(id, msg);
-                loads.push_back(LoadRequest { topic, channel, id });
+                fetch_next(c, loads);
                 continue;
             }
             c.next_client = (idx + 1) % n;
@@ -401,24 +370,13 @@ impl Broker {
             let rate = cl.settings.sample_rate;
             if rate > 0 && (rng.next_u64() % 100) as i32 > rate {
                 // Not sampled: gone for this channel, as in nsqd; the store lets it go too.
-                if c.stored {
-                    store_ops.push_back(StoreOp::Finished {
-                        topic: c.topic.clone(),
-                        channel: c.name.clone(),
-                        id: msg.id,
-                    });
-                }
-                if opts.events {
-                    events.push_back(Event {
-                        at: now,
-                        kind: EventKind::Unsampled {
-                            topic: c.topic.clone(),
-                            channel: c.name.clone(),
-                            id: msg.id,
-                            client: cid,
-                        },
-                    });
-                }
+                let id = msg.id;
+                out.finished(now, c, id, |topic, channel| EventKind::Unsampled {
+                    topic,
+                    channel,
+                    id,
+                    client: cid,
+                });
                 continue;
             }
             // nsqd's `msg.Attempts++` on a uint16: the 65 536th delivery says 0.
@@ -431,19 +389,15 @@ impl Broker {
             }
             cl.in_flight_count += 1;
             cl.message_count += 1;
-            if opts.events {
-                events.push_back(Event {
-                    at: now,
-                    kind: EventKind::Sent {
-                        topic: c.topic.clone(),
-                        channel: c.name.clone(),
-                        id: msg.id,
-                        client: cid,
-                        attempts: msg.attempts,
-                        deadline,
-                    },
-                });
-            }
+            let (id, attempts) = (msg.id, msg.attempts);
+            out.channel_event(now, c, |topic, channel| EventKind::Sent {
+                topic,
+                channel,
+                id,
+                client: cid,
+                attempts,
+                deadline,
+            });
             c.in_flight.push(
                 deadline,
                 InFlight {
@@ -468,10 +422,7 @@ impl Broker {
         {
             while c.loading.len() + c.queue.fetched_len() < READ_AHEAD && c.queue.next_is_evicted()
             {
-                let msg = c.queue.pop().expect("a next message");
-                let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
-                c.loading.insert(id, msg);
-                loads.push_back(LoadRequest { topic, channel, id });
+                fetch_next(c, loads);
             }
         }
         if sent {
@@ -558,4 +509,22 @@ impl Broker {
         }
         dirty
     }
+}
+
+/// How many more messages channel `c`'s clients are ready for right now.
+fn room_of(c: &Channel, clients: &FxHashMap<ClientId, Client>) -> i64 {
+    c.clients
+        .iter()
+        .filter_map(|id| clients.get(id))
+        .filter(|cl| cl.is_ready())
+        .map(|cl| cl.ready_count - cl.in_flight_count as i64)
+        .sum()
+}
+
+/// Take channel `c`'s next message, whose body is in the store, and ask for the body.
+fn fetch_next(c: &mut Channel, loads: &mut VecDeque<LoadRequest>) {
+    let msg = c.queue.pop().expect("a next message");
+    let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
+    c.loading.insert(id, msg);
+    loads.push_back(LoadRequest { topic, channel, id });
 }

@@ -1,11 +1,13 @@
 //! Partitions: clients moving to the partition that owns their topic, and publishes forwarded
 //! there.
 
-use super::{dpub_defer, store_error_code, Broker, TIMER_HEARTBEAT, TIMER_MPUB, TIMER_READ};
+use super::command::dpub_defer;
+use super::storage::store_failed;
+use super::Broker;
 use crate::event::Name;
 use crate::partition::{partition_of, Forward, Migration};
 use crate::protocol::decode::ClientState;
-use crate::protocol::{Command, ProtocolError};
+use crate::protocol::Command;
 use crate::time::Time;
 use crate::ClientId;
 
@@ -64,9 +66,7 @@ impl Broker {
         match result {
             Ok(()) => self.respond_stored(client, None, cmd),
             Err(reason) => {
-                let e =
-                    ProtocolError::fatal(store_error_code(cmd), format!("{cmd} failed {reason}"));
-                self.fail(now, client, e);
+                self.fail(now, client, store_failed(cmd, &reason));
                 return;
             }
         }
@@ -166,9 +166,7 @@ impl Broker {
         c.moved_to_publish |= to_publish;
         self.flush_ordered(id);
         let mut state = self.clients.remove(&id).expect("client exists");
-        self.timers.remove(TIMER_HEARTBEAT | id.0);
-        self.timers.remove(TIMER_READ | id.0);
-        self.timers.remove(TIMER_MPUB | id.0);
+        self.timers.cancel_client(id);
         state.inbuf = rest.to_vec();
         state.last_pub = None;
         state.read_armed = None;

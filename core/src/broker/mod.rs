@@ -5,12 +5,11 @@ use crate::auth::AuthRequest;
 use crate::channel::Channel;
 use crate::client::Client;
 use crate::event::{Event, EventKind, Name};
-use crate::iqueue::IndexedQueue;
 use crate::options::{Options, TimerStrategy};
 use crate::partition::{Forward, Migration};
 use crate::protocol::is_valid_name;
 use crate::store::{LoadRequest, RegistryChange, StoreOp, Ticket};
-use crate::time::{Clock, Nanos, Time, MILLISECOND, SECOND};
+use crate::time::{Clock, Nanos, Time};
 use crate::topic::{Topic, Topics};
 use crate::{ChannelId, ClientId};
 use rand_core::SeedableRng;
@@ -22,17 +21,17 @@ mod admin;
 mod command;
 mod delivery;
 mod migrate;
+mod outbox;
 mod restore;
 mod scan;
 mod session;
 mod storage;
 mod timer;
 
-use command::dpub_defer;
-use migrate::Routed;
-use session::push_frame;
-use storage::store_error_code;
-use timer::arm_read;
+use outbox::Outbox;
+pub use restore::Restore;
+use scan::{ScanState, SCAN_INTERVAL};
+use timer::{TimerKey, Timers};
 
 /// Something to do on a client's transport, in order per client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,28 +90,6 @@ pub enum AdminError {
     Exiting,
 }
 
-/// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
-/// their way (see `Broker::pump`).
-const READ_AHEAD: usize = 256;
-
-const TIMER_CHANNEL: u64 = 1 << 56;
-const TIMER_HEARTBEAT: u64 = 2 << 56;
-const TIMER_READ: u64 = 3 << 56;
-const TIMER_SCAN: u64 = 4 << 56;
-/// The next step of a large MPUB (see [`Broker::mpub`]).
-const TIMER_MPUB: u64 = 5 << 56;
-const TIMER_KIND_MASK: u64 = 0xff << 56;
-
-/// nsqd's queue-scan cadence and channel-list refresh (only for [`TimerStrategy::ScanLoop`]).
-const SCAN_INTERVAL: Nanos = 100 * MILLISECOND;
-const SCAN_REFRESH: Nanos = 5 * SECOND;
-
-#[derive(Debug, Default, Clone)]
-struct ScanState {
-    channels: Vec<ChannelId>,
-    next_refresh: Time,
-}
-
 /// The sans-IO NSQ broker. Cloning one copies its whole state (the visualiser keeps
 /// snapshots of a run to step back through it).
 #[derive(Clone)]
@@ -126,18 +103,17 @@ pub struct Broker {
     /// Looked up several times per message: hashed (the public iterator sorts by ID).
     clients: FxHashMap<ClientId, Client>,
     next_client: u64,
-    timers: IndexedQueue<u64>,
+    timers: Timers,
     transmits: VecDeque<Transmit>,
     dirty: VecDeque<ClientId>,
-    events: VecDeque<Event>,
+    /// Store ops, registry changes and events, recorded in one place.
+    out: Outbox,
     scan: ScanState,
     /// Reused list of a topic's channels while routing (no allocation per message).
     scratch: Vec<ChannelId>,
     /// The channels of the topic being published to.
     pub_scratch: Vec<ChannelId>,
     auth_requests: VecDeque<AuthRequest>,
-    /// Changes for durable storage, in order (only with `opts.durable`).
-    store_ops: VecDeque<StoreOp>,
     last_ticket: Ticket,
     /// Clients whose output waits for the store.
     held_clients: Vec<ClientId>,
@@ -145,12 +121,8 @@ pub struct Broker {
     parked: VecDeque<(Ticket, Transmit)>,
     /// Why storage is failing, if it is (nsqd's health).
     health: Option<String>,
-    /// Restoring from storage: the restored state is not stored again.
-    restoring: bool,
     /// Evicted bodies to fetch from storage.
     loads: VecDeque<LoadRequest>,
-    /// Topics and channels that came or went (only with `opts.registry`).
-    registry: VecDeque<RegistryChange>,
     /// Clients leaving for another partition.
     migrations: VecDeque<Migration>,
     /// Publishes for topics another partition owns.
@@ -160,6 +132,7 @@ pub struct Broker {
 impl Broker {
     /// A broker with `opts`, randomness from `seed`, starting at `now`.
     pub fn new(opts: Options, seed: u64, now: Time) -> Self {
+        let out = Outbox::new(opts.registry, opts.events);
         let mut b = Broker {
             opts,
             clock: Clock::new(now),
@@ -169,29 +142,26 @@ impl Broker {
             free_channels: Vec::new(),
             clients: FxHashMap::default(),
             next_client: 1,
-            timers: IndexedQueue::new(),
+            timers: Timers::default(),
             transmits: VecDeque::new(),
             dirty: VecDeque::new(),
-            events: VecDeque::new(),
+            out,
             scan: ScanState::default(),
             scratch: Vec::new(),
             pub_scratch: Vec::new(),
             auth_requests: VecDeque::new(),
-            store_ops: VecDeque::new(),
             last_ticket: 0,
             held_clients: Vec::new(),
             parked: VecDeque::new(),
             health: None,
-            restoring: false,
             loads: VecDeque::new(),
-            registry: VecDeque::new(),
             migrations: VecDeque::new(),
             forwards: VecDeque::new(),
         };
         // Client IDs are unique across partitions: partition p of n numbers p+1, p+1+n, …
         b.next_client = b.opts.partition as u64 + 1;
         if b.opts.timer_strategy == TimerStrategy::ScanLoop {
-            b.timers.push(now + SCAN_INTERVAL, TIMER_SCAN);
+            b.timers.start(TimerKey::Scan, now + SCAN_INTERVAL);
             b.scan.next_refresh = now;
         }
         b
@@ -204,6 +174,7 @@ impl Broker {
     /// Turn the event stream on or off (a server produces events only while someone listens).
     pub fn set_events(&mut self, on: bool) {
         self.opts.events = on;
+        self.out.set_events(on);
     }
 
     /// The latest `now` seen.
@@ -234,7 +205,7 @@ impl Broker {
     /// The next event (only with [`Options::events`]).
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.out.pop_event()
     }
 
     /// The next question for the auth server (after AUTH, or to refresh an expired TTL).
@@ -248,18 +219,13 @@ impl Broker {
     /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
     #[must_use]
     pub fn poll_store(&mut self) -> Option<StoreOp> {
-        let op = self.store_ops.pop_front();
-        if op.is_none() && self.store_ops.capacity() > 4096 {
-            // A burst's queue is not kept: memory is for messages.
-            self.store_ops.shrink_to(4096);
-        }
-        op
+        self.out.pop_store()
     }
 
     /// The next topic or channel that came or went (only with [`Options::registry`]).
     #[must_use]
     pub fn poll_registry(&mut self) -> Option<RegistryChange> {
-        self.registry.pop_front()
+        self.out.pop_registry()
     }
 
     /// The next evicted body to fetch (only with [`Options::evict_bodies`]); answer with
@@ -308,9 +274,7 @@ impl Broker {
     }
 
     pub(super) fn emit(&mut self, at: Time, kind: EventKind) {
-        if self.opts.events {
-            self.events.push_back(Event { at, kind });
-        }
+        self.out.event(at, kind);
     }
 
     /// Emit an event about channel `ch`, building it only when events are on (the per-message
@@ -322,11 +286,8 @@ impl Broker {
         ch: ChannelId,
         f: impl FnOnce(Name, Name) -> EventKind,
     ) {
-        if self.opts.events {
-            let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
-            let kind = f(c.topic.clone(), c.name.clone());
-            self.events.push_back(Event { at, kind });
-        }
+        let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
+        self.out.channel_event(at, c, f);
     }
 
     pub(super) fn topic_name(&self, topic: &str) -> Result<Name, AdminError> {

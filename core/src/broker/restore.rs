@@ -1,4 +1,8 @@
 //! Restoring the broker from storage at start.
+//!
+//! [`Broker::restore`] opens a [`Restore`]: while it lives, what it puts back is not stored
+//! again (see [`crate::store`]). [`Restore::finish`] hands the topics' held messages to their
+//! channels and starts delivery; dropping the view without finishing only ends restoring.
 
 use super::Broker;
 use crate::event::Name;
@@ -6,90 +10,94 @@ use crate::message::{Message, MessageId};
 use crate::protocol::is_valid_name;
 use crate::time::Time;
 
+/// A broker being restored from storage (see [`Broker::restore`]). Names that are not
+/// valid topic or channel names are skipped.
+pub struct Restore<'a> {
+    broker: &'a mut Broker,
+    now: Time,
+}
+
 impl Broker {
-    /// Restore a topic from storage (not stored again).
-    pub fn restore_topic(&mut self, now: Time, topic: &str, paused: bool) {
+    /// Start restoring from storage at `now`.
+    pub fn restore(&mut self, now: Time) -> Restore<'_> {
         let now = self.clock.advance(now);
+        self.out.set_restoring(true);
+        Restore { broker: self, now }
+    }
+}
+
+impl Restore<'_> {
+    /// A topic.
+    pub fn topic(&mut self, topic: &str, paused: bool) {
         if !is_valid_name(topic) {
             return;
         }
-        self.restoring = true;
-        let name = self.get_or_create_topic(now, topic);
-        self.topics.get_mut(&name).expect("topic exists").paused = paused;
-        self.restoring = false;
+        let b = &mut *self.broker;
+        let name = b.get_or_create_topic(self.now, topic);
+        b.topics.get_mut(&name).expect("topic exists").paused = paused;
     }
 
-    /// Restore a channel from storage (not stored again; held messages stay held until
-    /// [`Broker::finish_restore`]).
-    pub fn restore_channel(&mut self, now: Time, topic: &str, channel: &str, paused: bool) {
-        let now = self.clock.advance(now);
+    /// A channel (its messages stay held until [`Restore::finish`]).
+    pub fn channel(&mut self, topic: &str, channel: &str, paused: bool) {
         if !is_valid_name(topic) || !is_valid_name(channel) {
             return;
         }
-        self.restoring = true;
-        let t = self.get_or_create_topic(now, topic);
-        let ch = self.create_channel_inner(now, &t, channel);
-        self.ch(ch).paused = paused;
-        self.restoring = false;
+        let b = &mut *self.broker;
+        let t = b.get_or_create_topic(self.now, topic);
+        let ch = b.add_channel(self.now, &t, channel);
+        b.ch(ch).paused = paused;
     }
 
-    /// Restore a message from storage: into `channel` (ready, or deferred until `due`), or,
-    /// with no channel, held by the topic. Later IDs of the topic are above its ID.
-    pub fn restore_message(
-        &mut self,
-        now: Time,
-        topic: &str,
-        channel: Option<&str>,
-        msg: Message,
-        due: Option<Time>,
-    ) {
-        let now = self.clock.advance(now);
+    /// A message: into `channel` (ready, or deferred until `due`), or, with no channel, held
+    /// by the topic. Later IDs of the topic are above its ID.
+    pub fn message(&mut self, topic: &str, channel: Option<&str>, msg: Message, due: Option<Time>) {
         if !is_valid_name(topic) {
             return;
         }
-        self.restoring = true;
-        let name = self.get_or_create_topic(now, topic);
-        let t = self.topics.get_mut(&name).expect("topic exists");
+        let (b, now) = (&mut *self.broker, self.now);
+        let name = b.get_or_create_topic(now, topic);
+        let t = b.topics.get_mut(&name).expect("topic exists");
         t.seen_id(msg.id);
         match channel {
             None => {
-                let mem = self.opts.mem_queue_size;
+                let mem = b.opts.mem_queue_size;
                 if let Some(d) = due {
                     t.held_due.insert(msg.id, d);
                 }
                 t.queue.put(msg, mem, false);
             }
             Some(channel) if is_valid_name(channel) => {
-                let ch = self.create_channel_inner(now, &name, channel);
-                self.enter_channel(now, ch, msg, due);
+                let ch = b.add_channel(now, &name, channel);
+                b.enter_channel(now, ch, msg, due);
             }
             Some(_) => {}
         }
-        self.restoring = false;
     }
 
     /// Storage saw message IDs up to `id` for `topic` (finished ones too): later IDs must be
     /// above them.
-    pub fn restore_seen_id(&mut self, now: Time, topic: &str, id: MessageId) {
-        let now = self.clock.advance(now);
+    pub fn seen_id(&mut self, topic: &str, id: MessageId) {
         if !is_valid_name(topic) {
             return;
         }
-        self.restoring = true;
-        let name = self.get_or_create_topic(now, topic);
-        self.topics
-            .get_mut(&name)
-            .expect("topic exists")
-            .seen_id(id);
-        self.restoring = false;
+        let b = &mut *self.broker;
+        let name = b.get_or_create_topic(self.now, topic);
+        b.topics.get_mut(&name).expect("topic exists").seen_id(id);
     }
 
     /// Restoring is done: topics hand held messages to their channels and delivery starts.
-    pub fn finish_restore(&mut self, now: Time) {
-        let now = self.clock.advance(now);
-        let names: Vec<Name> = self.topics.keys().cloned().collect();
+    pub fn finish(self) {
+        let (b, now) = (&mut *self.broker, self.now);
+        b.out.set_restoring(false);
+        let names: Vec<Name> = b.topics.keys().cloned().collect();
         for name in names {
-            self.flush_topic(now, &name);
+            b.flush_topic(now, &name);
         }
+    }
+}
+
+impl Drop for Restore<'_> {
+    fn drop(&mut self) {
+        self.broker.out.set_restoring(false);
     }
 }

@@ -1,10 +1,22 @@
 //! nsqd's queue-scan loop, kept for teaching ([`TimerStrategy::ScanLoop`]).
 
-use super::{Broker, SCAN_INTERVAL, SCAN_REFRESH, TIMER_SCAN};
+use super::timer::TimerKey;
+use super::Broker;
 use crate::event::EventKind;
 use crate::time::Time;
+use crate::time::{Nanos, MILLISECOND, SECOND};
 use crate::ChannelId;
 use rand_core::RngCore;
+
+/// nsqd's queue-scan cadence and channel-list refresh (only for [`TimerStrategy::ScanLoop`]).
+pub(super) const SCAN_INTERVAL: Nanos = 100 * MILLISECOND;
+const SCAN_REFRESH: Nanos = 5 * SECOND;
+
+#[derive(Debug, Default, Clone)]
+pub(super) struct ScanState {
+    pub(super) channels: Vec<ChannelId>,
+    pub(super) next_refresh: Time,
+}
 
 impl Broker {
     /// nsqd's queueScanLoop: sample up to `queue_scan_selection_count` channels at random,
@@ -44,6 +56,6 @@ impl Broker {
                 break;
             }
         }
-        self.timers.upsert(now + SCAN_INTERVAL, TIMER_SCAN);
+        self.timers.set(TimerKey::Scan, now + SCAN_INTERVAL);
     }
 }

@@ -1,6 +1,8 @@
 //! Client sessions: connections, their input, auth, output ordering and closing.
 
-use super::{arm_read, Broker, Routed, TlsPeer, Transmit, TIMER_HEARTBEAT, TIMER_MPUB, TIMER_READ};
+use super::migrate::Routed;
+use super::timer::arm_read;
+use super::{Broker, TlsPeer, Transmit};
 use crate::auth::{AuthRequest, AuthResponse, AuthState};
 use crate::client::{Client, MpubPending};
 use crate::event::{CloseReason, EventKind};
@@ -191,14 +193,7 @@ impl Broker {
                 && needs_auth(&input[pos..])
             {
                 // nsqd re-queries the auth server when the TTL has passed.
-                let req = AuthRequest {
-                    client: id,
-                    secret: c.auth_secret.clone(),
-                    remote_ip: c.remote_ip().to_string(),
-                    tls: c.tls,
-                    common_name: c.tls_peer.common_name.clone(),
-                };
-                self.auth_requests.push_back(req);
+                self.auth_requests.push_back(auth_request(c));
                 self.clients.get_mut(&id).expect("client exists").auth_wait = true;
                 return pos;
             }
@@ -407,9 +402,7 @@ impl Broker {
         if close {
             self.push_ordered(Transmit::Close { client: id });
         }
-        self.timers.remove(TIMER_HEARTBEAT | id.0);
-        self.timers.remove(TIMER_READ | id.0);
-        self.timers.remove(TIMER_MPUB | id.0);
+        self.timers.cancel_client(id);
         self.emit(now, EventKind::ClientClosed { client: id, reason });
         if let Some(ch) = c.channel {
             if let Some(chan) = self.channels[ch.0 as usize].as_mut() {
@@ -473,5 +466,16 @@ pub(super) fn push_frame(
     if !c.out_queued {
         c.out_queued = true;
         dirty.push_back(c.id);
+    }
+}
+
+/// What the auth server is asked about client `c` (its secret from AUTH).
+pub(super) fn auth_request(c: &Client) -> AuthRequest {
+    AuthRequest {
+        client: c.id,
+        secret: c.auth_secret.clone(),
+        remote_ip: c.remote_ip().to_string(),
+        tls: c.tls,
+        common_name: c.tls_peer.common_name.clone(),
     }
 }

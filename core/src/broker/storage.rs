@@ -1,11 +1,12 @@
 //! The hand-off to durable storage: store results, evicted bodies coming back, held
 //! acknowledgements and health.
 
-use super::{push_frame, Broker, Transmit};
+use super::session::push_frame;
+use super::{Broker, Transmit};
 use crate::event::EventKind;
 use crate::message::Body;
 use crate::protocol::{ProtocolError, FRAME_TYPE_RESPONSE, OK};
-use crate::store::{Hold, LoadRequest, StoreOp, Ticket};
+use crate::store::{Hold, LoadRequest, Ticket};
 use crate::time::Time;
 use crate::ClientId;
 
@@ -30,15 +31,14 @@ impl Broker {
             }
             _ => {
                 // Storage lost it: release its copy so the rest of the log is not pinned.
-                let (topic, channel, id) = (req.topic.clone(), req.channel.clone(), req.id);
-                if self.ch(ch).stored {
-                    self.store_ops.push_back(StoreOp::Finished {
-                        topic: topic.clone(),
-                        channel: channel.clone(),
+                let (c, id) = (self.channels[ch.0 as usize].as_ref(), req.id);
+                let c = c.expect("live channel");
+                self.out
+                    .finished(now, c, id, |topic, channel| EventKind::Dropped {
+                        topic,
+                        channel,
                         id,
                     });
-                }
-                self.emit(now, EventKind::Dropped { topic, channel, id });
             }
         }
     }
@@ -97,9 +97,7 @@ impl Broker {
         if let Err(reason) = result {
             self.health = Some(reason.clone());
             for (id, cmd) in failed {
-                let e =
-                    ProtocolError::fatal(store_error_code(cmd), format!("{cmd} failed {reason}"));
-                self.fail(now, id, e);
+                self.fail(now, id, store_failed(cmd, &reason));
             }
         }
         // Clients that waited for their output to go out before moving to another partition.
@@ -112,10 +110,7 @@ impl Broker {
     pub(super) fn check_health(&self, cmd: &'static str) -> Result<(), ProtocolError> {
         match &self.health {
             None => Ok(()),
-            Some(reason) => Err(ProtocolError::fatal(
-                store_error_code(cmd),
-                format!("{cmd} failed {reason}"),
-            )),
+            Some(reason) => Err(store_failed(cmd, reason)),
         }
     }
 
@@ -148,11 +143,12 @@ impl Broker {
     }
 }
 
-/// nsqd's error code for a failed put, by command.
-pub(super) fn store_error_code(cmd: &str) -> &'static str {
-    match cmd {
+/// nsqd's fatal error for a publish `cmd` (PUB, MPUB, DPUB) whose put failed for `reason`.
+pub(super) fn store_failed(cmd: &str, reason: &str) -> ProtocolError {
+    let code = match cmd {
         "MPUB" => "E_MPUB_FAILED",
         "DPUB" => "E_DPUB_FAILED",
         _ => "E_PUB_FAILED",
-    }
+    };
+    ProtocolError::fatal(code, format!("{cmd} failed {reason}"))
 }

@@ -1,33 +1,107 @@
 //! The timer table: what is due when, and what happens when it is.
+//!
+//! Every timer the broker keeps is a [`TimerKey`] in one indexed min-heap: a channel's next
+//! deferred message or in-flight timeout, a client's heartbeat, read deadline or next MPUB
+//! step, and nsqd's scan loop. [`Broker::poll_timeout`] is the earliest of them.
 
-use super::{
-    Broker, TIMER_CHANNEL, TIMER_HEARTBEAT, TIMER_KIND_MASK, TIMER_MPUB, TIMER_READ, TIMER_SCAN,
-};
+use super::Broker;
 use crate::client::Client;
 use crate::event::CloseReason;
 use crate::iqueue::IndexedQueue;
 use crate::options::TimerStrategy;
+use crate::pqueue::HeapItem;
 use crate::protocol::{FRAME_TYPE_RESPONSE, HEARTBEAT};
 use crate::time::Time;
 use crate::{ChannelId, ClientId};
+
+/// What a timer is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TimerKey {
+    /// The channel's next deferred message falls due or in-flight message times out.
+    Channel(ChannelId),
+    /// The client's next heartbeat.
+    Heartbeat(ClientId),
+    /// The client's read deadline (nsqd closes a client silent for twice its heartbeat).
+    Read(ClientId),
+    /// The next step of the client's large MPUB (see [`Broker::mpub`]).
+    Mpub(ClientId),
+    /// nsqd's queue-scan loop (only for [`TimerStrategy::ScanLoop`]).
+    Scan,
+}
+
+impl HeapItem for TimerKey {
+    /// Unique per key: the kind in the top byte, the channel or client number below it
+    /// (client numbers stay far below 2^56).
+    fn heap_id(&self) -> u64 {
+        let (kind, n) = match *self {
+            TimerKey::Channel(ch) => (1, ch.0 as u64),
+            TimerKey::Heartbeat(c) => (2, c.0),
+            TimerKey::Read(c) => (3, c.0),
+            TimerKey::Scan => (4, 0),
+            TimerKey::Mpub(c) => (5, c.0),
+        };
+        debug_assert!(n < 1 << 56, "timer number {n} overflows into the kind");
+        kind << 56 | n
+    }
+}
+
+/// The broker's timers, earliest first.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Timers {
+    queue: IndexedQueue<TimerKey>,
+}
+
+impl Timers {
+    /// When the earliest timer is due.
+    pub(super) fn next(&self) -> Option<Time> {
+        self.queue.peek_key()
+    }
+
+    /// Set `key` to fire at `at`, armed or not.
+    pub(super) fn set(&mut self, key: TimerKey, at: Time) {
+        self.queue.upsert(at, key);
+    }
+
+    /// Arm `key`, which is not armed, for `at`.
+    pub(super) fn start(&mut self, key: TimerKey, at: Time) {
+        self.queue.push(at, key);
+    }
+
+    pub(super) fn cancel(&mut self, key: TimerKey) {
+        self.queue.remove(key.heap_id());
+    }
+
+    /// Cancel every timer of client `id` (it left, or moved to another partition).
+    pub(super) fn cancel_client(&mut self, id: ClientId) {
+        for key in [
+            TimerKey::Heartbeat(id),
+            TimerKey::Read(id),
+            TimerKey::Mpub(id),
+        ] {
+            self.cancel(key);
+        }
+    }
+
+    /// The next timer due at or before `now`, with the time it was due.
+    pub(super) fn pop_due(&mut self, now: Time) -> Option<(Time, TimerKey)> {
+        self.queue.pop_due(now).map(|e| (e.key, e.item))
+    }
+}
 
 impl Broker {
     /// When [`Broker::handle_timeout`] must next be called, if anything is pending.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.timers.peek_key()
+        self.timers.next()
     }
 
     /// Everything due at or before `now`: deferred messages become ready, in-flight messages
     /// time out, heartbeats are sent, silent clients are closed.
     pub fn handle_timeout(&mut self, now: Time) {
         let now = self.clock.advance(now);
-        while let Some(e) = self.timers.pop_due(now) {
-            let key = e.item;
-            let id = key & !TIMER_KIND_MASK;
-            match key & TIMER_KIND_MASK {
-                TIMER_CHANNEL => {
-                    let ch = ChannelId(id as u32);
+        while let Some((due, key)) = self.timers.pop_due(now) {
+            match key {
+                TimerKey::Channel(ch) => {
                     if let Some(c) = self
                         .channels
                         .get_mut(ch.0 as usize)
@@ -39,10 +113,9 @@ impl Broker {
                     self.process_channel_timers(now, ch);
                     self.rearm_channel(ch);
                 }
-                TIMER_HEARTBEAT => self.heartbeat(now, ClientId(id), e.key),
-                TIMER_MPUB => self.continue_mpub(now, ClientId(id), false),
-                TIMER_READ => {
-                    let cid = ClientId(id);
+                TimerKey::Heartbeat(cid) => self.heartbeat(now, cid, due),
+                TimerKey::Mpub(cid) => self.continue_mpub(now, cid, false),
+                TimerKey::Read(cid) => {
                     let Some(c) = self.clients.get_mut(&cid) else {
                         continue;
                     };
@@ -54,8 +127,7 @@ impl Broker {
                         d => self.arm_read_timer(cid, d),
                     }
                 }
-                TIMER_SCAN => self.scan_loop(now),
-                _ => unreachable!("unknown timer kind {key:#x}"),
+                TimerKey::Scan => self.scan_loop(now),
             }
         }
     }
@@ -64,9 +136,9 @@ impl Broker {
         if self.opts.timer_strategy != TimerStrategy::Exact {
             return;
         }
-        let key = TIMER_CHANNEL | ch.0 as u64;
+        let key = TimerKey::Channel(ch);
         let Some(c) = self.channels[ch.0 as usize].as_mut() else {
-            self.timers.remove(key);
+            self.timers.cancel(key);
             return;
         };
         let due = c.next_due();
@@ -75,10 +147,8 @@ impl Broker {
         }
         c.armed = due;
         match due {
-            Some(due) => self.timers.upsert(due, key),
-            None => {
-                self.timers.remove(key);
-            }
+            Some(due) => self.timers.set(key, due),
+            None => self.timers.cancel(key),
         }
     }
 
@@ -94,7 +164,7 @@ impl Broker {
         if next <= now {
             next = now.saturating_add(hb);
         }
-        self.timers.upsert(next, TIMER_HEARTBEAT | id.0);
+        self.timers.set(TimerKey::Heartbeat(id), next);
     }
 
     pub(super) fn arm_client_timers(&mut self, id: ClientId, now: Time, reset_heartbeat: bool) {
@@ -107,10 +177,8 @@ impl Broker {
             match hb {
                 Some(hb) => self
                     .timers
-                    .upsert(now.saturating_add(hb), TIMER_HEARTBEAT | id.0),
-                None => {
-                    self.timers.remove(TIMER_HEARTBEAT | id.0);
-                }
+                    .set(TimerKey::Heartbeat(id), now.saturating_add(hb)),
+                None => self.timers.cancel(TimerKey::Heartbeat(id)),
             }
         }
     }
@@ -125,17 +193,17 @@ impl Broker {
 }
 
 /// Arm client `c`'s read timer for `deadline` (see [`Broker::arm_read_timer`]).
-pub(super) fn arm_read(timers: &mut IndexedQueue<u64>, c: &mut Client, deadline: Option<Time>) {
+pub(super) fn arm_read(timers: &mut Timers, c: &mut Client, deadline: Option<Time>) {
     match (deadline, c.read_armed) {
         (Some(d), Some(armed)) if armed <= d => {}
         (Some(d), _) => {
             c.read_armed = Some(d);
-            timers.upsert(d, TIMER_READ | c.id.0);
+            timers.set(TimerKey::Read(c.id), d);
         }
         (None, None) => {}
         (None, Some(_)) => {
             c.read_armed = None;
-            timers.remove(TIMER_READ | c.id.0);
+            timers.cancel(TimerKey::Read(c.id));
         }
     }
 }

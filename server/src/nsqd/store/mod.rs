@@ -488,9 +488,11 @@ impl Store {
             }
             rec.messages += 1;
         }
+        let mut seen = broker.restore(now);
         for (topic, ts) in &self.topics {
-            broker.restore_seen_id(now, topic, MessageId(ts.last_id));
+            seen.seen_id(topic, MessageId(ts.last_id));
         }
+        drop(seen);
         rec.topics = replay.topics.len();
         rec.channels = replay.topics.values().map(|t| t.channels.len()).sum();
         replay.restore_into(broker, now);
