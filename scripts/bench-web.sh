@@ -4,7 +4,7 @@
 #   bash scripts/bench-web.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/setup-test.sh
 bash scripts/build-web.sh >&2
 cargo build --release --locked -p nsqlab --bin nsqlab >&2
 HTTP=127.0.0.1:4451

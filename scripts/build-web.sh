@@ -2,12 +2,12 @@
 # Build the visualiser into www/pkg (no tool that downloads binaries: cargo + wasm-bindgen).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/setup-build.sh
 cargo build --locked -p nsqlab-web --target wasm32-unknown-unknown --profile wasm-release
 wasm-bindgen --target web --no-typescript --out-dir www/pkg --out-name web \
   target/wasm32-unknown-unknown/wasm-release/nsqlab_web.wasm
-if [ -x target/node-tools/node_modules/.bin/wasm-opt ]; then
-  target/node-tools/node_modules/.bin/wasm-opt -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int \
+if [ -x target/node-build/node_modules/.bin/wasm-opt ]; then
+  target/node-build/node_modules/.bin/wasm-opt -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int \
     www/pkg/web_bg.wasm -o www/pkg/web_bg.wasm
 fi
 # Precompressed twins, which the server sends to browsers that accept them (brotli too when

@@ -3,7 +3,7 @@
 # visualiser at http://127.0.0.1:4151/ (extra arguments are passed to nsqd).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/setup-build.sh
 bash scripts/build-web.sh
 cargo build --release --locked -p nsqlab --bin nsqlab
 echo "nsqlab: visualiser at http://127.0.0.1:4151/ (TCP 4150, HTTP 4151; Ctrl-C to stop)" >&2

@@ -2,7 +2,7 @@
 # Every test nsqlab has: formatting, lints, native tests, the core in WebAssembly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+source scripts/setup-test.sh
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
 export CARGO_TERM_COLOR=never

@@ -97,15 +97,79 @@ pub fn tls_flags(dir: &Path) -> [String; 2] {
     ]
 }
 
-/// Run `tests/interop/<script>` with `args` in the interop venv (pynsq and gnsq, installed by
-/// the README's test command) and assert it passed every check ("N passed, 0 failed").
-pub fn python_check(script: &str, args: &[String]) {
-    let python = target_dir().join("venv-interop/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/test.sh (it installs pynsq and gnsq)",
-        python.display()
+/// Something the README's test command installs that a plain `cargo test` checkout may lack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// The interop venv's Python, with pynsq and gnsq (`target/venv-interop`).
+    Python,
+    /// nsqjs from npm (`target/node-interop`).
+    Nsqjs,
+    /// playwright-core and axe-core from npm (`target/node-tools`), for the page tests.
+    PageTools,
+    /// Debian's Chromium, which the page tests drive.
+    Chromium,
+    /// The visualiser page's build (`www/pkg`, made by `scripts/build-web.sh`).
+    VisualiserBuild,
+}
+
+impl Tool {
+    /// Where it is, and the file whose presence says it is installed.
+    fn paths(self) -> (PathBuf, PathBuf, &'static str) {
+        let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
+        match self {
+            Tool::Python => {
+                let p = target_dir().join("venv-interop/bin/python");
+                (p.clone(), p, "pynsq and gnsq")
+            }
+            Tool::Nsqjs => {
+                let d = target_dir().join("node-interop");
+                (d.clone(), d.join("node_modules/nsqjs"), "nsqjs")
+            }
+            Tool::PageTools => {
+                let d = target_dir().join("node-tools");
+                let p = d.join("node_modules/axe-core/axe.min.js");
+                (d, p, "playwright-core and axe-core")
+            }
+            Tool::Chromium => {
+                let p = PathBuf::from("/usr/bin/chromium");
+                (p.clone(), p, "Debian's chromium")
+            }
+            Tool::VisualiserBuild => {
+                let p = www.join("pkg/web_bg.wasm.gz");
+                (www, p, "the visualiser's build in www/pkg")
+            }
+        }
+    }
+}
+
+/// `tool`'s path, or `None` when it is not installed: the caller then returns, and the test is
+/// skipped with a message on stderr. Under the README's test command (which sets
+/// `NSQLAB_ALL_TOOLS`), a missing tool fails the test instead.
+pub fn need(tool: Tool) -> Option<PathBuf> {
+    let (path, marker, what) = tool.paths();
+    let installed = marker.exists()
+        && (tool != Tool::PageTools || path.join("node_modules/playwright-core").exists());
+    if installed {
+        return Some(path);
+    }
+    let why = format!(
+        "{} is missing: run scripts/test.sh (it installs {what})",
+        marker.display()
     );
+    assert!(std::env::var_os("NSQLAB_ALL_TOOLS").is_none(), "{why}");
+    // Straight to the process's stderr, past the test harness's capture: a plain `cargo test`
+    // shows which checks it skipped.
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+    None
+}
+
+/// Run `tests/interop/<script>` with `args` in the interop venv (pynsq and gnsq, installed by
+/// the README's test command) and assert it passed every check ("N passed, 0 failed"). Without
+/// the venv the check is skipped (see [`need`]).
+pub fn python_check(script: &str, args: &[String]) {
+    let Some(python) = need(Tool::Python) else {
+        return;
+    };
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("interop")
         .join(script);

@@ -2,7 +2,7 @@
 //! symlinks with those names), a real client library finding the nodes through lookupd, and
 //! what NSQ documents for a node leaving, tombstones and a lookupd restart.
 
-use nsqlab_tests::{target_dir, Nsqd, Nsqlookupd};
+use nsqlab_tests::{need, Nsqd, Nsqlookupd, Tool};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -65,8 +65,9 @@ fn three_nodes_two_lookupds_and_pynsq_through_lookupd() {
     }
 
     // pynsq, given only the lookupds, consumes all 90 from the three nodes.
-    let python = target_dir().join("venv-interop/bin/python");
-    assert!(python.exists(), "run scripts/test.sh (it installs pynsq)");
+    let Some(python) = need(Tool::Python) else {
+        return;
+    };
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/interop/pynsq_lookupd.py");
     let out = Command::new(&python)
         .arg(script)

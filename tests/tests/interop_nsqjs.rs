@@ -1,16 +1,13 @@
 //! nsqjs (from npm, unchanged) against the real binary over plain, snappy, deflate and TLS.
 //! The README's test command installs it into `target/node-interop`.
 
-use nsqlab_tests::{target_dir, tempdir::TempDir, Nsqd};
+use nsqlab_tests::{need, tempdir::TempDir, Nsqd, Tool};
 use std::process::Command;
 
 fn run_mode(mode: &str) {
-    let dir = target_dir().join("node-interop");
-    assert!(
-        dir.join("node_modules/nsqjs").exists(),
-        "{} is missing: run scripts/test.sh (it installs nsqjs)",
-        dir.display()
-    );
+    let Some(dir) = need(Tool::Nsqjs) else {
+        return;
+    };
     let tmp = TempDir::new();
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).expect("cert");
     let (c, k) = (tmp.path().join("c.pem"), tmp.path().join("k.pem"));

@@ -1,7 +1,7 @@
 //! AUTH against a small nsqauthd-compatible server run by the test.
 
 use nsqlab_core::protocol::Command;
-use nsqlab_tests::{target_dir, Nsqd};
+use nsqlab_tests::{need, Nsqd, Tool};
 use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -183,7 +183,9 @@ fn auth_against_an_auth_server() {
     );
 
     // pynsq, unchanged, with an auth secret.
-    let python = target_dir().join("venv-interop/bin/python");
+    let Some(python) = need(Tool::Python) else {
+        return;
+    };
     let out = std::process::Command::new(python)
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),

@@ -2,22 +2,18 @@
 //! served by the real binary: every scenario, heap order at every step, phone layout.
 //! Needs `scripts/build-web.sh` (the test command runs it) for `www/pkg`.
 
-use nsqlab_tests::{http_raw, target_dir, Nsqd};
-use std::path::Path;
+use nsqlab_tests::{http_raw, need, target_dir, Nsqd, Tool};
 use std::process::Command;
 
 #[test]
 fn visualiser_in_headless_chromium() {
-    let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
-    assert!(
-        www.join("pkg/web_bg.wasm").exists(),
-        "www/pkg is missing: run scripts/build-web.sh (the test command does)"
-    );
-    let tools = target_dir().join("node-tools");
-    assert!(
-        tools.join("node_modules/playwright-core").exists(),
-        "run scripts/setup.sh"
-    );
+    let (Some(www), Some(tools), Some(_)) = (
+        need(Tool::VisualiserBuild),
+        need(Tool::PageTools),
+        need(Tool::Chromium),
+    ) else {
+        return;
+    };
     let d = Nsqd::start(&[&format!("-www-dir={}", www.display())]);
     let shots = target_dir().join("screenshots");
     let out = Command::new("node")
@@ -41,11 +37,9 @@ fn visualiser_in_headless_chromium() {
 /// and a first load is at most 400 KiB on the wire; a revalidation is a 304.
 #[test]
 fn visualiser_assets_are_compressed_and_cached() {
-    let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
-    assert!(
-        www.join("pkg/web_bg.wasm.gz").exists(),
-        "www/pkg is missing or old: run scripts/build-web.sh (the test command does)"
-    );
+    let Some(www) = need(Tool::VisualiserBuild) else {
+        return;
+    };
     let d = Nsqd::start(&[&format!("-www-dir={}", www.display())]);
     let get = |path: &str, extra: &str| {
         let req =
