@@ -1,0 +1,157 @@
+//! Reading evicted bodies back: where each record is, for the loader thread (see [`super::loader`]).
+
+use super::error::{io_err, StoreError};
+use super::Store;
+use super::{loader, seg_path, Loaded};
+use nsqlab_core::LoadRequest;
+use std::fs::File;
+use std::path::Path;
+use std::sync::{mpsc, Arc};
+
+/// A topic store's name with the loader thread: what that thread read of a deleted segment
+/// (or of a log cut back after a failed write) is forgotten, and all it keeps of the topic
+/// when the topic store goes.
+#[derive(Debug)]
+pub(super) struct Reads {
+    pub(super) topic: u64,
+    pub(super) loader: Option<mpsc::Sender<loader::Msg>>,
+}
+
+impl Reads {
+    pub(super) fn forget(&self, seg: u64) {
+        if let Some(l) = &self.loader {
+            let _ = l.send(loader::Msg::Forget {
+                topic: self.topic,
+                seg: Some(seg),
+            });
+        }
+    }
+}
+
+impl Drop for Reads {
+    fn drop(&mut self) {
+        if let Some(l) = &self.loader {
+            let _ = l.send(loader::Msg::Forget {
+                topic: self.topic,
+                seg: None,
+            });
+        }
+    }
+}
+
+impl Store {
+    /// A name with the loader thread for a new topic store.
+    pub(super) fn reads(&mut self) -> Reads {
+        self.next_reads += 1;
+        Reads {
+            topic: self.next_reads,
+            loader: self.loader.clone(),
+        }
+    }
+
+    /// Ask for the bodies of stored messages (evicted from memory: deferred, or in a backlog
+    /// past `--mem-queue-size`): the loader thread reads them and [`Store::loaded`] hands
+    /// them back, in this order. Those that cannot be asked for (the topic, message or
+    /// segment is gone, or the file does not open) are answered here, at once.
+    pub fn request_loads(&mut self, reqs: impl IntoIterator<Item = LoadRequest>) -> Vec<Loaded> {
+        let mut jobs = Vec::new();
+        let mut failed = Vec::new();
+        for req in reqs {
+            match self.job(req) {
+                Ok(job) => jobs.push(job),
+                Err(l) => failed.push(l),
+            }
+        }
+        if !jobs.is_empty() {
+            let sent = match &self.loader {
+                Some(l) => l.send(loader::Msg::Load(jobs)).map_err(|e| e.0),
+                None => Err(loader::Msg::Load(jobs)),
+            };
+            if let Err(loader::Msg::Load(jobs)) = sent {
+                failed.extend(jobs.into_iter().map(|j| Loaded {
+                    req: j.req,
+                    body: Err("storage is closed".to_string()),
+                }));
+            }
+        }
+        failed
+    }
+
+    /// The next batch of bodies the loader thread read (see [`Store::request_loads`]).
+    pub async fn loaded(&mut self) -> Vec<Loaded> {
+        match self.loaded.recv().await {
+            Some(batch) => batch,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Where to read message `req.id`: its segment is read forward from the index entry at
+    /// or before it, or from the last load when that lies between.
+    pub(super) fn job(&mut self, req: LoadRequest) -> Result<loader::Job, Loaded> {
+        match self.locate(&req) {
+            Ok(at) => Ok(loader::Job { at, req }),
+            Err(e) => Err(Loaded { req, body: Err(e) }),
+        }
+    }
+
+    pub(super) fn locate(&mut self, req: &LoadRequest) -> Result<loader::Where, StoreError> {
+        let ts = self
+            .topics
+            .get_mut(&req.topic)
+            .ok_or_else(|| format!("topic {} has no storage", req.topic))?;
+        let at = ts
+            .index
+            .locate(req.id.0)
+            .ok_or_else(|| format!("message {} of {} is not stored", req.id, req.topic))?;
+        let seg = ts
+            .segments
+            .iter_mut()
+            .find(|s| s.num == at.seg as u64)
+            .ok_or_else(|| {
+                format!(
+                    "message {} of {}: segment {} is gone",
+                    req.id, req.topic, at.seg
+                )
+            })?;
+        let (file, path) = match &seg.reader {
+            Some((f, p)) => (f.clone(), p.clone()),
+            None => {
+                let path = seg_path(&ts.dir, seg.num);
+                let f = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+                let path: Arc<Path> = path.into();
+                seg.reader = Some((f.clone(), path.clone()));
+                (f, path)
+            }
+        };
+        Ok(loader::Where {
+            topic: ts.reads.topic,
+            seg: seg.num,
+            salt: seg.salt,
+            file,
+            path,
+            from_id: at.id,
+            from_off: at.off as u64,
+            end: seg.len,
+        })
+    }
+
+    /// The body of stored message `id` of `topic`, read now (waiting for the loader thread).
+    #[cfg(test)]
+    pub(super) fn load(
+        &mut self,
+        topic: &str,
+        id: nsqlab_core::MessageId,
+    ) -> Result<nsqlab_core::Body, StoreError> {
+        let req = LoadRequest {
+            topic: topic.into(),
+            channel: "c".into(),
+            id,
+        };
+        if let Some(l) = self.request_loads([req]).pop() {
+            return l.body;
+        }
+        let mut batch = self.loaded.blocking_recv().expect("the loader thread runs");
+        assert_eq!(batch.len(), 1);
+        batch.pop().expect("one body").body
+    }
+}

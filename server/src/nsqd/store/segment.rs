@@ -1,0 +1,212 @@
+//! A topic's segments: rolling to the next, compacting a log whose front is finished,
+//! rewriting records set aside, and making a topic's files again after they were lost.
+
+use super::error::{io_err, is_no_room, StoreError};
+use super::prep::Prepared;
+use super::sync::SyncMsg;
+use super::sys::{sync_dir, write_atomic_io};
+use super::write::{write_meta, write_pending, Wrote};
+use super::{record, seg_path};
+use super::{Segment, Tail, TopicStore};
+use nsqlab_core::{MessageId, Name};
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+
+/// A topic whose files were removed while open (by hand: `rm -rf` of the data path) is made
+/// again: its directory, its metadata, and a new segment after the last one. Messages it
+/// still owes from before stay with the broker (and are delivered) but are no longer on
+/// disk; a restart before they are finished loses them, as the removal did.
+pub(super) fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
+    fs::create_dir_all(&ts.dir).map_err(|e| io_err("create", &ts.dir, e))?;
+    write_meta(ts)?;
+    ts.meta_dirty = false;
+    let num = ts.segments.back().expect("a segment").num + 1;
+    let path = seg_path(&ts.dir, num);
+    let salt = record::Salt::random();
+    let b = record::new_segment(salt, MessageId(ts.last_id));
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| io_err("create", &path, e))?;
+    f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
+    f.sync_data().map_err(|e| io_err("sync", &path, e))?;
+    sync_dir(&ts.dir);
+    ts.tail = Some(Tail::new(f));
+    // A next segment made ahead was made in the old directory.
+    ts.next = Prepared::default();
+    ts.next_asked = false;
+    ts.segments.push_back(Segment {
+        reader: None,
+        num,
+        mark: ts.last_id,
+        salt,
+        refs: 0,
+        len: b.len() as u64,
+    });
+    tracing::error!(
+        "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}. Messages published before the removal are no longer on disk: they are delivered unless the server restarts first"
+    );
+    Ok(())
+}
+
+/// A topic's only segment holds nothing that is owed (every message in it was finished): cut
+/// it back to its header and first mark, which frees its blocks at once. `compact` deletes
+/// finished segments but never the one being written, so on a disk filled by a segment
+/// larger than the free space (the default 100 MiB), consuming everything freed nothing and
+/// the store never recovered. The next write appends a mark with the last ID.
+pub(super) fn empty_finished_tail(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
+    let keep = (record::FILE_HEADER + record::MARK_LEN) as u64;
+    let only = ts.segments.len() == 1 && ts.pending.is_empty();
+    let tail = ts.segments.back_mut().expect("a segment");
+    if !only || tail.refs != 0 || tail.len <= keep {
+        return Ok(());
+    }
+    let path = seg_path(&ts.dir, tail.num);
+    ts.tail()?
+        .set_len(keep)
+        .map_err(|e| io_err("truncate", &path, e))?;
+    let tail = ts.segments.back_mut().expect("a segment");
+    tracing::info!(
+        "TOPIC({topic}): {} held only finished messages; cut back from {} to {keep} bytes",
+        path.display(),
+        tail.len
+    );
+    tail.len = keep;
+    tail.reader = None;
+    ts.index.drop_segment(tail.num as u32);
+    ts.reads.forget(tail.num);
+    let seal = ts.seal();
+    record::put_mark(&mut ts.pending, seal, MessageId(ts.last_id));
+    Ok(())
+}
+
+/// What a roll wrote, and the old segment's file (if open), path and length.
+pub(super) type Rolled = (Wrote, Option<Arc<Tail>>, PathBuf, u64);
+
+/// Start a new segment (writing what is buffered to the old one first). Returns how many
+/// messages that wrote and the old segment's file, path and length, for the sync thread.
+pub(super) fn roll(ts: &mut TopicStore) -> Result<Rolled, StoreError> {
+    let written = write_pending(ts)?;
+    let old = ts.segments.back().expect("a segment");
+    let (old_num, old_len) = (old.num, old.len);
+    let num = old_num + 1;
+    let path = seg_path(&ts.dir, num);
+    let f = match ts.next.take(num) {
+        Some(f) => f,
+        None => OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| io_err("create", &path, e))?,
+    };
+    ts.next_asked = false;
+    let old = ts.tail.replace(Tail::new(f));
+    let salt = record::Salt::random();
+    ts.segments.push_back(Segment {
+        reader: None,
+        num,
+        mark: ts.last_id,
+        salt,
+        refs: 0,
+        len: 0,
+    });
+    debug_assert!(ts.pending.is_empty(), "written to the old segment");
+    ts.pending = record::new_segment(salt, MessageId(ts.last_id));
+    Ok((written, old, seg_path(&ts.dir, old_num), old_len))
+}
+
+/// Delete the oldest segments once nothing in them is owed.
+///
+/// The files are deleted on the sync thread, in order: unlinking a full segment frees its
+/// blocks (with `-o discard` it also discards them), about 25 ms per 100 MiB segment here,
+/// which on the broker thread stalled every client of the partition. A crash before the
+/// sync thread gets to it leaves the oldest segments in place, as if this had not run yet:
+/// their messages are finished by records in them or in the later segments.
+pub(super) fn compact(topic: &Name, ts: &mut TopicStore, sync: &mpsc::Sender<SyncMsg>) {
+    while ts.segments.len() > 1 && ts.segments[0].refs <= 0 {
+        if ts.segments[0].refs < 0 {
+            // A miscount: keep the file (disk is cheaper than a lost message).
+            tracing::warn!(
+                "TOPIC({topic}): segment {} counted {} copies; kept",
+                ts.segments[0].num,
+                ts.segments[0].refs
+            );
+            return;
+        }
+        let Ok(dir) = ts.dir() else {
+            return; // (deleted on a later commit)
+        };
+        let s = ts.segments.pop_front().expect("a segment");
+        ts.reads.forget(s.num);
+        ts.index.drop_segment(s.num as u32);
+        let _ = sync.send(SyncMsg::RemoveSegment(dir, seg_path(&ts.dir, s.num)));
+    }
+}
+
+/// Write a segment again: its intact records, in order, each sealed for where it now lies,
+/// under a file header (the segment's salt, or a new one for a segment without: a legacy or
+/// headless file). Bytes that failed their check go to a `.corrupt-<k>` file beside it.
+/// Returns the new contents.
+pub(super) fn rewrite(
+    topic: &Name,
+    path: &Path,
+    bytes: &[u8],
+    scan: &record::Scan,
+) -> Result<Vec<u8>, RewriteFailed> {
+    let failed = |(what, p, e): (&str, PathBuf, std::io::Error)| RewriteFailed {
+        no_room: is_no_room(&e),
+        text: io_err(what, &p, e),
+    };
+    let salt = match scan.layout {
+        record::Layout::Salted(salt) => salt,
+        _ => record::Salt::random(),
+    };
+    let mut good = Vec::with_capacity(bytes.len() + record::FILE_HEADER);
+    record::put_file_header(&mut good, salt);
+    let seal = record::Seal { salt, base: 0 };
+    for (at, _) in &scan.records {
+        record::put_payload(&mut good, seal, scan.payload(bytes, *at));
+    }
+    let mut bad = Vec::new();
+    for r in &scan.bad {
+        bad.extend_from_slice(&bytes[r.clone()]);
+    }
+    if !bad.is_empty() {
+        let mut k = 0;
+        let qpath = loop {
+            let p = PathBuf::from(format!("{}.corrupt-{k}", path.display()));
+            if !p.exists() {
+                break p;
+            }
+            k += 1;
+        };
+        write_atomic_io(&qpath, &bad).map_err(failed)?;
+        tracing::warn!(
+            "TOPIC({topic}): {} had {} corrupt byte range(s) ({} bytes); kept its {} intact records, moved the rest to {}",
+            path.display(),
+            scan.bad.len(),
+            bad.len(),
+            scan.records.len(),
+            qpath.display()
+        );
+    }
+    if scan.layout == record::Layout::Legacy {
+        tracing::info!(
+            "TOPIC({topic}): {} converted to the salted log format",
+            path.display()
+        );
+    }
+    write_atomic_io(path, &good).map_err(failed)?;
+    Ok(good)
+}
+
+/// Why a segment could not be written again.
+#[derive(Debug)]
+pub(super) struct RewriteFailed {
+    pub(super) text: StoreError,
+    /// Out of room (see [`is_no_room`]).
+    pub(super) no_room: bool,
+}

@@ -1,0 +1,160 @@
+//! The system calls the store makes beyond `std::fs`: writing a file whole, syncing by path,
+//! making and deleting files in an open directory, reserving and giving back blocks, and
+//! dropping pages from the cache.
+
+use super::error::{io_err, StoreError};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Write a file whole and durably (temp file, fsync, rename, fsync the directory).
+pub(super) fn write_atomic(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    write_atomic_io(path, data).map_err(|(what, p, e)| io_err(what, &p, e))
+}
+
+/// [`write_atomic`], its error with the operation and path (so a full disk can be told).
+pub(super) fn write_atomic_io(
+    path: &Path,
+    data: &[u8],
+) -> Result<(), (&'static str, PathBuf, std::io::Error)> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| ("create", tmp.clone(), e))?;
+    let written = f
+        .write_all(data)
+        .map_err(|e| ("write", e))
+        .and_then(|()| f.sync_data().map_err(|e| ("sync", e)));
+    if let Err((what, e)) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err((what, tmp, e));
+    }
+    fs::rename(&tmp, path).map_err(|e| ("rename", path.to_path_buf(), e))?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")));
+    Ok(())
+}
+
+/// Write a file whole (temp file, rename) without waiting for the disk: a process crash
+/// leaves the old file or the new one, never a part; the caller has it synced later.
+pub(super) fn write_unsynced(path: &Path, data: &[u8]) -> Result<(), StoreError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
+    f.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| io_err("rename", path, e))
+}
+
+/// fsync a file by path (one written whole; gone or replaced meanwhile is fine).
+pub(super) fn sync_file(path: &Path) {
+    if let Ok(f) = File::open(path) {
+        if let Err(e) = f.sync_data() {
+            tracing::error!("storage: fsync {} failed: {e}", path.display());
+        }
+    }
+}
+
+pub(super) fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Create the file named as `path`'s last part in directory `dir`, for appending; `None` if
+/// it exists (the roll came first) or cannot be made (the roll then reports why).
+pub(super) fn create_in(dir: &File, path: &Path) -> Option<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let name = file_name_c(path)?;
+    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
+    // SAFETY: openat only reads its arguments; the descriptor is open (`dir` is borrowed) and
+    // `name` is NUL-terminated and outlives the call. A descriptor it returns is new and ours.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o644 as libc::c_uint) };
+    // SAFETY: see above: `fd` is a fresh descriptor owned by nothing else.
+    (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+}
+
+#[cfg(target_os = "linux")]
+pub(super) fn reserve(f: &File, at: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fallocate only reads its arguments; the descriptor is open (`f` is borrowed).
+    // A failure (no space, a file system without it) is otherwise ignored: the write then
+    // allocates as it would have, and fails by itself if it must.
+    let r = unsafe {
+        libc::fallocate(
+            f.as_raw_fd(),
+            libc::FALLOC_FL_KEEP_SIZE,
+            at as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    // A reservation that failed part way (no space) may hold what it got: give it back.
+    if r != 0 {
+        let _ = f.set_len(at);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn reserve(_: &File, _: u64, _: u64) {}
+
+/// A full segment frees the blocks reserved past its end (truncating it to its own length).
+/// On the sync thread: with `-o discard` the freed blocks are discarded before the call
+/// returns, which can take long on a busy disk. A segment deleted meanwhile is skipped, and
+/// one without blocks past its end is not touched (a truncate would still rewrite its inode:
+/// a restart checks every full segment).
+#[cfg(unix)]
+pub(super) fn give_back_reserved(path: &Path, len: u64) {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(f) = OpenOptions::new().write(true).open(path) {
+        let reserved =
+            |m: fs::Metadata| m.len() == len && m.blocks() * 512 > len.next_multiple_of(4096);
+        if f.metadata().is_ok_and(reserved) {
+            let _ = f.set_len(len);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub(super) fn give_back_reserved(_: &Path, _: u64) {}
+
+/// The open file `f` has no name left (deleted, or its directory was).
+pub(super) fn removed(f: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().is_ok_and(|m| m.nlink() == 0)
+}
+
+/// Drop `len` bytes at `at` of `f` from the page cache.
+#[cfg(target_os = "linux")]
+pub(super) fn drop_cached(f: &File, at: u64, len: u64) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: posix_fadvise only reads its arguments; the descriptor is open (`f` is held).
+    unsafe {
+        libc::posix_fadvise(
+            f.as_raw_fd(),
+            at as libc::off_t,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        );
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn drop_cached(_: &File, _: u64, _: u64) {}
+
+/// Delete the file named as `path`'s last part in directory `dir`, wherever that directory
+/// is now. (It can be gone already: its topic was deleted meanwhile, with its directory.)
+pub(super) fn remove_in(dir: &File, path: &Path) {
+    use std::os::fd::AsRawFd;
+    let Some(c) = file_name_c(path) else {
+        return;
+    };
+    // SAFETY: unlinkat only reads its arguments; the descriptor is open (`dir` is borrowed)
+    // and `c` is a NUL-terminated string that outlives the call.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!("storage: failed to remove {}: {e}", path.display());
+        }
+    }
+}
+
+/// `path`'s last part, for the `*at` calls that take a name in an open directory.
+pub(super) fn file_name_c(path: &Path) -> Option<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(path.file_name()?.as_bytes()).ok()
+}

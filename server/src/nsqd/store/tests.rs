@@ -1,0 +1,559 @@
+use super::cache::{PageCache, TRIM_STEP};
+use super::sync::mark_dirty;
+use super::write::{SYNC_GAP, SYNC_UNIT};
+use super::*;
+use nsqlab_core::{LoadRequest, MessageId, StoreOp};
+use std::io::Read;
+use std::io::Write;
+use std::sync::atomic::Ordering;
+
+/// Resident pages of `f` (mincore on a mapping of it).
+#[cfg(target_os = "linux")]
+fn resident_pages(f: &File, len: usize) -> usize {
+    use std::os::fd::AsRawFd;
+    let page = 4096;
+    let pages = len.div_ceil(page);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: a read-only shared mapping of an open file, unmapped before returning;
+    // mincore writes one byte per page into `vec`, which has that many.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        assert_eq!(libc::mincore(p, len, vec.as_mut_ptr()), 0);
+        libc::munmap(p, len);
+    }
+    vec.iter().filter(|&&b| b & 1 == 1).count()
+}
+
+/// A finished segment is deleted in the directory it was in, even when that directory
+/// was renamed (its topic deleted) and a new one made under the old name meanwhile.
+#[test]
+fn a_finished_segment_is_deleted_where_it_was_not_by_path() {
+    let root = std::env::temp_dir().join(format!("nsqlab-unlink-{}", std::process::id()));
+    let (dir, gone) = (root.join("t"), root.join(".deleted-t"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(seg_path(&dir, 0), b"old").unwrap();
+    fs::write(seg_path(&dir, 1), b"old").unwrap();
+    let dir_fd = Arc::new(File::open(&dir).unwrap());
+    fs::rename(&dir, &gone).unwrap();
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(seg_path(&dir, 0), b"new").unwrap();
+    let (tx, rx) = mpsc::channel();
+    let thread = spawn_sync_thread(rx, Duration::from_secs(60));
+    for num in [0, 1] {
+        tx.send(SyncMsg::RemoveSegment(dir_fd.clone(), seg_path(&dir, num)))
+            .unwrap();
+    }
+    tx.send(SyncMsg::Stop).unwrap();
+    thread.join().unwrap();
+    assert_eq!(fs::read(seg_path(&dir, 0)).unwrap(), b"new");
+    assert_eq!(fs::read_dir(&gone).unwrap().count(), 0);
+    let _ = fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_tail_is_sent_to_the_sync_thread_once_per_sync() {
+    let dir = std::env::temp_dir().join(format!("nsqlab-tail-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let tail = Tail::new(File::create(dir.join("0.log")).unwrap());
+    // Many commits before a sync: one message.
+    let (tx, rx) = mpsc::channel();
+    for _ in 0..3 {
+        mark_dirty(&tx, Some(&tail));
+    }
+    assert_eq!(rx.try_iter().count(), 1);
+    // The sync thread clears the flag as it syncs, so the next write is sent again.
+    let (tx, rx) = mpsc::channel();
+    let thread = spawn_sync_thread(rx, Duration::from_secs(3600));
+    tx.send(SyncMsg::Dirty(tail.clone())).unwrap();
+    tx.send(SyncMsg::Now).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while tail.queued.load(Ordering::Acquire) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sync never cleared it"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let (probe, seen) = mpsc::channel();
+    mark_dirty(&probe, Some(&tail));
+    assert_eq!(seen.try_iter().count(), 1);
+    tx.send(SyncMsg::Stop).unwrap();
+    thread.join().unwrap();
+    let _ = fs::remove_dir_all(&dir);
+}
+
+/// A store under a fresh directory whose sync thread is replaced by `rx`'s end.
+fn store_with_sync_channel(name: &str) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
+    store_with_segments_of(name, 100 << 20)
+}
+
+fn store_with_segments_of(
+    name: &str,
+    max_bytes_per_file: u64,
+) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let (mut store, _) = open_in(&dir, max_bytes_per_file);
+    let (tx, rx) = mpsc::channel();
+    // (The store's own sync thread sees its sender go and stops.)
+    store.sync = tx;
+    if let Some(t) = store.sync_thread.take() {
+        t.join().unwrap();
+    }
+    (store, rx, dir)
+}
+
+/// The store under `dir` (opened, and what it recovered), for one partition of one.
+fn open_in(dir: &Path, max_bytes_per_file: u64) -> (Store, Recovered) {
+    let cfg = StoreConfig {
+        data_path: dir.to_path_buf(),
+        max_bytes_per_file,
+        sync_every: 2500,
+        sync_timeout: Duration::from_secs(3600),
+        partition: (0, 1),
+    };
+    let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
+    Store::open(cfg, &mut broker, 0).unwrap()
+}
+
+fn publish(store: &mut Store, topic: &Name, id: u64, size: usize) {
+    publish_body(store, topic, id, vec![b'a'; size]);
+}
+
+fn publish_body(store: &mut Store, topic: &Name, id: u64, body: Vec<u8>) {
+    store.apply(StoreOp::Publish {
+        ticket: 0,
+        topic: topic.clone(),
+        held: true,
+        copies: 1,
+        due: None,
+        msg: nsqlab_core::Message::new(MessageId(id), 0, body.into()),
+    });
+}
+
+/// The end of a test's store: stop it, then remove its directory.
+fn close_and_remove(store: Store, dir: &Path) {
+    drop(store);
+    let _ = fs::remove_dir_all(dir);
+}
+
+/// Create topic `t` (one commit).
+fn new_topic(store: &mut Store) -> Name {
+    let topic: Name = Arc::from("t");
+    store.apply(StoreOp::TopicCreated {
+        topic: topic.clone(),
+    });
+    store.commit().unwrap();
+    topic
+}
+
+/// Message `id`'s body: its ID, then filler (some long, most short).
+fn body_of(id: u64) -> Vec<u8> {
+    let len = if id.is_multiple_of(97) {
+        20_000
+    } else {
+        20 + (id * 37 % 300) as usize
+    };
+    let mut b = id.to_le_bytes().to_vec();
+    b.resize(len, b'a' + (id % 26) as u8);
+    b
+}
+
+/// A data path written before salts opens: its segments are converted, every message and
+/// FIN in them kept.
+#[test]
+fn a_legacy_segment_is_converted_when_the_store_opens() {
+    use record::Record;
+    let dir = std::env::temp_dir().join(format!("nsqlab-legacy-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let tdir = dir.join("nsqlab/t");
+    fs::create_dir_all(&tdir).unwrap();
+    let meta = r#"{"next_key":1,"channels":{"c":{"key":0,"start":0}}}"#;
+    fs::write(tdir.join("meta.json"), meta).unwrap();
+    let msg = |id: u64| Record::Pub {
+        held: false,
+        due: None,
+        msg: nsqlab_core::Message::new(MessageId(id), 0, body_of(id).into()),
+    };
+    let mut b = Vec::new();
+    for r in [
+        Record::Mark {
+            last_id: MessageId(0),
+        },
+        msg(1),
+        msg(2),
+        Record::Fin {
+            key: 0,
+            id: MessageId(2),
+        },
+        msg(3),
+    ] {
+        record::put_legacy(&mut b, &r);
+    }
+    let seg = seg_path(&tdir, 0);
+    fs::write(&seg, &b).unwrap();
+    let (mut store, rec) = open_in(&dir, 1 << 20);
+    assert_eq!((rec.messages, rec.corrupt_ranges), (2, 0));
+    let now = fs::read(&seg).unwrap();
+    assert!(matches!(
+        record::scan_without_bodies(&now).layout,
+        record::Layout::Salted(_)
+    ));
+    for id in [1, 3] {
+        let body = store.load("t", MessageId(id)).map(|b| b.to_vec());
+        assert_eq!(body, Ok(body_of(id)), "message {id}");
+    }
+    // It is appended to in the new format, and read back so after a restart.
+    let topic: Name = Arc::from("t");
+    publish(&mut store, &topic, 4, 10);
+    store.commit().unwrap();
+    drop(store);
+    let (store, rec) = open_in(&dir, 1 << 20);
+    assert_eq!((rec.messages, rec.corrupt_ranges), (3, 0));
+    close_and_remove(store, &dir);
+}
+
+/// Past `max_open` topics, the least recently written close their files; writing or
+/// reading one opens them again.
+#[test]
+fn only_so_many_topics_keep_their_files_open() {
+    let (mut store, _rx, dir) = store_with_segments_of("fds", 1 << 20);
+    store.max_open = 4;
+    let names: Vec<Name> = (0..20)
+        .map(|i| Arc::from(format!("t{i}").as_str()))
+        .collect();
+    let open = |store: &Store| store.topics.values().filter(|t| t.tail.is_some()).count();
+    for (i, topic) in names.iter().enumerate() {
+        store.apply(StoreOp::TopicCreated {
+            topic: topic.clone(),
+        });
+        publish(&mut store, topic, i as u64 + 1, 10);
+        store.open_checked -= Duration::from_secs(1);
+        store.commit().unwrap();
+        assert!(open(&store) <= 4, "{} open after topic {i}", open(&store));
+    }
+    // The newest stay open; the first is closed, and written and read again.
+    assert!(store.topics[&names[19]].tail.is_some());
+    assert!(store.topics[&names[0]].tail.is_none());
+    publish(&mut store, &names[0], 100, 10);
+    store.commit().unwrap();
+    assert!(store.topics[&names[0]].tail.is_some());
+    for (topic, id) in [(&names[0], 1), (&names[0], 100), (&names[7], 8)] {
+        let body = store.load(topic, MessageId(id)).map(|b| b.to_vec());
+        assert_eq!(body, Ok(vec![b'a'; 10]), "{topic} {id}");
+    }
+    close_and_remove(store, &dir);
+}
+
+#[test]
+fn loads_find_every_message_through_the_sparse_index() {
+    let (mut store, _rx, dir) = store_with_segments_of("sparse", 256 << 10);
+    let topic = new_topic(&mut store);
+    let n = 3000u64;
+    for id in 1..=n {
+        store.apply(StoreOp::Publish {
+            ticket: 0,
+            topic: topic.clone(),
+            held: true,
+            copies: 1,
+            // Every seventh deferred (those get an index entry each).
+            due: (id % 7 == 0).then_some(1_000 + id),
+            msg: nsqlab_core::Message::new(MessageId(id * 3), id, body_of(id).into()),
+        });
+        if id % 50 == 0 {
+            store.commit().unwrap();
+        }
+    }
+    store.commit().unwrap();
+    let ts = &store.topics[&topic];
+    assert!(ts.segments.len() > 4, "{} segments", ts.segments.len());
+    let deferred = n / 7;
+    assert!(
+        ts.index.entries() < (deferred + n / 10) as usize,
+        "{} index entries for {n} messages",
+        ts.index.entries()
+    );
+    let load =
+        |store: &mut Store, id: u64| store.load(&topic, MessageId(id * 3)).map(|b| b.to_vec());
+    // In order (a consumer's backlog), backwards, and scattered (two consumers, deferred
+    // messages coming due).
+    for id in (1..=n)
+        .chain((1..=n).rev())
+        .chain((0..n).map(|k| k * 1237 % n + 1))
+    {
+        assert_eq!(load(&mut store, id), Ok(body_of(id)), "message {id}");
+    }
+    // IDs between and beyond the stored ones are not there.
+    for id in [1, 3001, 4501, 9001, 9004] {
+        assert!(store.load(&topic, MessageId(id)).is_err(), "ID {id}");
+    }
+    close_and_remove(store, &dir);
+}
+
+fn load_request(topic: &Name, id: u64) -> LoadRequest {
+    LoadRequest {
+        topic: topic.clone(),
+        channel: "c".into(),
+        id: MessageId(id),
+    }
+}
+
+/// The next `n` bodies from the loader thread, in the order they came.
+fn loaded_bodies(store: &mut Store, n: usize) -> Vec<(u64, Result<Vec<u8>, StoreError>)> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let batch = store
+            .loaded
+            .blocking_recv()
+            .expect("the loader thread runs");
+        got.extend(
+            batch
+                .into_iter()
+                .map(|l| (l.req.id.0, l.body.map(|b| b.to_vec()))),
+        );
+    }
+    got
+}
+
+#[test]
+fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone() {
+    let (mut store, _rx, dir) = store_with_sync_channel("loader");
+    let topic = new_topic(&mut store);
+    for id in 1..=60u64 {
+        publish_body(&mut store, &topic, id, body_of(id));
+    }
+    store.commit().unwrap();
+    // Asked for in two batches (with one the store never had, answered at once), read
+    // in order; the second batch is asked for once the segment's file is unlinked (as
+    // the sync thread does once its messages are finished): the loads hold it open.
+    let failed = store.request_loads((1..=30).map(|id| load_request(&topic, id)));
+    assert!(failed.is_empty(), "{failed:?}");
+    let failed = store.request_loads([load_request(&topic, 999)]);
+    assert_eq!(failed.len(), 1);
+    assert_eq!(
+        failed[0].body,
+        Err("message 00000000000003e7 of t is not stored".into())
+    );
+    fs::remove_file(seg_path(&store.topics[&topic].dir, 0)).unwrap();
+    let failed = store.request_loads((31..=60).map(|id| load_request(&topic, id)));
+    assert!(failed.is_empty(), "{failed:?}");
+    let want: Vec<_> = (1..=60u64).map(|id| (id, Ok(body_of(id)))).collect();
+    assert_eq!(loaded_bodies(&mut store, 60), want);
+
+    // A topic deleted and made again under its name reads its own new log, not what the
+    // loader kept of the old one at the same offsets (the start of its first segment,
+    // read last).
+    assert!(store.request_loads([load_request(&topic, 1)]).is_empty());
+    assert_eq!(loaded_bodies(&mut store, 1), vec![(1, Ok(body_of(1)))]);
+    store.apply(StoreOp::TopicDeleted {
+        topic: topic.clone(),
+    });
+    store.commit().unwrap();
+    let topic = new_topic(&mut store);
+    for id in 61..=70u64 {
+        publish(&mut store, &topic, id, 100 + id as usize);
+    }
+    store.commit().unwrap();
+    assert!(store
+        .request_loads((61..=70).map(|id| load_request(&topic, id)))
+        .is_empty());
+    let want: Vec<_> = (61..=70u64)
+        .map(|id| (id, Ok(vec![b'a'; 100 + id as usize])))
+        .collect();
+    assert_eq!(loaded_bodies(&mut store, 10), want);
+    close_and_remove(store, &dir);
+}
+
+#[test]
+fn a_failed_write_releases_no_copies_and_loads_nothing_of_what_it_lost() {
+    let (mut store, _rx, dir) = store_with_sync_channel("failedwrite");
+    let topic = new_topic(&mut store);
+    let finish = |store: &mut Store, ids: std::ops::RangeInclusive<u64>| {
+        for id in ids {
+            store.apply(StoreOp::Finished {
+                topic: topic.clone(),
+                channel: Arc::from("c"),
+                id: MessageId(id),
+            });
+        }
+    };
+    for id in 1..=100 {
+        publish(&mut store, &topic, id, 100);
+    }
+    store.commit().unwrap();
+    // The next batch's write fails (the tail is open read-only meanwhile).
+    let path = seg_path(&dir.join("nsqlab").join("t"), 0);
+    let writable = store
+        .topics
+        .get_mut(&topic)
+        .unwrap()
+        .tail
+        .replace(Tail::new(File::open(&path).unwrap()));
+    for id in 101..=110 {
+        publish(&mut store, &topic, id, 100);
+    }
+    assert!(store.commit().is_err());
+    store.topics.get_mut(&topic).unwrap().tail = writable;
+    let refs = |store: &Store| store.topics[&topic].segments[0].refs;
+    assert_eq!(refs(&store), 100);
+    // Their FINs release nothing; the written ones' do.
+    finish(&mut store, 101..=110);
+    store.commit().unwrap();
+    assert_eq!(refs(&store), 100);
+    assert!(store.load(&topic, MessageId(105)).is_err());
+    assert_eq!(store.load(&topic, MessageId(50)).unwrap().len(), 100);
+    // Written after the failure: recorded and found again.
+    publish(&mut store, &topic, 111, 100);
+    store.commit().unwrap();
+    assert_eq!(store.load(&topic, MessageId(111)).unwrap().len(), 100);
+    finish(&mut store, 1..=100);
+    assert_eq!(refs(&store), 1);
+    close_and_remove(store, &dir);
+}
+
+fn sync_requests(rx: &mpsc::Receiver<SyncMsg>) -> usize {
+    rx.try_iter().filter(|m| matches!(m, SyncMsg::Now)).count()
+}
+
+#[test]
+fn a_new_topic_is_synced_by_the_sync_thread_not_on_the_broker() {
+    let (mut store, rx, dir) = store_with_sync_channel("newtopic");
+    new_topic(&mut store);
+    let root = dir.join("nsqlab");
+    let meta = root.join("t").join("meta.json");
+    // Its metadata is there whole at once (a process crash keeps it)...
+    let m: TopicMeta = serde_json::from_slice(&fs::read(&meta).unwrap()).unwrap();
+    assert!(!m.paused && m.channels.is_empty());
+    assert!(!root.join("t").join("meta.tmp").exists());
+    // ...and the sync thread is told to sync it and both directories.
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    for msg in rx.try_iter() {
+        match msg {
+            SyncMsg::DirtyFile(f) => files.push(f),
+            SyncMsg::DirtyDir(d) => dirs.push(d),
+            _ => {}
+        }
+    }
+    assert_eq!(files, [meta]);
+    dirs.sort();
+    assert_eq!(dirs, [root.clone(), root.join("t")]);
+    close_and_remove(store, &dir);
+}
+
+#[test]
+fn a_sync_is_asked_for_every_sync_every_messages_or_that_many_sync_units_at_most_every_gap() {
+    let (mut store, rx, dir) = store_with_sync_channel("syncbytes");
+    let topic = new_topic(&mut store);
+    let _ = rx.try_iter().count();
+    // Small messages: a sync per --sync-every (2500) of them, in commits of 100.
+    let mut id = 1;
+    for _ in 0..50 {
+        for _ in 0..100 {
+            publish(&mut store, &topic, id, 10);
+            id += 1;
+        }
+        store.commit().unwrap();
+    }
+    assert_eq!(sync_requests(&rx), 2);
+    // Large ones: a sync per 2500 x SYNC_UNIT bytes written, long before 2500 of them...
+    let size = 16 << 10;
+    let per_sync = (2500 * SYNC_UNIT).div_ceil(size as u64 + 64);
+    let mut write = |store: &mut Store, n: u64| {
+        for _ in 0..n {
+            publish(store, &topic, id, size);
+            id += 1;
+            store.commit().unwrap();
+        }
+    };
+    for _ in 0..4 {
+        // (The last one asked for long enough ago.)
+        let before = std::time::Instant::now().checked_sub(2 * SYNC_GAP);
+        store.last_sync_ask = before.expect("an instant before now");
+        write(&mut store, per_sync);
+    }
+    let n = sync_requests(&rx);
+    assert!(
+        (3..=4).contains(&n),
+        "{n} sync requests for 4 x 2500 x SYNC_UNIT bytes"
+    );
+    // ...but not within SYNC_GAP of the last (as if that had been asked for just now).
+    store.last_sync_ask = std::time::Instant::now() + Duration::from_secs(3600);
+    write(&mut store, 4 * per_sync);
+    assert_eq!(sync_requests(&rx), 0);
+    close_and_remove(store, &dir);
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn full_segments_beyond_the_budget_leave_the_page_cache_oldest_first_a_step_at_a_time() {
+    let dir = std::env::temp_dir().join(format!("nsqlab-pagecache-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let len = 2 * TRIM_STEP as usize;
+    let pages = len / 4096;
+    let mut cache = PageCache {
+        keep: 2 * len as u64,
+        lag: 1 << 40,
+        ..PageCache::default()
+    };
+    let mut files = Vec::new();
+    for i in 0..4u8 {
+        let path = dir.join(format!("{i}.log"));
+        let mut f = File::create(&path).unwrap();
+        f.write_all(&vec![i; len]).unwrap();
+        f.sync_data().unwrap();
+        let f = OpenOptions::new().read(true).open(&path).unwrap();
+        // Read it so that its pages are cached for certain.
+        let mut b = Vec::new();
+        (&f).read_to_end(&mut b).unwrap();
+        assert_eq!(resident_pages(&f, len), pages);
+        cache.full(path.clone(), len as u64);
+        files.push((path, f));
+    }
+    let resident = |files: &Vec<(PathBuf, File)>| -> Vec<usize> {
+        files.iter().map(|(_, f)| resident_pages(f, len)).collect()
+    };
+    assert_eq!(cache.bytes, 4 * len as u64);
+    // One step: the first half of the oldest segment.
+    cache.trim();
+    assert_eq!(cache.bytes, 3 * len as u64 + len as u64 / 2);
+    assert_eq!(resident(&files), [pages / 2, pages, pages, pages]);
+    // Three more finish the two oldest; a fourth drops nothing (the two newest stay).
+    for _ in 0..4 {
+        cache.trim();
+    }
+    assert_eq!(cache.bytes, 2 * len as u64);
+    assert_eq!(resident(&files), [0, 0, pages, pages]);
+    // Dropped pages are read back from the disk unchanged.
+    for (i, (path, _)) in files.iter().enumerate() {
+        assert_eq!(fs::read(path).unwrap(), vec![i as u8; len]);
+    }
+
+    // A segment deleted meanwhile is passed over.
+    let far_behind = || PageCache {
+        keep: 0,
+        lag: 0,
+        ..PageCache::default()
+    };
+    let mut cache = far_behind();
+    cache.full(dir.join("deleted.log"), len as u64);
+    cache.trim();
+    assert_eq!((cache.bytes, cache.full.len()), (0, 0));
+    // Far behind (past `keep + lag`): an eighth of the excess per trim (here 4 MiB, the
+    // whole segment), not a step (2 MiB).
+    let mut cache = far_behind();
+    for _ in 0..8 {
+        cache.full(files[3].0.clone(), len as u64);
+    }
+    cache.trim();
+    assert_eq!((cache.bytes, cache.full.len()), (7 * len as u64, 7));
+    assert_eq!(resident_pages(&files[3].1, len), 0);
+    let _ = fs::remove_dir_all(&dir);
+}
