@@ -29,14 +29,12 @@ pub async fn listen(addr: &str) -> std::io::Result<TcpListener> {
 fn widen_backlog(l: &TcpListener) {
     #[cfg(target_os = "linux")]
     {
-        use std::os::fd::AsRawFd;
         let max = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
             .ok()
             .and_then(|s| s.trim().parse::<i32>().ok())
             .unwrap_or(4096)
             .clamp(128, 65535);
-        // SAFETY: listen only reads its arguments; the descriptor is open (`l` is borrowed).
-        unsafe { libc::listen(l.as_raw_fd(), max) };
+        let _ = rustix::net::listen(l, max);
     }
     #[cfg(not(target_os = "linux"))]
     let _ = l;
@@ -114,17 +112,11 @@ impl RateLimited {
 }
 
 /// The limit on open files in force (the soft limit).
-#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
 pub fn open_file_limit() -> Option<u64> {
     #[cfg(unix)]
     {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit only writes the struct passed, which outlives the call.
-        (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0)
-            .then_some(lim.rlim_cur as u64)
+        let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        Some(lim.current.unwrap_or(u64::MAX))
     }
     #[cfg(not(unix))]
     None
@@ -133,31 +125,26 @@ pub fn open_file_limit() -> Option<u64> {
 /// Raise the soft limit on open files to the hard limit, as Go's runtime does at start (nsqd
 /// has it so): a server holds a descriptor per connection and per open log segment. Returns
 /// the limit now in force.
-#[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
 pub fn raise_open_file_limit() -> Option<u64> {
     #[cfg(unix)]
     {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit and setrlimit only read and write the struct passed, which lives
-        // across the calls.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-                return None;
-            }
-            if lim.rlim_cur < lim.rlim_max {
-                let raised = libc::rlimit {
-                    rlim_cur: lim.rlim_max,
-                    rlim_max: lim.rlim_max,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    lim = raised;
-                }
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let lim = getrlimit(Resource::Nofile);
+        // `None` is unlimited.
+        let (cur, max) = (
+            lim.current.unwrap_or(u64::MAX),
+            lim.maximum.unwrap_or(u64::MAX),
+        );
+        if cur < max {
+            let raised = Rlimit {
+                current: lim.maximum,
+                maximum: lim.maximum,
+            };
+            if setrlimit(Resource::Nofile, raised).is_ok() {
+                return Some(max);
             }
         }
-        Some(lim.rlim_cur as u64)
+        Some(cur)
     }
     #[cfg(not(unix))]
     None

@@ -395,7 +395,8 @@ fn handle_loaded(broker: &mut Broker, batch: Vec<super::store::Loaded>) {
         if let Err(e) = &l.body {
             tracing::error!("storage: {e}");
         }
-        broker.handle_loaded(crate::clock::now(), &l.req, l.body);
+        let body = l.body.map_err(|e| e.to_string());
+        broker.handle_loaded(crate::clock::now(), &l.req, body);
     }
 }
 
@@ -596,10 +597,17 @@ fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), St
         if !any {
             break;
         }
-        let r = store.commit();
-        if let Err(e) = &r {
-            tracing::error!("storage: {e}");
-        }
+        let r = store.commit().map_err(|e| {
+            let what = if e.is_no_room() {
+                "; out of room: publishing is refused until there is room"
+            } else if e.is_device_error() {
+                "; the device failed: check the disk"
+            } else {
+                ""
+            };
+            tracing::error!("storage: {e}{what}");
+            e.to_string()
+        });
         broker.handle_stored(crate::clock::now(), broker.last_ticket(), r.clone());
         if result.is_ok() {
             result = r;

@@ -123,7 +123,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
                 tracing::error!(
                     "storage: partition {p}: {e}; publishing is refused until there is room"
                 );
-                broker.set_health(Some(e));
+                broker.set_health(Some(e.to_string()));
             }
             Some(s)
         } else {

@@ -103,8 +103,11 @@ fn read(ahead: &mut FxHashMap<u64, ReadAhead>, Job { at, req }: Job) -> Loaded {
     let exact = at.from_id == id.0;
     let body = match ahead.find(&at.file, at.seg, at.salt, from, at.end, id, exact) {
         Ok(Some(body)) => Ok(body),
-        Ok(None) => Err(format!("message {id} of {} is not stored", req.topic)),
-        Err(e) => Err(format!("read {}: {e}", at.path.display())),
+        Ok(None) => Err(StoreError::NotStored {
+            topic: req.topic.clone(),
+            id,
+        }),
+        Err(e) => Err(StoreError::io("read", &at.path, e)),
     };
     Loaded { req, body }
 }

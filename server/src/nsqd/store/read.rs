@@ -70,7 +70,7 @@ impl Store {
             if let Err(loader::Msg::Load(jobs)) = sent {
                 failed.extend(jobs.into_iter().map(|j| Loaded {
                     req: j.req,
-                    body: Err("storage is closed".to_string()),
+                    body: Err(StoreError::Closed),
                 }));
             }
         }
@@ -98,20 +98,22 @@ impl Store {
         let ts = self
             .topics
             .get_mut(&req.topic)
-            .ok_or_else(|| format!("topic {} has no storage", req.topic))?;
+            .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
         let at = ts
             .index
             .locate(req.id.0)
-            .ok_or_else(|| format!("message {} of {} is not stored", req.id, req.topic))?;
+            .ok_or_else(|| StoreError::NotStored {
+                topic: req.topic.clone(),
+                id: req.id,
+            })?;
         let seg = ts
             .segments
             .iter_mut()
             .find(|s| s.num == at.seg as u64)
-            .ok_or_else(|| {
-                format!(
-                    "message {} of {}: segment {} is gone",
-                    req.id, req.topic, at.seg
-                )
+            .ok_or_else(|| StoreError::SegmentGone {
+                topic: req.topic.clone(),
+                id: req.id,
+                seg: at.seg,
             })?;
         let (file, path) = match &seg.reader {
             Some((f, p)) => (f.clone(), p.clone()),

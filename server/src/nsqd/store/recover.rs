@@ -159,14 +159,13 @@ impl Store {
                     }
                     // Out of room: a salted segment is read as it is (its intact records
                     // stay where they are; the next start sets the bad bytes aside).
-                    Err(e) if matches!(scan.layout, record::Layout::Salted(_)) && e.no_room => {
-                        tracing::warn!(
-                            "TOPIC({topic}): {}; its intact records are kept in place",
-                            e.text
-                        );
-                        rec.no_room.get_or_insert(e.text);
+                    Err(e)
+                        if matches!(scan.layout, record::Layout::Salted(_)) && e.is_no_room() =>
+                    {
+                        tracing::warn!("TOPIC({topic}): {e}; its intact records are kept in place");
+                        rec.no_room.get_or_insert(e);
                     }
-                    Err(e) => return Err(e.text),
+                    Err(e) => return Err(e),
                 }
             }
             let record::Layout::Salted(salt) = scan.layout else {

@@ -1,7 +1,7 @@
 //! A topic's segments: rolling to the next, compacting a log whose front is finished,
 //! rewriting records set aside, and making a topic's files again after they were lost.
 
-use super::error::{io_err, is_no_room, StoreError};
+use super::error::{io_err, StoreError};
 use super::prep::Prepared;
 use super::sync::SyncMsg;
 use super::sys::{sync_dir, write_atomic_io};
@@ -155,11 +155,8 @@ pub(super) fn rewrite(
     path: &Path,
     bytes: &[u8],
     scan: &record::Scan,
-) -> Result<Vec<u8>, RewriteFailed> {
-    let failed = |(what, p, e): (&str, PathBuf, std::io::Error)| RewriteFailed {
-        no_room: is_no_room(&e),
-        text: io_err(what, &p, e),
-    };
+) -> Result<Vec<u8>, StoreError> {
+    let failed = |(what, p, e): (&'static str, PathBuf, std::io::Error)| io_err(what, &p, e);
     let salt = match scan.layout {
         record::Layout::Salted(salt) => salt,
         _ => record::Salt::random(),
@@ -201,12 +198,4 @@ pub(super) fn rewrite(
     }
     write_atomic_io(path, &good).map_err(failed)?;
     Ok(good)
-}
-
-/// Why a segment could not be written again.
-#[derive(Debug)]
-pub(super) struct RewriteFailed {
-    pub(super) text: StoreError,
-    /// Out of room (see [`is_no_room`]).
-    pub(super) no_room: bool,
 }

@@ -59,32 +59,19 @@ pub(super) fn sync_dir(dir: &Path) {
 /// Create the file named as `path`'s last part in directory `dir`, for appending; `None` if
 /// it exists (the roll came first) or cannot be made (the roll then reports why).
 pub(super) fn create_in(dir: &File, path: &Path) -> Option<File> {
-    use std::os::fd::{AsRawFd, FromRawFd};
-    let name = file_name_c(path)?;
-    let flags = libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
-    // SAFETY: openat only reads its arguments; the descriptor is open (`dir` is borrowed) and
-    // `name` is NUL-terminated and outlives the call. A descriptor it returns is new and ours.
-    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags, 0o644 as libc::c_uint) };
-    // SAFETY: see above: `fd` is a fresh descriptor owned by nothing else.
-    (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, path.file_name()?, flags, Mode::from_raw_mode(0o644));
+    fd.ok().map(File::from)
 }
 
 #[cfg(target_os = "linux")]
 pub(super) fn reserve(f: &File, at: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fallocate only reads its arguments; the descriptor is open (`f` is borrowed).
+    use rustix::fs::FallocateFlags;
     // A failure (no space, a file system without it) is otherwise ignored: the write then
-    // allocates as it would have, and fails by itself if it must.
-    let r = unsafe {
-        libc::fallocate(
-            f.as_raw_fd(),
-            libc::FALLOC_FL_KEEP_SIZE,
-            at as libc::off_t,
-            len as libc::off_t,
-        )
-    };
-    // A reservation that failed part way (no space) may hold what it got: give it back.
-    if r != 0 {
+    // allocates as it would have, and fails by itself if it must. A reservation that failed
+    // part way (no space) may hold what it got: give it back.
+    if rustix::fs::fallocate(f, FallocateFlags::KEEP_SIZE, at, len).is_err() {
         let _ = f.set_len(at);
     }
 }
@@ -121,16 +108,9 @@ pub(super) fn removed(f: &File) -> bool {
 /// Drop `len` bytes at `at` of `f` from the page cache.
 #[cfg(target_os = "linux")]
 pub(super) fn drop_cached(f: &File, at: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: posix_fadvise only reads its arguments; the descriptor is open (`f` is held).
-    unsafe {
-        libc::posix_fadvise(
-            f.as_raw_fd(),
-            at as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_DONTNEED,
-        );
-    }
+    // (A length of 0, `None`, is to the end of the file, as in posix_fadvise.)
+    let len = std::num::NonZeroU64::new(len);
+    let _ = rustix::fs::fadvise(f, at, len, rustix::fs::Advice::DontNeed);
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -139,22 +119,15 @@ pub(super) fn drop_cached(_: &File, _: u64, _: u64) {}
 /// Delete the file named as `path`'s last part in directory `dir`, wherever that directory
 /// is now. (It can be gone already: its topic was deleted meanwhile, with its directory.)
 pub(super) fn remove_in(dir: &File, path: &Path) {
-    use std::os::fd::AsRawFd;
-    let Some(c) = file_name_c(path) else {
+    let Some(name) = path.file_name() else {
         return;
     };
-    // SAFETY: unlinkat only reads its arguments; the descriptor is open (`dir` is borrowed)
-    // and `c` is a NUL-terminated string that outlives the call.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), 0) } != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!("storage: failed to remove {}: {e}", path.display());
-        }
+    match rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty()) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => tracing::warn!(
+            "storage: failed to remove {}: {}",
+            path.display(),
+            std::io::Error::from(e)
+        ),
     }
-}
-
-/// `path`'s last part, for the `*at` calls that take a name in an open directory.
-pub(super) fn file_name_c(path: &Path) -> Option<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::CString::new(path.file_name()?.as_bytes()).ok()
 }

@@ -339,7 +339,7 @@ fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone(
     let failed = store.request_loads([load_request(&topic, 999)]);
     assert_eq!(failed.len(), 1);
     assert_eq!(
-        failed[0].body,
+        failed[0].body.as_ref().map_err(|e| e.to_string()),
         Err("message 00000000000003e7 of t is not stored".into())
     );
     fs::remove_file(seg_path(&store.topics[&topic].dir, 0)).unwrap();

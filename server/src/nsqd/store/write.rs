@@ -126,7 +126,7 @@ pub(super) fn topic_store<'a>(
 ) -> Result<&'a mut TopicStore, StoreError> {
     topics
         .get_mut(topic)
-        .ok_or_else(|| format!("topic {topic} has no storage"))
+        .ok_or_else(|| StoreError::NoStorage(topic.clone()))
 }
 
 impl Store {
@@ -319,7 +319,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         if let Some(m) = self.missing.get_mut(topic) {
             f(m);
-            return Err(format!("topic {topic} has no storage"));
+            return Err(StoreError::NoStorage(topic.clone()));
         }
         let ts = self.topic(topic)?;
         f(&mut ts.meta);
