@@ -203,7 +203,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     )));
     let app = http::router(driver.clone(), info, lookupd_tx);
     // --tls-required=true (not tcp-https) also closes plain HTTP, as nsqd.
-    let plain_app = if args.tls_required_mode() == "true" {
+    let plain_app = if args.tls_required_mode() == options::TlsRequired::Yes {
         http::tls_required_app(bound.https.map_or(0, |a| a.port()))
     } else {
         app.clone()

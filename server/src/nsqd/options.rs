@@ -179,7 +179,7 @@ pub struct NsqdArgs {
     pub tls_root_ca_file: String,
     /// require TLS for client connections (true, false, tcp-https)
     #[arg(long, value_parser = tls_required_arg, default_value = "false", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    pub tls_required: String,
+    pub tls_required: TlsRequired,
     /// minimum SSL/TLS version acceptable ('ssl3.0', 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3')
     #[arg(long, value_parser = tls_min_version_arg, default_value = "tls1.0", value_name = "value")]
     pub tls_min_version: String,
@@ -309,10 +309,11 @@ impl NsqdArgs {
         use crate::nsqd::http::ConfigValue::{Json, Str};
         use serde_json::json;
         let ns = |d: Duration| json!(d.as_nanos() as u64);
+        // nsqd's TLSRequired constants.
         let tls_required = match self.tls_required_mode() {
-            "true" => 2,
-            "tcp-https" => 1,
-            _ => 0,
+            TlsRequired::Yes => 2,
+            TlsRequired::TcpHttps => 1,
+            TlsRequired::No => 0,
         };
         let tls_min = match self.tls_min_version.as_str() {
             "ssl3.0" => 768,
@@ -447,11 +448,10 @@ impl NsqdArgs {
 
     /// `--tls-required` as nsqd applies it: a client auth policy turns `false` into `true`
     /// (TCP and plain HTTP both then require TLS).
-    pub fn tls_required_mode(&self) -> &str {
-        match self.tls_required.as_str() {
-            m @ ("true" | "tcp-https") => m,
-            _ if !self.tls_client_auth_policy.is_empty() => "true",
-            _ => "false",
+    pub fn tls_required_mode(&self) -> TlsRequired {
+        match self.tls_required {
+            TlsRequired::No if !self.tls_client_auth_policy.is_empty() => TlsRequired::Yes,
+            m => m,
         }
     }
 
@@ -478,7 +478,7 @@ impl NsqdArgs {
             snappy: self.snappy,
             // Set by the server once a certificate is loaded.
             tls_enabled: false,
-            tls_required: matches!(self.tls_required_mode(), "true" | "tcp-https"),
+            tls_required: self.tls_required_mode() != TlsRequired::No,
             auth_enabled: !self.auth_http_address.is_empty(),
             queue_scan_selection_count: self.queue_scan_selection_count.max(1) as usize,
             events: false,
@@ -489,14 +489,43 @@ impl NsqdArgs {
     }
 }
 
+/// `--tls-required`: whether clients must use TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsRequired {
+    /// `false`: TLS is optional.
+    No,
+    /// `tcp-https`: TCP clients must upgrade to TLS; plain HTTP is served as usual.
+    TcpHttps,
+    /// `true`: TCP clients must upgrade, and plain HTTP answers every request with nsqd's 403
+    /// `TLS_REQUIRED`.
+    Yes,
+}
+
+impl TlsRequired {
+    /// The flag's spelling, as nsqd prints it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsRequired::No => "false",
+            TlsRequired::TcpHttps => "tcp-https",
+            TlsRequired::Yes => "true",
+        }
+    }
+}
+
+impl PartialEq<&str> for TlsRequired {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// `--tls-required` as nsqd's `tlsRequiredOption.Set` reads it: lowercased, `tcp-https` or a
-/// Go boolean (kept as `true` / `false`).
-fn tls_required_arg(s: &str) -> Result<String, String> {
+/// Go boolean.
+fn tls_required_arg(s: &str) -> Result<TlsRequired, String> {
     let s = s.to_ascii_lowercase();
     if s == "tcp-https" {
-        return Ok(s);
+        return Ok(TlsRequired::TcpHttps);
     }
-    crate::cli::go_bool(&s).map(|b| b.to_string())
+    crate::cli::go_bool(&s).map(|b| if b { TlsRequired::Yes } else { TlsRequired::No })
 }
 
 /// `--tls-min-version` as nsqd's `tlsMinVersionOption.Set` reads it: lowercased, one it knows.

@@ -38,7 +38,7 @@ fn read(path: &str) -> anyhow::Result<Vec<u8>> {
 /// Build the server config, or `None` when no certificate is configured.
 pub fn server_config(args: &super::NsqdArgs) -> anyhow::Result<Option<Arc<ServerConfig>>> {
     if args.tls_cert.is_empty() && args.tls_key.is_empty() {
-        if args.tls_required_mode() != "false" {
+        if args.tls_required_mode() != super::options::TlsRequired::No {
             anyhow::bail!("cannot require TLS client connections without TLS key and cert");
         }
         return Ok(None);

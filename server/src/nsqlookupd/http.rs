@@ -32,7 +32,7 @@ fn topic_arg(raw: &Option<String>) -> Result<String, ApiErr> {
     let q = query(raw)?;
     first(&q, "topic")
         .map(str::to_owned)
-        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))
+        .ok_or(ApiErr::MissingArgTopic)
 }
 
 async fn channels(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
@@ -46,7 +46,7 @@ async fn lookup(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
     let l = s.lock().expect("lookupd lock");
     match l.lookup(crate::clock::now(), &topic) {
         Some(a) => Ok(json(&a)),
-        None => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
+        None => Err(ApiErr::TopicNotFound),
     }
 }
 
@@ -66,7 +66,7 @@ async fn nodes(State(s): State<Shared>) -> Response {
 async fn topic_create(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
     let topic = topic_arg(&raw)?;
     if !is_valid_name(&topic) {
-        return Err(ApiErr(400, "INVALID_ARG_TOPIC"));
+        return Err(ApiErr::InvalidArgTopic);
     }
     let mut l = s.lock().expect("lookupd lock");
     l.create_topic(&topic);
@@ -84,8 +84,8 @@ async fn topic_delete(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiRe
 
 async fn topic_tombstone(State(s): State<Shared>, RawQuery(raw): RawQuery) -> ApiResult {
     let q = query(&raw)?;
-    let topic = first(&q, "topic").ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?;
-    let node = first(&q, "node").ok_or(ApiErr(400, "MISSING_ARG_NODE"))?;
+    let topic = first(&q, "topic").ok_or(ApiErr::MissingArgTopic)?;
+    let node = first(&q, "node").ok_or(ApiErr::MissingArgNode)?;
     let mut l = s.lock().expect("lookupd lock");
     l.tombstone(crate::clock::now(), topic, node);
     super::flush_log(&mut l);
@@ -95,13 +95,13 @@ async fn topic_tombstone(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Ap
 /// nsqd's `GetTopicChannelArgs`.
 fn topic_channel(raw: &Option<String>) -> Result<(String, String), ApiErr> {
     let q = query(raw)?;
-    let topic = first(&q, "topic").ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?;
+    let topic = first(&q, "topic").ok_or(ApiErr::MissingArgTopic)?;
     if !is_valid_name(topic) {
-        return Err(ApiErr(400, "INVALID_ARG_TOPIC"));
+        return Err(ApiErr::InvalidArgTopic);
     }
-    let channel = first(&q, "channel").ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?;
+    let channel = first(&q, "channel").ok_or(ApiErr::MissingArgChannel)?;
     if !is_valid_name(channel) {
-        return Err(ApiErr(400, "INVALID_ARG_CHANNEL"));
+        return Err(ApiErr::InvalidArgChannel);
     }
     Ok((topic.to_string(), channel.to_string()))
 }
@@ -122,7 +122,7 @@ async fn channel_delete(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Api
     if found {
         Ok(ok_empty())
     } else {
-        Err(ApiErr(404, "CHANNEL_NOT_FOUND"))
+        Err(ApiErr::ChannelNotFound)
     }
 }
 
@@ -174,7 +174,7 @@ pub fn router(shared: Shared) -> Router {
         .route("/topic/tombstone", post(topic_tombstone))
         .route("/channel/create", post(channel_create))
         .route("/channel/delete", post(channel_delete))
-        .fallback(|| async { ApiErr(404, "NOT_FOUND") })
+        .fallback(|| async { ApiErr::NotFound })
         .layer(axum::middleware::from_fn(method_guard))
         .layer(axum::middleware::from_fn(access_log))
         .with_state(shared)

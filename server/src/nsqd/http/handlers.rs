@@ -2,7 +2,7 @@
 //! administration, `/config/:opt`, `/debug/freememory`, the WebSocket endpoints.
 
 use super::query::{bool_param, first, query};
-use super::response::{json, ok_empty, ok_text, ApiErr, ApiResult, EXITING, TEXT_TYPE};
+use super::response::{json, ok_empty, ok_text, ApiErr, ApiResult, TEXT_TYPE};
 use super::AppState;
 use super::{ConfigValue, Remote};
 use axum::body::Bytes;
@@ -21,9 +21,9 @@ pub(super) async fn topic_from_query(
     s: &AppState,
     q: &HashMap<String, Vec<String>>,
 ) -> Result<String, ApiErr> {
-    let topic = first(q, "topic").ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?;
+    let topic = first(q, "topic").ok_or(ApiErr::MissingArgTopic)?;
     if !is_valid_name(topic) {
-        return Err(ApiErr(400, "INVALID_TOPIC"));
+        return Err(ApiErr::InvalidTopic);
     }
     let t = topic.to_string();
     let t2 = t.clone();
@@ -32,9 +32,9 @@ pub(super) async fn topic_from_query(
     s.driver
         .call_stored(&t, move |b, now| b.create_topic(now, &t2))
         .await
-        .ok_or(EXITING)?
+        .ok_or(ApiErr::Exiting)?
         .0
-        .map_err(|_| ApiErr(400, "INVALID_TOPIC"))?;
+        .map_err(|_| ApiErr::InvalidTopic)?;
     Ok(t)
 }
 
@@ -45,7 +45,7 @@ pub(super) async fn topic_from_query(
 /// same bytes here.
 pub(super) async fn free_memory() -> Response {
     let _ = tokio::task::spawn_blocking(crate::nsqd::release_free_memory).await;
-    ApiErr(500, "INTERNAL_ERROR").into_response()
+    ApiErr::InternalError.into_response()
 }
 
 /// `OK`, or nsqd's 500 `NOK - <error>` while storage is failing.
@@ -108,12 +108,12 @@ pub(super) async fn publish(
         .driver
         .call_stored(&owner, move |b, now| b.publish(now, &topic, bodies, defer))
         .await
-        .ok_or(EXITING)?
+        .ok_or(ApiErr::Exiting)?
     {
         (Ok(_), Ok(())) => Ok(ok_text("OK")),
-        (Ok(_), Err(_)) | (Err(AdminError::Exiting), _) => Err(EXITING),
-        (Err(AdminError::InvalidDefer), _) => Err(ApiErr(400, "INVALID_DEFER")),
-        (Err(_), _) => Err(ApiErr(400, "INVALID_TOPIC")),
+        (Ok(_), Err(_)) | (Err(AdminError::Exiting), _) => Err(ApiErr::Exiting),
+        (Err(AdminError::InvalidDefer), _) => Err(ApiErr::InvalidDefer),
+        (Err(_), _) => Err(ApiErr::InvalidTopic),
     }
 }
 
@@ -137,7 +137,7 @@ pub(super) async fn read_body(
     let mut chunks: Vec<Bytes> = Vec::new();
     let mut len = 0u64;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|_| ApiErr(500, "INTERNAL_ERROR"))?;
+        let frame = frame.map_err(|_| ApiErr::InternalError)?;
         if let Ok(data) = frame.into_data() {
             len += data.len() as u64;
             if len > max {
@@ -160,19 +160,19 @@ pub(super) async fn pub_handler(
     body: axum::body::Body,
 ) -> ApiResult {
     let Some(body) = read_body(&headers, body, s.info.limits.max_msg_size).await? else {
-        return Err(ApiErr(413, "MSG_TOO_BIG"));
+        return Err(ApiErr::MsgTooBig);
     };
     if body.is_empty() {
-        return Err(ApiErr(400, "MSG_EMPTY"));
+        return Err(ApiErr::MsgEmpty);
     }
     let q = query(&raw)?;
     let topic = topic_from_query(&s, &q).await?;
     let mut defer = None;
     if let Some(d) = first(&q, "defer") {
-        let ms: i64 = d.parse().map_err(|_| ApiErr(400, "INVALID_DEFER"))?;
+        let ms: i64 = d.parse().map_err(|_| ApiErr::InvalidDefer)?;
         match ms.checked_mul(1_000_000) {
             Some(ns) if ns >= 0 && ns as u64 <= s.info.max_req_timeout => defer = Some(ns as u64),
-            _ => return Err(ApiErr(400, "INVALID_DEFER")),
+            _ => return Err(ApiErr::InvalidDefer),
         }
     }
     publish(&s, topic, vec![Body::from(&body[..])], defer).await
@@ -186,7 +186,7 @@ pub(super) async fn mpub_handler(
 ) -> ApiResult {
     let limits = s.info.limits;
     let Some(body) = read_body(&headers, body, limits.max_body_size).await? else {
-        return Err(ApiErr(413, "BODY_TOO_BIG"));
+        return Err(ApiErr::BodyTooBig);
     };
     let q = query(&raw)?;
     let topic = topic_from_query(&s, &q).await?;
@@ -199,10 +199,10 @@ pub(super) async fn mpub_handler(
             Ok(MpubRead::Done(b, _)) => b,
             // (Only a decoder that publishes in steps asks for a batch.)
             Ok(MpubRead::Large(mut batch, _)) => batch.take(batch.len()),
-            Ok(MpubRead::Incomplete(MpubShort::Count)) => return Err(ApiErr(413, "BAD_BODY")),
-            Ok(MpubRead::Incomplete(_)) => return Err(ApiErr(413, "BAD_MESSAGE")),
-            Err(e) if e.code == "E_BAD_BODY" => return Err(ApiErr(413, "BAD_BODY")),
-            Err(_) => return Err(ApiErr(413, "BAD_MESSAGE")),
+            Ok(MpubRead::Incomplete(MpubShort::Count)) => return Err(ApiErr::BadBody),
+            Ok(MpubRead::Incomplete(_)) => return Err(ApiErr::BadMessage),
+            Err(e) if e.code == "E_BAD_BODY" => return Err(ApiErr::BadBody),
+            Err(_) => return Err(ApiErr::BadMessage),
         }
     } else {
         // The lines' bodies share one buffer.
@@ -215,7 +215,7 @@ pub(super) async fn mpub_handler(
                 continue;
             }
             if line.len() as u64 > limits.max_msg_size {
-                return Err(ApiErr(413, "MSG_TOO_BIG"));
+                return Err(ApiErr::MsgTooBig);
             }
             lines.push(range);
         }
@@ -233,7 +233,7 @@ pub(super) async fn topic_admin(
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
     if !ADMIN_ACTIONS.contains(&action.as_str()) {
-        return Err(ApiErr(404, "NOT_FOUND"));
+        return Err(ApiErr::NotFound);
     }
     let q = query(&raw)?;
     if action == "create" {
@@ -241,11 +241,11 @@ pub(super) async fn topic_admin(
         return Ok(ok_empty());
     }
     let topic = first(&q, "topic")
-        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .ok_or(ApiErr::MissingArgTopic)?
         .to_string();
     // nsqd validates the name only for `empty`; delete and (un)pause just don't find it.
     if action == "empty" && !is_valid_name(&topic) {
-        return Err(ApiErr(400, "INVALID_TOPIC"));
+        return Err(ApiErr::InvalidTopic);
     }
     let owner = topic.clone();
     let r = s
@@ -258,7 +258,7 @@ pub(super) async fn topic_admin(
             _ => unreachable!("checked against ADMIN_ACTIONS"),
         })
         .await
-        .ok_or(EXITING)?
+        .ok_or(ApiErr::Exiting)?
         .0;
     admin_result(r)
 }
@@ -269,20 +269,20 @@ pub(super) async fn channel_admin(
     RawQuery(raw): RawQuery,
 ) -> ApiResult {
     if !ADMIN_ACTIONS.contains(&action.as_str()) {
-        return Err(ApiErr(404, "NOT_FOUND"));
+        return Err(ApiErr::NotFound);
     }
     let q = query(&raw)?;
     let topic = first(&q, "topic")
-        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .ok_or(ApiErr::MissingArgTopic)?
         .to_string();
     if !is_valid_name(&topic) {
-        return Err(ApiErr(400, "INVALID_ARG_TOPIC"));
+        return Err(ApiErr::InvalidArgTopic);
     }
     let channel = first(&q, "channel")
-        .ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?
+        .ok_or(ApiErr::MissingArgChannel)?
         .to_string();
     if !is_valid_name(&channel) {
-        return Err(ApiErr(400, "INVALID_ARG_CHANNEL"));
+        return Err(ApiErr::InvalidArgChannel);
     }
     let owner = topic.clone();
     let r = s
@@ -301,7 +301,7 @@ pub(super) async fn channel_admin(
             }
         })
         .await
-        .ok_or(EXITING)?
+        .ok_or(ApiErr::Exiting)?
         .0;
     admin_result(r)
 }
@@ -309,12 +309,12 @@ pub(super) async fn channel_admin(
 pub(super) fn admin_result(r: Result<(), AdminError>) -> ApiResult {
     match r {
         Ok(()) => Ok(ok_empty()),
-        Err(AdminError::TopicNotFound) => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
-        Err(AdminError::ChannelNotFound) => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
-        Err(AdminError::InvalidTopic) => Err(ApiErr(404, "TOPIC_NOT_FOUND")),
-        Err(AdminError::InvalidChannel) => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
-        Err(AdminError::InvalidDefer) => Err(ApiErr(400, "INVALID_DEFER")),
-        Err(AdminError::Exiting) => Err(EXITING),
+        Err(AdminError::TopicNotFound) => Err(ApiErr::TopicNotFound),
+        Err(AdminError::ChannelNotFound) => Err(ApiErr::ChannelNotFound),
+        Err(AdminError::InvalidTopic) => Err(ApiErr::TopicNotFound),
+        Err(AdminError::InvalidChannel) => Err(ApiErr::ChannelNotFound),
+        Err(AdminError::InvalidDefer) => Err(ApiErr::InvalidDefer),
+        Err(AdminError::Exiting) => Err(ApiErr::Exiting),
     }
 }
 
@@ -325,7 +325,7 @@ pub(super) fn config_response(s: &AppState, opt: &str) -> ApiResult {
         _ => match s.info.config.iter().find(|(k, _)| k == opt) {
             Some((_, ConfigValue::Str(v))) => Ok(ok_text(v.clone())),
             Some((_, ConfigValue::Json(v))) => Ok(json(v)),
-            None => Err(ApiErr(400, "INVALID_OPTION")),
+            None => Err(ApiErr::InvalidOption),
         },
     }
 }
@@ -342,22 +342,21 @@ pub(super) async fn config_put(
     // nsqd reads the value without looking at Content-Length.
     let body = read_body(&HeaderMap::new(), body, s.info.limits.max_msg_size).await?;
     let Some(body) = body.filter(|b| !b.is_empty()) else {
-        return Err(ApiErr(413, "INVALID_VALUE"));
+        return Err(ApiErr::ValueTooBig);
     };
     match opt.as_str() {
         "nsqlookupd_tcp_addresses" => {
             let v: Option<Vec<String>> =
-                serde_json::from_slice(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
+                serde_json::from_slice(&body).map_err(|_| ApiErr::InvalidValue)?;
             // The lookupd connections follow (lookup.rs).
             s.lookupd.send_replace(v.unwrap_or_default());
         }
         "log_level" => {
-            let text = std::str::from_utf8(&body).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
-            let level =
-                crate::logging::parse_level(text).map_err(|_| ApiErr(400, "INVALID_VALUE"))?;
+            let text = std::str::from_utf8(&body).map_err(|_| ApiErr::InvalidValue)?;
+            let level = crate::logging::parse_level(text).map_err(|_| ApiErr::InvalidValue)?;
             crate::logging::set_level(level);
         }
-        _ => return Err(ApiErr(400, "INVALID_OPTION")),
+        _ => return Err(ApiErr::InvalidOption),
     }
     config_response(&s, &opt)
 }
@@ -380,20 +379,20 @@ pub(super) async fn api_queues(State(s): State<AppState>, RawQuery(raw): RawQuer
         return Ok(json(
             &crate::nsqd::ws::all_queues(&s.driver)
                 .await
-                .ok_or(EXITING)?,
+                .ok_or(ApiErr::Exiting)?,
         ));
     }
     let topic = first(&q, "topic")
-        .ok_or(ApiErr(400, "MISSING_ARG_TOPIC"))?
+        .ok_or(ApiErr::MissingArgTopic)?
         .to_string();
     let channel = first(&q, "channel")
-        .ok_or(ApiErr(400, "MISSING_ARG_CHANNEL"))?
+        .ok_or(ApiErr::MissingArgChannel)?
         .to_string();
     match crate::nsqd::ws::queues(&s.driver, topic, channel)
         .await
-        .ok_or(EXITING)?
+        .ok_or(ApiErr::Exiting)?
     {
         Some(q) => Ok(json(&q)),
-        None => Err(ApiErr(404, "CHANNEL_NOT_FOUND")),
+        None => Err(ApiErr::ChannelNotFound),
     }
 }

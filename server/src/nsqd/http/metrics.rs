@@ -1,6 +1,6 @@
 //! `/metrics`: the same statistics for Prometheus.
 
-use super::response::{ApiResult, EXITING};
+use super::response::{ApiErr, ApiResult};
 use super::stats::resident_bytes;
 use super::AppState;
 use axum::extract::State;
@@ -23,7 +23,7 @@ pub(super) async fn metrics(State(s): State<AppState>) -> ApiResult {
         .driver
         .stats(StatsFilter::default())
         .await
-        .ok_or(EXITING)?;
+        .ok_or(ApiErr::Exiting)?;
     let topics = st.topics.unwrap_or_default();
     let mut out = String::new();
     let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, u64)>| {
@@ -138,4 +138,14 @@ pub(super) async fn metrics(State(s): State<AppState>) -> ApiResult {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn label_values_are_escaped_for_prometheus() {
+        assert_eq!(super::prom_label(r#"a"b\c"#), r#"a\"b\\c"#);
+        assert_eq!(super::prom_label("two\nlines"), "two\\nlines");
+        assert_eq!(super::prom_label("plain#ephemeral"), "plain#ephemeral");
+    }
 }

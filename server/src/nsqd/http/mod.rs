@@ -146,7 +146,7 @@ pub fn router(
         .route("/ws/nsq", get(ws_nsq))
         .route("/ws/events", get(ws_events))
         .route("/api/queues", get(api_queues))
-        .fallback(|| async { ApiErr(404, "NOT_FOUND") })
+        .fallback(|| async { ApiErr::NotFound })
         .layer(middleware::from_fn(method_guard))
         .with_state(state)
 }

@@ -11,16 +11,18 @@ pub(crate) fn query(raw: &Option<String>) -> Result<HashMap<String, Vec<String>>
     let Some(raw) = raw else { return Ok(m) };
     for part in raw.split('&').filter(|p| !p.is_empty()) {
         if part.contains(';') {
-            return Err(ApiErr(400, "INVALID_REQUEST"));
+            return Err(ApiErr::InvalidRequest);
         }
         let (k, v) = part.split_once('=').unwrap_or((part, ""));
-        let dec =
-            |s: &str| percent_decode(&s.replace('+', " ")).ok_or(ApiErr(400, "INVALID_REQUEST"));
+        let dec = |s: &str| percent_decode(&s.replace('+', " ")).ok_or(ApiErr::InvalidRequest);
         m.entry(dec(k)?).or_default().push(dec(v)?);
     }
     Ok(m)
 }
 
+/// Go's `url.QueryUnescape` without the `+` rule (the caller applies it). Written here, not
+/// taken from the `percent-encoding` crate: that one passes a `%` without two hex digits
+/// through, where Go fails the whole query (and nsqd answers `INVALID_REQUEST`).
 pub(super) fn percent_decode(s: &str) -> Option<String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
@@ -51,5 +53,49 @@ pub(super) fn bool_param(v: &str) -> Option<bool> {
         "true" | "1" => Some(true),
         "false" | "0" => Some(false),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(raw: &str) -> Result<HashMap<String, Vec<String>>, ApiErr> {
+        query(&Some(raw.to_string()))
+    }
+
+    #[test]
+    fn queries_parse_as_go_parses_them() {
+        let m = q("topic=a%2Fb&channel=c+d&topic=second&&flag").unwrap();
+        assert_eq!(m["topic"], ["a/b", "second"]);
+        assert_eq!(m["channel"], ["c d"]);
+        assert_eq!(m["flag"], [""]);
+        assert_eq!(first(&m, "topic"), Some("a/b"));
+        assert_eq!(first(&m, "missing"), None);
+        assert!(query(&None).unwrap().is_empty());
+        // Go refuses the whole query for a `;` or a bad escape.
+        for bad in ["topic=a;b", "a=1&b=%zz", "a=%4", "%=1"] {
+            assert_eq!(q(bad), Err(ApiErr::InvalidRequest), "{bad}");
+        }
+    }
+
+    #[test]
+    fn percent_decoding_is_strict_and_keeps_bytes() {
+        assert_eq!(percent_decode("%41%62c").as_deref(), Some("Abc"));
+        assert_eq!(percent_decode("100%").as_deref(), None);
+        assert_eq!(percent_decode("%e4%b8%ad").as_deref(), Some("中"));
+        // Invalid UTF-8 becomes U+FFFD (which no topic name check accepts).
+        assert_eq!(percent_decode("%ff").as_deref(), Some("\u{fffd}"));
+    }
+
+    #[test]
+    fn only_nsqds_four_spellings_are_booleans() {
+        assert_eq!(bool_param("true"), Some(true));
+        assert_eq!(bool_param("1"), Some(true));
+        assert_eq!(bool_param("false"), Some(false));
+        assert_eq!(bool_param("0"), Some(false));
+        for v in ["TRUE", "yes", "", "t"] {
+            assert_eq!(bool_param(v), None, "{v}");
+        }
     }
 }

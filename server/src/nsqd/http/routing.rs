@@ -122,7 +122,7 @@ pub(crate) async fn router_guard(
     let mut resp = if req.method() == Method::OPTIONS {
         StatusCode::OK.into_response()
     } else {
-        ApiErr(405, "METHOD_NOT_ALLOWED").into_response()
+        ApiErr::MethodNotAllowed.into_response()
     };
     if let Ok(v) = HeaderValue::from_str(&allow.join(", ")) {
         resp.headers_mut().insert(header::ALLOW, v);
@@ -132,4 +132,34 @@ pub(crate) async fn router_guard(
 
 pub(super) async fn method_guard(req: Request, next: Next) -> Response {
     router_guard(req, next, routed_methods).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_are_nsqds() {
+        assert_eq!(routed_methods("/ping"), Some(&["GET"][..]));
+        assert_eq!(routed_methods("/pub"), Some(&["POST"][..]));
+        assert_eq!(routed_methods("/topic/pause"), Some(&["POST"][..]));
+        assert_eq!(routed_methods("/channel/unpause"), Some(&["POST"][..]));
+        assert_eq!(
+            routed_methods("/config/nsqlookupd_tcp_addresses"),
+            Some(&["GET", "PUT"][..])
+        );
+        assert_eq!(routed_methods("/pkg/web.js"), Some(&["GET"][..]));
+        for unknown in ["/topic/rename", "/config/", "/pkg/", "/nope", "/ping/x", ""] {
+            assert_eq!(routed_methods(unknown), None, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn paths_are_cleaned_as_httprouter_cleans_them() {
+        assert_eq!(clean_path("/a/./b/../c"), "/a/c");
+        assert_eq!(clean_path("//ping"), "/ping");
+        assert_eq!(clean_path("/../../stats"), "/stats");
+        assert_eq!(clean_path("ping/"), "/ping");
+        assert_eq!(clean_path(""), "/");
+    }
 }

@@ -1,7 +1,7 @@
 //! `/stats`: JSON as nsqd's, and its text form; memory statistics.
 
 use super::query::{bool_param, first, query};
-use super::response::{json, ok_text, ApiResult, EXITING};
+use super::response::{json, ok_text, ApiErr, ApiResult};
 use super::AppState;
 use super::ServerInfo;
 use axum::extract::{RawQuery, State};
@@ -88,7 +88,7 @@ pub(super) async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) ->
             .and_then(bool_param)
             .unwrap_or(true),
     };
-    let (st, health) = s.driver.stats(filter).await.ok_or(EXITING)?;
+    let (st, health) = s.driver.stats(filter).await.ok_or(ApiErr::Exiting)?;
     let health = health.map_or_else(|| "OK".to_string(), |e| format!("NOK - {e}"));
     let mem = include_mem.then(mem_stats);
     if json_format {
@@ -238,5 +238,71 @@ mod tests {
         assert_eq!(super::rfc3339(1_582_981_445), "2020-02-29T13:04:05Z");
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::rfc3339(-5), "1970-01-01T00:00:00Z");
+    }
+
+    /// `/stats?format=text`: nsqd's layout, from a broker with a topic, a paused channel and
+    /// a consumer.
+    #[test]
+    fn the_text_form_lays_out_topics_channels_and_clients_as_nsqd() {
+        use nsqlab_core::{Broker, Options, StatsFilter};
+        let opts = Options::default();
+        let mut b = Broker::new(opts.clone(), 1, 0);
+        let c = b.connect(0, "127.0.0.1:50001");
+        b.handle_bytes(1, c, b"  V2SUB orders billing\nRDY 0\n");
+        b.publish(
+            2,
+            "orders",
+            vec![b"one".to_vec().into(), b"two".to_vec().into()],
+            None,
+        )
+        .unwrap();
+        b.pause_channel(3, "orders", "billing", true).unwrap();
+        let filter = StatsFilter {
+            include_clients: true,
+            ..StatsFilter::default()
+        };
+        let st = b.stats(&filter);
+        let info = super::super::ServerInfo {
+            version: "1.3.0".into(),
+            broadcast_address: "h".into(),
+            hostname: "h".into(),
+            http_port: 4151,
+            tcp_port: 4150,
+            start_time: 1_582_981_445,
+            start_ns: crate::clock::now(),
+            max_heartbeat_interval: 0,
+            max_output_buffer_size: 0,
+            max_output_buffer_timeout: 0,
+            max_deflate_level: 6,
+            limits: opts.limits(),
+            max_req_timeout: 0,
+            www_dir: None,
+            config: Vec::new(),
+        };
+        let text = super::stats_text(&info, &st, None, "OK");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            format!("nsqd v1.3.0 (built w/nsqlab-{})", env!("CARGO_PKG_VERSION"))
+        );
+        assert_eq!(lines[1], "start_time 2020-02-29T13:04:05Z");
+        assert!(lines[2].starts_with("uptime "), "{}", lines[2]);
+        assert_eq!(&lines[3..6], ["", "Health: OK", ""]);
+        assert_eq!(lines[6], "Topics:");
+        assert_eq!(
+            lines[7],
+            "   [orders         ] depth: 0     be-depth: 0     msgs: 2        e2e%: "
+        );
+        assert_eq!(
+            lines[8],
+            "   *P [billing                  ] depth: 2     be-depth: 0     inflt: 0    \
+             def: 0    re-q: 0     timeout: 0     msgs: 2        e2e%: "
+        );
+        assert!(
+            lines[9].starts_with("        [V2 127.0.0.1:50001      ] state: 3 inflt: 0    rdy: 0    fin: 0        re-q: 0        msgs: 0        connected: "),
+            "{}",
+            lines[9]
+        );
+        assert_eq!(&lines[10..], ["", "Producers: None"]);
     }
 }

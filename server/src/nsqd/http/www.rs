@@ -20,7 +20,7 @@ pub(super) async fn pkg_file(
     headers: HeaderMap,
 ) -> Response {
     if file.contains('/') || file.contains("..") {
-        return ApiErr(404, "NOT_FOUND").into_response();
+        return ApiErr::NotFound.into_response();
     }
     static_file(&s, &format!("pkg/{file}"), &headers).await
 }
@@ -31,7 +31,7 @@ pub(super) async fn pkg_file(
 /// it and revalidates it (`If-Modified-Since`, answered 304) instead of fetching it again.
 pub(super) async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) -> Response {
     let Some(dir) = &s.info.www_dir else {
-        return ApiErr(404, "NOT_FOUND").into_response();
+        return ApiErr::NotFound.into_response();
     };
     let mut req = axum::http::Request::get(format!("/{rel}"))
         .body(axum::body::Body::empty())
@@ -62,6 +62,6 @@ pub(super) async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) ->
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
             r
         }
-        _ => ApiErr(404, "NOT_FOUND").into_response(),
+        _ => ApiErr::NotFound.into_response(),
     }
 }
