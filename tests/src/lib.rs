@@ -47,38 +47,27 @@ pub fn symlink_as(name: &str) -> (tempdir::TempDir, PathBuf) {
 }
 
 /// A minimal temp dir (removed on drop).
+/// Temporary directories for tests: `tempfile`'s, made where a test cannot go on without one.
 pub mod tempdir {
-    use std::path::{Path, PathBuf};
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::path::Path;
 
-    pub struct TempDir(PathBuf);
+    /// A fresh directory, removed with everything in it when dropped.
+    pub struct TempDir(tempfile::TempDir);
 
     impl TempDir {
         pub fn new() -> TempDir {
-            static N: AtomicU64 = AtomicU64::new(0);
-            let p = std::env::temp_dir().join(format!(
-                "nsqlab-test-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::Relaxed)
-            ));
-            std::fs::create_dir_all(&p).expect("temp dir");
-            TempDir(p)
+            let d = tempfile::Builder::new().prefix("nsqlab-test-").tempdir();
+            TempDir(d.expect("temp dir"))
         }
 
         pub fn path(&self) -> &Path {
-            &self.0
+            self.0.path()
         }
     }
 
     impl Default for TempDir {
         fn default() -> Self {
             Self::new()
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
         }
     }
 }

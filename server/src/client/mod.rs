@@ -217,15 +217,17 @@ pub fn join_host_port(host: &str, port: impl std::fmt::Display) -> String {
     }
 }
 
+/// A query value, percent-encoded: everything but letters, digits and `-_.~` (a space is
+/// `%20`; for topic and channel names, whose characters are `.a-zA-Z0-9_-` and `#`, this is
+/// what Go's `url.QueryEscape` gives).
 pub fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+    const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    utf8_percent_encode(s, QUERY_VALUE).to_string()
 }
 
 /// `http://<addr><path>`; an address may carry its scheme (go-nsq adds `http://` only when

@@ -7,13 +7,12 @@ use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
 use crate::net::Conn;
 use bytes::{Bytes, BytesMut};
 use nsqlab_core::Upgrade;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_rustls::TlsAcceptor;
+use tokio_util::either::Either;
 
 /// Accept connections until `shutdown` flips.
 pub async fn serve(
@@ -26,7 +25,7 @@ pub async fn serve(
     while let Some((stream, addr)) = crate::net::accept_any(&listener, &mut shutdown, "TCP").await {
         tracing::info!("TCP: new client({addr})");
         let conn = Connection {
-            stream: Stream::Plain(stream),
+            stream: Some(Either::Left(stream)),
             codec: Codec::Plain,
             remote: addr,
             acceptor: acceptor.clone(),
@@ -42,61 +41,19 @@ pub async fn serve(
 }
 
 /// The socket (TCP or unix), plain or upgraded to TLS.
-enum Stream {
-    Plain(Conn),
-    Tls(Box<tokio_rustls::server::TlsStream<Conn>>),
-    Gone,
-}
+type Stream = Either<Conn, Box<tokio_rustls::server::TlsStream<Conn>>>;
 
-impl AsyncRead for Stream {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-            Stream::Gone => Poll::Ready(Ok(())),
-        }
-    }
-}
-
-impl AsyncWrite for Stream {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        b: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, b),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, b),
-            Stream::Gone => Poll::Ready(Err(std::io::ErrorKind::NotConnected.into())),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-            Stream::Gone => Poll::Ready(Ok(())),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-            Stream::Gone => Poll::Ready(Ok(())),
-        }
-    }
+/// The connection's stream: it is taken only by a TLS handshake, and a failed one ends the
+/// connection, so it is always there when read or written.
+fn io(s: &mut Option<Stream>) -> &mut Stream {
+    s.as_mut().expect("a stream outside a TLS handshake")
 }
 
 /// A connection reads up to this much at once.
 const READ: usize = 64 * 1024;
 
 struct Connection {
-    stream: Stream,
+    stream: Option<Stream>,
     codec: Codec,
     remote: String,
     acceptor: Option<TlsAcceptor>,
@@ -144,7 +101,7 @@ impl Connection {
                             Out::Close => {
                                 broker_closed = true;
                                 let _ = self.write(&mut wbuf).await;
-                                let _ = self.stream.shutdown().await;
+                                let _ = io(&mut self.stream).shutdown().await;
                                 break 'conn;
                             }
                             Out::Upgrade(u) => {
@@ -184,7 +141,7 @@ impl Connection {
                         break;
                     }
                 }
-                r = self.stream.read_buf(&mut rbuf), if !eof => {
+                r = io(&mut self.stream).read_buf(&mut rbuf), if !eof => {
                     match r {
                         Ok(0) => {
                             eof = true;
@@ -241,11 +198,11 @@ impl Connection {
         }
         let write = async {
             match &mut self.codec {
-                Codec::Plain => self.stream.write_all(wbuf).await,
+                Codec::Plain => io(&mut self.stream).write_all(wbuf).await,
                 codec => {
                     let mut wire = Vec::with_capacity(wbuf.len() / 2 + 64);
                     codec.encode(wbuf, &mut wire)?;
-                    self.stream.write_all(&wire).await
+                    io(&mut self.stream).write_all(&wire).await
                 }
             }
         };
@@ -265,7 +222,7 @@ impl Connection {
                     .acceptor
                     .clone()
                     .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?;
-                let Stream::Plain(tcp) = std::mem::replace(&mut self.stream, Stream::Gone) else {
+                let Some(Either::Left(tcp)) = self.stream.take() else {
                     anyhow::bail!("TLS upgrade on an upgraded stream");
                 };
                 let tls =
@@ -282,7 +239,7 @@ impl Connection {
                         .negotiated_cipher_suite()
                         .map_or(0, |s| u16::from(s.suite())),
                 };
-                self.stream = Stream::Tls(Box::new(tls));
+                self.stream = Some(Either::Right(Box::new(tls)));
                 return Ok(Some(peer));
             }
             Upgrade::Snappy => self.codec = Codec::Snappy(Box::default()),
