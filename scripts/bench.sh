@@ -4,6 +4,8 @@
 #   bash scripts/bench.sh            # ~4 minutes
 #   RUNFOR=10s bash scripts/bench.sh
 #   LATENCY_RUNS=0 bash scripts/bench.sh   # without the latency row's repeated runs (5)
+# Where NSQ's binaries are (NSQ_BIN, default ../shared/nsq-v1.3.0/bin), it ends with
+# scripts/bench-go.sh's rows: NSQ's Go clients against nsqd v1.3.0 and nsqlab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNFOR=${RUNFOR:-10s}
@@ -108,6 +110,12 @@ t1=$(date +%s%N)
 mem() { awk -v k="$1:" '$1 == k {printf "%.1f", $2 / 1024}' /proc/$pid/status; }
 row "restart after SIGKILL with 2000000 backlog 200 B messages" "$(( (t1 - t0) / 1000000 )) ms - RSS $(mem VmRSS) MiB (peak $(mem VmHWM) MiB; $before MiB before)"
 stop
+
+# NSQ's own Go clients against nsqlab and nsqd v1.3.0 in one run, and the ratios between them
+# (see scripts/bench-go.sh; skipped without NSQ's binaries).
+if [ -x "${NSQ_BIN:-../shared/nsq-v1.3.0/bin}/bench_writer" ]; then
+  while IFS= read -r l; do rows+=("$l"); done < <(ROWS_ONLY=1 bash scripts/bench-go.sh)
+fi
 
 echo
 echo "| benchmark | nsqlab |"
