@@ -4,12 +4,15 @@
 # one client, alternating the servers round by round (medians of ROUNDS). Never part of the
 # tests. Needs NSQ's binaries (NSQ_BIN, default ../shared/nsq-v1.3.0/bin).
 #   bash scripts/bench-go.sh                 # 3 rounds of 10 s runs: about 4 minutes
-#   ROUNDS=5 RUNFOR=10s bash scripts/bench-go.sh
+#   ROUNDS=5 RUNFOR=10s READFOR=5s bash scripts/bench-go.sh
 # Prints a table; with ROWS_ONLY=1 only its rows (scripts/bench.sh appends them to its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NSQ_BIN=${NSQ_BIN:-../shared/nsq-v1.3.0/bin}
 RUNFOR=${RUNFOR:-10s}
+# The reader runs for half as long as the writer: it must not run out of backlog, or its rate
+# would be the writer's count over its run rather than how fast it drains.
+READFOR=${READFOR:-$(( ${RUNFOR%s} / 2 ))s}
 ROUNDS=${ROUNDS:-3}
 for b in nsqd bench_writer bench_reader; do
   [ -x "$NSQ_BIN/$b" ] || { echo "bench-go: $NSQ_BIN/$b is missing (set NSQ_BIN)" >&2; exit 1; }
@@ -35,6 +38,9 @@ declare -A SERVER=(
 ORDER=(nsqlab nsqlab-mq1M nsqlab-mem nsqd-mq1M null)
 
 start() {
+  if curl -sf http://$HTTP/ping >/dev/null 2>&1; then
+    echo "bench-go: something already answers on $HTTP; stop it first" >&2; exit 1
+  fi
   rm -rf "${DATA:?}"/*
   case $1 in
     null) ${SERVER[$1]} --tcp-address=$TCP --http-address=$HTTP >"$RES/$1.log" 2>&1 & ;;
@@ -58,7 +64,7 @@ for round in $(seq "$ROUNDS"); do
     echo "$w" >>"$RES/$s.pub"
     # The reader drains the backlog the writer left (most of it past --mem-queue-size).
     if [ "$s" != null ]; then
-      r=$("$NSQ_BIN/bench_reader" -nsqd-tcp-address=$TCP -runfor=$RUNFOR 2>&1 | ops)
+      r=$("$NSQ_BIN/bench_reader" -nsqd-tcp-address=$TCP -runfor=$READFOR 2>&1 | ops)
       echo "$r" >>"$RES/$s.sub"
     fi
     stop
@@ -80,7 +86,7 @@ row() { rows+=("$(printf '| %-80s | %s |' "$1" "$2")"); }
 label() { local c=${SERVER[$1]/#$B/nsqlab}; echo "${c/#$NSQ_BIN\/nsqd/nsqd v1.3.0}"; }
 for s in "${ORDER[@]}"; do
   row "PUB, Go bench_writer (MPUB 200 x 200 B), $(label "$s")" "${PUB[$s]} msg/s"
-  [ -n "${SUB[$s]:-}" ] && row "SUB draining that, Go bench_reader (RDY 2500), $(label "$s")" "${SUB[$s]} msg/s"
+  [ -n "${SUB[$s]:-}" ] && row "SUB draining that for $READFOR, Go bench_reader (RDY 2500), $(label "$s")" "${SUB[$s]} msg/s"
 done
 row "drain: durable / --durable=false (target >= 0.90)" "$(ratio "${SUB[nsqlab]}" "${SUB[nsqlab-mem]}") (mq1M: $(ratio "${SUB[nsqlab-mq1M]}" "${SUB[nsqlab-mem]}"))"
 row "drain: durable / nsqd v1.3.0 mq1M (target >= 2)" "$(ratio "${SUB[nsqlab]}" "${SUB[nsqd-mq1M]}") (mq1M: $(ratio "${SUB[nsqlab-mq1M]}" "${SUB[nsqd-mq1M]}"))"
@@ -90,7 +96,7 @@ row "PUB: durable / nsqd v1.3.0 mq1M" "$(ratio "${PUB[nsqlab]}" "${PUB[nsqd-mq1M
 
 if [ "${ROWS_ONLY:-}" != 1 ]; then
   echo
-  echo "| Go clients, medians of $ROUNDS alternated rounds of $RUNFOR | |"
+  echo "| Go clients, medians of $ROUNDS alternated rounds (writer $RUNFOR, reader $READFOR) | |"
   echo "|---|---|"
 fi
 printf '%s\n' "${rows[@]}"
