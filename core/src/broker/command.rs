@@ -290,12 +290,7 @@ impl Broker {
         id: ClientId,
         raw: &[u8; 16],
     ) -> Result<(), ProtocolError> {
-        let failed = |e: &str| {
-            ProtocolError::soft(
-                "E_FIN_FAILED",
-                format!("FIN {} failed {e}", String::from_utf8_lossy(raw)),
-            )
-        };
+        let failed = |e: &str| in_flight_failed("FIN", raw, e);
         // The hot path: one client lookup, and one index lookup finds, checks the owner and
         // removes.
         let cl = self
@@ -345,12 +340,9 @@ impl Broker {
         } else {
             (ns as u64).min(self.opts.max_req_timeout)
         };
-        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
-            ProtocolError::soft(
-                "E_REQ_FAILED",
-                format!("REQ {} failed {e}", String::from_utf8_lossy(raw)),
-            )
-        })?;
+        let (ch, mid) = self
+            .owned_in_flight(id, raw)
+            .map_err(|e| in_flight_failed("REQ", raw, &e))?;
         let c = self.ch(ch);
         let e = c.in_flight.remove(mid.0).expect("owned in-flight exists");
         c.requeue_count += 1;
@@ -373,12 +365,9 @@ impl Broker {
         id: ClientId,
         raw: &[u8; 16],
     ) -> Result<(), ProtocolError> {
-        let (ch, mid) = self.owned_in_flight(id, raw).map_err(|e| {
-            ProtocolError::soft(
-                "E_TOUCH_FAILED",
-                format!("TOUCH {} failed {e}", String::from_utf8_lossy(raw)),
-            )
-        })?;
+        let (ch, mid) = self
+            .owned_in_flight(id, raw)
+            .map_err(|e| in_flight_failed("TOUCH", raw, &e))?;
         let msg_timeout = self.clients[&id].settings.msg_timeout;
         let max = self.opts.max_msg_timeout;
         let c = self.ch(ch);
@@ -410,4 +399,16 @@ impl Broker {
 /// `time.Duration(ms) * time.Millisecond`, which wraps in int64.
 pub(super) fn dpub_defer(defer_ms: u64) -> Nanos {
     (defer_ms as i64).wrapping_mul(MILLISECOND as i64) as u64
+}
+
+/// nsqd's soft error for FIN, REQ or TOUCH (`cmd`) of message `raw` that failed for `reason`:
+/// `E_FIN_FAILED FIN <id> failed ID not in flight`, …
+fn in_flight_failed(cmd: &str, raw: &[u8; 16], reason: &str) -> ProtocolError {
+    let code = match cmd {
+        "FIN" => "E_FIN_FAILED",
+        "REQ" => "E_REQ_FAILED",
+        _ => "E_TOUCH_FAILED",
+    };
+    let id = String::from_utf8_lossy(raw);
+    ProtocolError::soft(code, format!("{cmd} {id} failed {reason}"))
 }

@@ -119,6 +119,20 @@ struct Segment {
     len: u64,
 }
 
+impl Segment {
+    /// A segment with no live copies yet, not open for loads.
+    fn new(num: u64, mark: u64, salt: record::Salt, len: u64) -> Segment {
+        Segment {
+            reader: None,
+            num,
+            mark,
+            salt,
+            refs: 0,
+            len,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct TopicStore {
     dir: PathBuf,

@@ -231,28 +231,14 @@ impl Store {
             }
             // A segment whose mark was lost lies above the previous one.
             let mark = mark.unwrap_or_else(|| segments.back().map_or(0, |s: &Segment| s.mark));
-            segments.push_back(Segment {
-                reader: None,
-                num,
-                mark,
-                salt,
-                refs: 0,
-                len,
-            });
+            segments.push_back(Segment::new(num, mark, salt, len));
         }
         if segments.is_empty() {
             let path = seg_path(dir, 0);
             let salt = record::Salt::random();
             let b = record::new_segment(salt, MessageId(last_id));
             fs::write(&path, &b).map_err(|e| io_err("write", &path, e))?;
-            segments.push_back(Segment {
-                reader: None,
-                num: 0,
-                mark: last_id,
-                salt,
-                refs: 0,
-                len: b.len() as u64,
-            });
+            segments.push_back(Segment::new(0, last_id, salt, b.len() as u64));
         }
         // Full segments give back blocks still reserved past their end (a crash came before
         // the sync thread did it).

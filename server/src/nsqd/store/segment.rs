@@ -24,28 +24,15 @@ pub(super) fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreE
     ts.meta_dirty = false;
     let num = ts.segments.back().expect("a segment").num + 1;
     let path = seg_path(&ts.dir, num);
-    let salt = record::Salt::random();
-    let b = record::new_segment(salt, MessageId(ts.last_id));
-    let mut f = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .map_err(|e| io_err("create", &path, e))?;
-    f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
+    let (f, salt, len) = create_segment(&path, MessageId(ts.last_id))?;
     f.sync_data().map_err(|e| io_err("sync", &path, e))?;
     sync_dir(&ts.dir);
     ts.tail = Some(Tail::new(f));
     // A next segment made ahead was made in the old directory.
     ts.next = Prepared::default();
     ts.next_asked = false;
-    ts.segments.push_back(Segment {
-        reader: None,
-        num,
-        mark: ts.last_id,
-        salt,
-        refs: 0,
-        len: b.len() as u64,
-    });
+    ts.segments
+        .push_back(Segment::new(num, ts.last_id, salt, len));
     tracing::error!(
         "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}. Messages published before the removal are no longer on disk: they are delivered unless the server restarts first"
     );
@@ -105,14 +92,8 @@ pub(super) fn roll(ts: &mut TopicStore) -> Result<Rolled, StoreError> {
     ts.next_asked = false;
     let old = ts.tail.replace(Tail::new(f));
     let salt = record::Salt::random();
-    ts.segments.push_back(Segment {
-        reader: None,
-        num,
-        mark: ts.last_id,
-        salt,
-        refs: 0,
-        len: 0,
-    });
+    ts.segments
+        .push_back(Segment::new(num, ts.last_id, salt, 0));
     debug_assert!(ts.pending.is_empty(), "written to the old segment");
     ts.pending = record::new_segment(salt, MessageId(ts.last_id));
     Ok((written, old, seg_path(&ts.dir, old_num), old_len))
@@ -198,4 +179,21 @@ pub(super) fn rewrite(
     }
     write_atomic_io(path, &good).map_err(failed)?;
     Ok(good)
+}
+
+/// Make a new segment at `path` whose messages will have IDs above `mark`: its file header
+/// written (not synced), the file open for appending. Returns the file, its salt and length.
+pub(super) fn create_segment(
+    path: &Path,
+    mark: MessageId,
+) -> Result<(std::fs::File, record::Salt, u64), StoreError> {
+    let salt = record::Salt::random();
+    let b = record::new_segment(salt, mark);
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| io_err("create", path, e))?;
+    f.write_all(&b).map_err(|e| io_err("write", path, e))?;
+    Ok((f, salt, b.len() as u64))
 }

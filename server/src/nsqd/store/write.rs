@@ -3,7 +3,7 @@
 
 use super::error::{io_err, StoreError};
 use super::prep::{ask_next, Prepared};
-use super::segment::{compact, empty_finished_tail, make_again, roll};
+use super::segment::{compact, create_segment, empty_finished_tail, make_again, roll};
 use super::sync::{mark_dirty, SyncMsg};
 use super::sys::{removed, sync_dir, write_atomic, write_unsynced};
 use super::{index, record, seg_path};
@@ -11,7 +11,7 @@ use super::{ChannelMeta, Segment, Store, Tail, TopicMeta, TopicStore};
 use nsqlab_core::{MessageId, Name, StoreOp};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -343,25 +343,11 @@ impl Store {
         let made = (|| {
             fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
             let path = seg_path(&dir, 0);
-            let salt = record::Salt::random();
-            let b = record::new_segment(salt, MessageId(0));
-            let mut f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .map_err(|e| io_err("create", &path, e))?;
-            f.write_all(&b).map_err(|e| io_err("write", &path, e))?;
+            let (f, salt, len) = create_segment(&path, MessageId(0))?;
             let ts = TopicStore {
                 dir: dir.clone(),
                 meta: pending_meta.clone(),
-                segments: VecDeque::from([Segment {
-                    reader: None,
-                    num: 0,
-                    mark: 0,
-                    salt,
-                    refs: 0,
-                    len: b.len() as u64,
-                }]),
+                segments: VecDeque::from([Segment::new(0, 0, salt, len)]),
                 tail: Some(Tail::new(f)),
                 last_write: 0,
                 pending: Vec::new(),
