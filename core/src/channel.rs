@@ -8,7 +8,6 @@ use crate::message::{Body, Message, MessageId};
 use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
 use crate::ClientId;
-use rustc_hash::FxHashMap;
 
 /// A message that was sent and is awaiting FIN, REQ, TOUCH or its timeout.
 #[derive(Debug, Clone)]
@@ -191,8 +190,8 @@ pub struct Channel {
     /// End-to-end latencies of finished messages (with e2e percentiles configured).
     pub e2e: Option<crate::e2e::E2eWindow>,
     /// Messages taken from the queue whose bodies are being loaded from storage (next to
-    /// go, or read ahead of the consumers: see `Broker::pump`).
-    pub loading: FxHashMap<MessageId, Message>,
+    /// go, or read ahead of the consumers: see `Broker::pump`), in the order asked for.
+    pub loading: std::collections::VecDeque<Message>,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
     pub clients: Vec<ClientId>,
     /// Index into `clients` where the next round-robin search starts.
@@ -220,7 +219,7 @@ impl Channel {
             queue: MessageQueue::default(),
             deferred,
             in_flight,
-            loading: FxHashMap::default(),
+            loading: std::collections::VecDeque::new(),
             e2e: None,
             clients: Vec::new(),
             next_client: 0,
@@ -229,6 +228,16 @@ impl Channel {
             armed: None,
             timeout_count: 0,
         }
+    }
+
+    /// The message of `id` whose body was being loaded, no longer. Bodies come back in the
+    /// order they were asked for, so it is nearly always the first.
+    pub fn take_loading(&mut self, id: MessageId) -> Option<Message> {
+        if self.loading.front().is_some_and(|m| m.id == id) {
+            return self.loading.pop_front();
+        }
+        let at = self.loading.iter().position(|m| m.id == id)?;
+        self.loading.remove(at)
     }
 
     /// nsqd's `depth`: ready messages (memory and backend, and those whose bodies are being
@@ -242,7 +251,7 @@ impl Channel {
         let mut ids: Vec<MessageId> = self.queue.ids().collect();
         ids.extend(self.deferred.entries().iter().map(|e| e.item.id));
         ids.extend(self.in_flight.iter().map(|e| e.item.msg.id));
-        ids.extend(self.loading.keys().copied());
+        ids.extend(self.loading.iter().map(|m| m.id));
         ids
     }
 

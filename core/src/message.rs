@@ -58,7 +58,7 @@ impl Body {
     }
 
     /// The range `range` of a shared buffer, without copying it.
-    pub(crate) fn range_of(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Body {
+    pub fn range_of(buf: &Arc<[u8]>, range: std::ops::Range<usize>) -> Body {
         let total = buf.len();
         assert!(
             range.start <= range.end && range.end <= total && u32::try_from(total).is_ok(),

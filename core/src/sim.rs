@@ -112,10 +112,15 @@ impl Sim {
 
     /// Answer the held body loads, in the order they were asked for (see `hold_loads`).
     pub fn answer_loads(&mut self) {
-        for req in std::mem::take(&mut self.store.held_loads) {
-            let body = self.body(&req);
-            self.broker.handle_loaded(self.now, &req, body);
-        }
+        let held = std::mem::take(&mut self.store.held_loads);
+        let loaded: Vec<_> = held
+            .into_iter()
+            .map(|req| {
+                let body = self.body(&req);
+                (req, body)
+            })
+            .collect();
+        self.broker.handle_loaded(self.now, loaded);
         self.flush();
     }
 
@@ -218,13 +223,18 @@ impl Sim {
             let through = self.broker.last_ticket();
             self.broker.handle_stored(self.now, through, result);
         }
+        // Bodies come back in a batch, as from the server's loader thread.
+        let mut loaded = Vec::new();
         while let Some(req) = self.broker.poll_load() {
             if self.store.hold_loads {
                 self.store.held_loads.push(req);
                 continue;
             }
             let body = self.body(&req);
-            self.broker.handle_loaded(self.now, &req, body);
+            loaded.push((req, body));
+        }
+        if !loaded.is_empty() {
+            self.broker.handle_loaded(self.now, loaded);
         }
         while let Some(t) = self.broker.poll_transmit() {
             match t {

@@ -88,6 +88,47 @@ fn an_mpub_message_that_is_deferred_lets_go_of_its_batch_buffer() {
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_message_requeued_at_once_or_timed_out_lets_go_of_its_batch_buffer() {
+    let mut sim = Sim::new(Options::default(), 1);
+    let c = sub(&mut sim, "t", "c", 2);
+    let p = sim.connect();
+    sim.send(
+        p,
+        &Command::Mpub {
+            topic: "t".into(),
+            bodies: vec![b"first".into(), b"second".into()],
+        },
+    );
+    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+    let got = sim.messages(c);
+    assert_eq!(got.len(), 2);
+    let ch = sim.broker.channel("t", "c").unwrap();
+    assert!(ch.in_flight.iter().all(|e| e.item.msg.body.shares_buffer()));
+    // Stop delivery, so that both wait in the queue: one REQ'd at once, one timed out.
+    sim.send(c, &Command::Rdy(0));
+    sim.send(
+        c,
+        &Command::Req {
+            id: got[0].id.to_hex(),
+            timeout_ms: 0,
+        },
+    );
+    sim.advance(sim.now() + Options::default().msg_timeout + SECOND);
+    let ch = sim.broker.channel("t", "c").unwrap();
+    let queued: Vec<_> = ch.queue.memory.iter().collect();
+    assert_eq!(queued.len(), 2);
+    for m in queued {
+        assert!(
+            !m.body.shares_buffer(),
+            "{:?} keeps its MPUB's buffer",
+            m.id
+        );
+        assert_eq!(m.attempts, 1);
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn fan_out_gives_each_channel_a_copy() {
     let mut sim = Sim::new(Options::default(), 1);
     let a = sub(&mut sim, "t", "a", 10);

@@ -231,7 +231,7 @@ fn owed(sim: &Sim) -> BTreeMap<(String, String, MessageId), Option<Time>> {
             if c.ephemeral {
                 continue;
             }
-            for id in c.queue.ids().chain(c.loading.keys().copied()) {
+            for id in c.queue.ids().chain(c.loading.iter().map(|m| m.id)) {
                 out.insert((t.name.to_string(), c.name.to_string(), id), None);
             }
             for e in c.deferred.entries() {

@@ -247,7 +247,12 @@ impl Broker {
         }
     }
 
-    pub(super) fn queue(&mut self, now: Time, ch: ChannelId, msg: Message) {
+    pub(super) fn queue(&mut self, now: Time, ch: ChannelId, mut msg: Message) {
+        if msg.attempts > 0 {
+            // Back again (timed out, or REQ): it may wait long, so not with the rest of the
+            // buffer its body came in (an MPUB's, or a stretch read back from the store).
+            msg.body = msg.body.unshared();
+        }
         let mem = self.opts.mem_queue_size;
         let evict = self.opts.evict_bodies;
         let room = if mem == 0 && self.ch(ch).ephemeral {
@@ -525,6 +530,6 @@ fn room_of(c: &Channel, clients: &FxHashMap<ClientId, Client>) -> i64 {
 fn fetch_next(c: &mut Channel, loads: &mut VecDeque<LoadRequest>) {
     let msg = c.queue.pop().expect("a next message");
     let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
-    c.loading.insert(id, msg);
+    c.loading.push_back(msg);
     loads.push_back(LoadRequest { topic, channel, id });
 }

@@ -391,13 +391,13 @@ async fn loaded(store: &mut Option<super::store::Store>) -> Vec<super::store::Lo
 
 /// Bodies read back from the store (or why not: the message is then dropped), in order.
 fn handle_loaded(broker: &mut Broker, batch: Vec<super::store::Loaded>) {
-    for l in batch {
+    let loaded = batch.into_iter().map(|l| {
         if let Err(e) = &l.body {
             tracing::error!("storage: {e}");
         }
-        let body = l.body.map_err(|e| e.to_string());
-        broker.handle_loaded(crate::clock::now(), &l.req, body);
-    }
+        (l.req, l.body.map_err(|e| e.to_string()))
+    });
+    broker.handle_loaded(crate::clock::now(), loaded);
 }
 
 async fn run(

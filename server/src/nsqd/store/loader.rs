@@ -2,7 +2,7 @@
 //! `--mem-queue-size`) back from the log, off the broker thread.
 //!
 //! The broker side knows where a message's record is (the sparse index, a segment's length
-//! and open file) and sends a `Job` per body; this thread reads it, keeping each topic's
+//! and open file) and sends a `Job` per run of bodies in one segment; this thread reads it, keeping each topic's
 //! last stretch ([`ReadAhead`]) so a consumer draining a backlog costs one `pread` per
 //! stretch, and hands the bodies back in order, a batch per batch of jobs. Reading on the
 //! broker made every publisher of the partition wait for the disk: with a backlog older than
@@ -14,6 +14,7 @@
 //! the segment may be deleted meanwhile; only bytes the log had written when the job was
 //! made (its `end`) are read.
 
+use super::index::Entry;
 use super::record::ReadAhead;
 use super::StoreError;
 use nsqlab_core::{Body, LoadRequest};
@@ -22,13 +23,14 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::{mpsc, Arc};
 
-/// One body to read: where, and for which request.
+/// Bodies to read from one segment, in ID order: each request with the index entry at or
+/// before its message (its record is looked for from there on, or from the last load).
 pub(super) struct Job {
     pub at: Where,
-    pub req: LoadRequest,
+    pub reqs: Vec<(LoadRequest, Entry)>,
 }
 
-/// Where a message's record is to be looked for.
+/// The segment the records of a job are in.
 pub(super) struct Where {
     /// Which topic's files (a number per topic store, never reused: a topic made again under
     /// the same name starts from nothing).
@@ -38,9 +40,6 @@ pub(super) struct Where {
     pub file: Arc<File>,
     /// For error texts.
     pub path: Arc<Path>,
-    /// The index entry at or before the message: its ID and offset.
-    pub from_id: u64,
-    pub from_off: u64,
     /// The segment's length when the job was made (its records are written up to there).
     pub end: u64,
 }
@@ -75,7 +74,14 @@ pub(super) fn spawn(
             while let Ok(msg) = rx.recv() {
                 match msg {
                     Msg::Load(jobs) => {
-                        done(jobs.into_iter().map(|j| read(&mut ahead, j)).collect())
+                        let mut bodies =
+                            Vec::with_capacity(jobs.iter().map(|j| j.reqs.len()).sum());
+                        for Job { at, reqs } in jobs {
+                            let ahead = ahead.entry(at.topic).or_default();
+                            bodies
+                                .extend(reqs.into_iter().map(|(req, e)| read(ahead, &at, req, e)));
+                        }
+                        done(bodies)
                     }
                     Msg::Forget { topic, seg: None } => {
                         ahead.remove(&topic);
@@ -94,13 +100,12 @@ pub(super) fn spawn(
         .expect("spawn the loader thread")
 }
 
-fn read(ahead: &mut FxHashMap<u64, ReadAhead>, Job { at, req }: Job) -> Loaded {
-    let ahead = ahead.entry(at.topic).or_default();
+fn read(ahead: &mut ReadAhead, at: &Where, req: LoadRequest, entry: Entry) -> Loaded {
     let id = req.id;
     let from = ahead
-        .resume(at.seg, at.from_id, id.0)
-        .unwrap_or(at.from_off);
-    let exact = at.from_id == id.0;
+        .resume(at.seg, entry.id, id.0)
+        .unwrap_or(u64::from(entry.off));
+    let exact = entry.id == id.0;
     let body = match ahead.find(&at.file, at.seg, at.salt, from, at.end, id, exact) {
         Ok(Some(body)) => Ok(body),
         Ok(None) => Err(StoreError::NotStored {

@@ -1,6 +1,7 @@
 //! Reading evicted bodies back: where each record is, for the loader thread (see [`super::loader`]).
 
 use super::error::{io_err, StoreError};
+use super::index::Entry;
 use super::Store;
 use super::{loader, seg_path, Loaded};
 use nsqlab_core::LoadRequest;
@@ -53,13 +54,38 @@ impl Store {
     /// past `--mem-queue-size`): the loader thread reads them and [`Store::loaded`] hands
     /// them back, in this order. Those that cannot be asked for (the topic, message or
     /// segment is gone, or the file does not open) are answered here, at once.
+    ///
+    /// A consumer's loads come in runs through one segment: a run is one job, located once.
     pub fn request_loads(&mut self, reqs: impl IntoIterator<Item = LoadRequest>) -> Vec<Loaded> {
-        let mut jobs = Vec::new();
+        let mut jobs: Vec<loader::Job> = Vec::new();
         let mut failed = Vec::new();
         for req in reqs {
-            match self.job(req) {
-                Ok(job) => jobs.push(job),
-                Err(l) => failed.push(l),
+            let entry = match self.entry(&req) {
+                Ok(e) => e,
+                Err(body) => {
+                    failed.push(Loaded {
+                        req,
+                        body: Err(body),
+                    });
+                    continue;
+                }
+            };
+            if let Some(job) = jobs.last_mut() {
+                let (last, _) = job.reqs.last().expect("a job asks for one body at least");
+                if Arc::ptr_eq(&last.topic, &req.topic)
+                    && job.at.seg == u64::from(entry.seg)
+                    && last.id < req.id
+                {
+                    job.reqs.push((req, entry));
+                    continue;
+                }
+            }
+            match self.locate(&req, entry) {
+                Ok(at) => jobs.push(loader::Job {
+                    at,
+                    reqs: vec![(req, entry)],
+                }),
+                Err(e) => failed.push(Loaded { req, body: Err(e) }),
             }
         }
         if !jobs.is_empty() {
@@ -68,10 +94,14 @@ impl Store {
                 None => Err(loader::Msg::Load(jobs)),
             };
             if let Err(loader::Msg::Load(jobs)) = sent {
-                failed.extend(jobs.into_iter().map(|j| Loaded {
-                    req: j.req,
-                    body: Err(StoreError::Closed),
-                }));
+                failed.extend(
+                    jobs.into_iter()
+                        .flat_map(|j| j.reqs)
+                        .map(|(req, _)| Loaded {
+                            req,
+                            body: Err(StoreError::Closed),
+                        }),
+                );
             }
         }
         failed
@@ -85,27 +115,31 @@ impl Store {
         }
     }
 
-    /// Where to read message `req.id`: its segment is read forward from the index entry at
-    /// or before it, or from the last load when that lies between.
-    pub(super) fn job(&mut self, req: LoadRequest) -> Result<loader::Job, Loaded> {
-        match self.locate(&req) {
-            Ok(at) => Ok(loader::Job { at, req }),
-            Err(e) => Err(Loaded { req, body: Err(e) }),
-        }
-    }
-
-    pub(super) fn locate(&mut self, req: &LoadRequest) -> Result<loader::Where, StoreError> {
+    /// The index entry at or before message `req.id`: its segment is read forward from
+    /// there, or from the last load when that lies between.
+    pub(super) fn entry(&mut self, req: &LoadRequest) -> Result<Entry, StoreError> {
         let ts = self
             .topics
             .get_mut(&req.topic)
             .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
-        let at = ts
-            .index
+        ts.index
             .locate(req.id.0)
             .ok_or_else(|| StoreError::NotStored {
                 topic: req.topic.clone(),
                 id: req.id,
-            })?;
+            })
+    }
+
+    /// The segment `at` is in: its file (opened now if not yet), salt and written length.
+    pub(super) fn locate(
+        &mut self,
+        req: &LoadRequest,
+        at: Entry,
+    ) -> Result<loader::Where, StoreError> {
+        let ts = self
+            .topics
+            .get_mut(&req.topic)
+            .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
         let seg = ts
             .segments
             .iter_mut()
@@ -131,8 +165,6 @@ impl Store {
             salt: seg.salt,
             file,
             path,
-            from_id: at.id,
-            from_off: at.off as u64,
             end: seg.len,
         })
     }

@@ -251,11 +251,19 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
 /// [`ReadAhead::SIZE`] ahead, so one read serves the thousand records after it (one `pread`
 /// per record cost more than the rest of a delivery). A lone load (a deferred message coming
 /// due) reads little: its own record when the index has its entry, else a short stretch.
+///
+/// Bodies are not copied out: each is a range of the stretch it was read into, which stays
+/// in memory while any of them does. A stretch that none is using any more is read into
+/// again ([`ReadAhead::SPARE`] of them are kept for that).
 #[derive(Debug, Default)]
 pub struct ReadAhead {
     seg: u64,
     at: u64,
-    buf: Vec<u8>,
+    /// The stretch: its first `len` bytes are the segment's from `at`.
+    buf: std::sync::Arc<[u8]>,
+    len: usize,
+    /// Stretches read before, some perhaps still holding bodies in use.
+    spare: Vec<std::sync::Arc<[u8]>>,
     /// The segment of the last load, the offset after its record, and its ID.
     last: Option<(u64, u64, MessageId)>,
 }
@@ -267,6 +275,8 @@ const PUB_ID: usize = 1 + 1 + 8;
 
 impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
+    /// Whole stretches kept for reading into again.
+    const SPARE: usize = 8;
     /// How far after the last load the next one still follows it.
     const FOLLOWS: u64 = 64 << 10;
     /// What a lone load reads at first: its own record, if the index points at it...
@@ -321,10 +331,13 @@ impl ReadAhead {
                 }
                 if at == id.0 {
                     let rec = self.bytes(file, seg, off, HEADER + len, chunk, end)?;
-                    return match record_at(rec, 0, Seal { salt, base: off }) {
-                        Some((Record::Pub { msg, .. }, _)) => {
+                    // Checked whole; the body is then a range of the stretch, not a copy.
+                    return match record_at_with(rec, 0, false, Seal { salt, base: off }) {
+                        Some((Record::Pub { .. }, _)) => {
                             self.last = Some((seg, next, id));
-                            Ok(Some(msg.body))
+                            let start = (off - self.at) as usize + HEADER + PUB_FIELDS;
+                            let body_end = (off - self.at) as usize + HEADER + len;
+                            Ok(Some(Body::range_of(&self.buf, start..body_end)))
                         }
                         _ => Err(bad("record checksum mismatch")),
                     };
@@ -339,7 +352,8 @@ impl ReadAhead {
     /// memory).
     pub fn forget(&mut self, seg: u64) {
         if self.seg == seg {
-            self.buf = Vec::new();
+            self.buf = Default::default();
+            self.len = 0;
         }
         if self.last.is_some_and(|(s, _, _)| s == seg) {
             self.last = None;
@@ -360,34 +374,67 @@ impl ReadAhead {
         use std::os::unix::fs::FileExt;
         let left = usize::try_from(end.saturating_sub(off)).unwrap_or(usize::MAX);
         let need = need.min(left);
-        let cached = self.seg == seg
-            && off >= self.at
-            && off + need as u64 <= self.at + self.buf.len() as u64;
+        let cached =
+            self.seg == seg && off >= self.at && off + need as u64 <= self.at + self.len as u64;
         if !cached {
             let size = need.max(chunk).min(left);
-            if self.buf.capacity() > Self::SIZE.max(size) {
-                self.buf = Vec::new(); // a large record's buffer is not kept
-            }
-            self.buf.clear();
-            self.buf.resize(size, 0);
+            self.fresh(size, chunk == Self::SIZE);
             self.seg = seg;
             self.at = off;
-            if let Err(e) = file.read_exact_at(&mut self.buf, off) {
-                self.buf.clear();
+            let buf = std::sync::Arc::get_mut(&mut self.buf).expect("a stretch of its own");
+            if let Err(e) = file.read_exact_at(&mut buf[..size], off) {
+                self.len = 0;
                 return Err(e);
             }
+            self.len = size;
         }
         let rel = (off - self.at) as usize;
         Ok(&self.buf[rel..rel + need])
+    }
+
+    /// Make `buf` a buffer of at least `size` bytes that no body uses. A whole stretch
+    /// (`whole`) is one a body no longer uses, or a new one; anything else is the size
+    /// asked for (a lone load's few KiB, or a record larger than a stretch, which is not
+    /// kept after).
+    fn fresh(&mut self, size: usize, whole: bool) {
+        use std::sync::Arc;
+        let old = std::mem::take(&mut self.buf);
+        self.len = 0;
+        if old.len() == Self::SIZE {
+            self.spare.push(old);
+        }
+        if whole && size <= Self::SIZE {
+            if let Some(i) = self
+                .spare
+                .iter_mut()
+                .position(|b| Arc::get_mut(b).is_some())
+            {
+                self.buf = self.spare.swap_remove(i);
+                return;
+            }
+        }
+        if self.spare.len() > Self::SPARE {
+            // All still in use: the oldest is let go (its memory goes with its last body).
+            self.spare.remove(0);
+        }
+        let n = if whole && size <= Self::SIZE {
+            Self::SIZE
+        } else {
+            size
+        };
+        self.buf = std::iter::repeat_n(0u8, n).collect();
     }
 }
 
 /// The record at `at` of `b` (whose first byte lies at file offset `seal.base`), and its
 /// length, if one is there whole and intact.
+#[cfg(test)]
 fn record_at(b: &[u8], at: usize, seal: Seal) -> Option<(Record, usize)> {
     record_at_with(b, at, true, seal)
 }
 
+/// The record at `at` of `b` (whose first byte lies at file offset `seal.base`), and its
+/// length, if one is there whole and intact; a message comes with its body only if `body`.
 fn record_at_with(b: &[u8], at: usize, body: bool, seal: Seal) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
     let check = u64_at(b, at + 4)?;
@@ -653,7 +700,7 @@ mod tests {
         for id in 51..=120u64 {
             load_from_last(&mut ahead, id);
         }
-        assert_eq!(ahead.buf.len() as u64, end - ahead.at);
+        assert_eq!(ahead.len as u64, end - ahead.at);
         std::fs::File::create(&path).unwrap();
         for id in 121..=200u64 {
             load_from_last(&mut ahead, id);
@@ -661,9 +708,42 @@ mod tests {
         // Not in the segment: beyond the last.
         assert_eq!(find(&mut ahead, offs[150], 300, false), None);
         // Its segment deleted, the stretch goes, and nothing resumes in it.
-        assert!(!ahead.buf.is_empty());
+        assert!(ahead.len > 0);
         ahead.forget(7);
-        assert!(ahead.buf.is_empty() && ahead.resume(7, 1, 201).is_none());
+        assert!(ahead.len == 0 && ahead.resume(7, 1, 201).is_none());
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn bodies_are_ranges_of_their_stretch_which_is_read_into_again_once_none_is_used() {
+        // Records of 1 KiB bodies: a stretch holds about 250 of them.
+        let bodies: Vec<Vec<u8>> = (0..2000u32).map(|i| vec![i as u8; 1024]).collect();
+        let (path, offs, end) = segment("shared", &bodies);
+        let file = std::fs::File::open(&path).unwrap();
+        let mut ahead = ReadAhead::default();
+        let load = |ahead: &mut ReadAhead, id: u64| {
+            let from = ahead.resume(3, 1, id).unwrap_or(offs[id as usize - 1]);
+            let body = ahead.find(&file, 3, S, from, end, MessageId(id), false);
+            let body = body.unwrap().expect("stored");
+            assert_eq!(&body[..], &[(id - 1) as u8; 1024][..]);
+            body
+        };
+        // Bodies held (in flight, say) keep their stretches: each new one is new memory.
+        let held: Vec<Body> = (1..=1000).map(|id| load(&mut ahead, id)).collect();
+        assert!(held.iter().all(Body::shares_buffer));
+        assert!(held[0].as_ptr() < held[1].as_ptr() && held[1].as_ptr() < held[2].as_ptr());
+        let first = held[0].as_ptr();
+        assert!(ahead.spare.len() >= 3);
+        // Once they are gone, the next stretches are read into the same memory again.
+        drop(held);
+        let mut again = false;
+        for id in 1001..=2000 {
+            let b = load(&mut ahead, id);
+            let range = first as usize..first as usize + ReadAhead::SIZE;
+            again |= range.contains(&(b.as_ptr() as usize));
+        }
+        assert!(again, "a spare stretch is read into again");
+        assert!(ahead.spare.len() <= ReadAhead::SPARE + 1);
         let _ = std::fs::remove_file(&path);
     }
 
@@ -678,7 +758,7 @@ mod tests {
             .find(&file, 1, S, offs[4], end, MessageId(5), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[5u8; 100][..]));
-        assert_eq!(ahead.buf.len(), ReadAhead::LONE);
+        assert_eq!(ahead.len, ReadAhead::LONE);
         // A record larger than any stretch is read whole; its buffer is not kept after.
         let got = ahead
             .find(&file, 1, S, offs[9], end, MessageId(10), true)
@@ -688,7 +768,7 @@ mod tests {
             .find(&file, 1, S, offs[15], end, MessageId(16), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[16u8; 100][..]));
-        assert!(ahead.buf.capacity() <= ReadAhead::SIZE);
+        assert!(ahead.buf.len() <= ReadAhead::SIZE);
         // Skipping over the large one to a later message works too.
         let got = ahead
             .find(&file, 1, S, offs[8], end, MessageId(12), false)
