@@ -30,6 +30,17 @@ pub(super) struct Job {
     pub reqs: Vec<(LoadRequest, Entry)>,
 }
 
+/// A segment's files, opened for loads.
+#[derive(Debug, Clone)]
+pub(super) struct Files {
+    pub file: Arc<File>,
+    /// The same file opened for direct I/O (`O_DIRECT`), where the file system allows it:
+    /// for reading what the page cache no longer holds (see [`ReadAhead`]).
+    pub direct: Option<Arc<File>>,
+    /// For error texts.
+    pub path: Arc<Path>,
+}
+
 /// The segment the records of a job are in.
 pub(super) struct Where {
     /// Which topic's files (a number per topic store, never reused: a topic made again under
@@ -37,9 +48,7 @@ pub(super) struct Where {
     pub topic: u64,
     pub seg: u64,
     pub salt: super::record::Salt,
-    pub file: Arc<File>,
-    /// For error texts.
-    pub path: Arc<Path>,
+    pub files: Files,
     /// The segment's length when the job was made (its records are written up to there).
     pub end: u64,
 }
@@ -106,13 +115,14 @@ fn read(ahead: &mut ReadAhead, at: &Where, req: LoadRequest, entry: Entry) -> Lo
         .resume(at.seg, entry.id, id.0)
         .unwrap_or(u64::from(entry.off));
     let exact = entry.id == id.0;
-    let body = match ahead.find(&at.file, at.seg, at.salt, from, at.end, id, exact) {
+    let files = (&*at.files.file, at.files.direct.as_deref());
+    let body = match ahead.find(files, at.seg, at.salt, from, at.end, id, exact) {
         Ok(Some(body)) => Ok(body),
         Ok(None) => Err(StoreError::NotStored {
             topic: req.topic.clone(),
             id,
         }),
-        Err(e) => Err(StoreError::io("read", &at.path, e)),
+        Err(e) => Err(StoreError::io("read", &at.files.path, e)),
     };
     Loaded { req, body }
 }

@@ -108,7 +108,7 @@ struct TopicMeta {
 struct Segment {
     /// Opened on the first load from it (shared with the loader thread's jobs), with its
     /// path.
-    reader: Option<(Arc<File>, Arc<Path>)>,
+    reader: Option<loader::Files>,
     num: u64,
     /// Every message in this segment has an ID above this.
     mark: u64,

@@ -2,11 +2,11 @@
 
 use super::error::{io_err, StoreError};
 use super::index::Entry;
+use super::sys::{no_read_ahead, open_direct};
 use super::Store;
 use super::{loader, seg_path, Loaded};
 use nsqlab_core::LoadRequest;
 use std::fs::File;
-use std::path::Path;
 use std::sync::{mpsc, Arc};
 
 /// A topic store's name with the loader thread: what that thread read of a deleted segment
@@ -149,22 +149,29 @@ impl Store {
                 id: req.id,
                 seg: at.seg,
             })?;
-        let (file, path) = match &seg.reader {
-            Some((f, p)) => (f.clone(), p.clone()),
+        let files = match &seg.reader {
+            Some(f) => f.clone(),
             None => {
                 let path = seg_path(&ts.dir, seg.num);
-                let f = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
-                let path: Arc<Path> = path.into();
-                seg.reader = Some((f.clone(), path.clone()));
-                (f, path)
+                let file = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+                let direct = open_direct(&path).map(Arc::new);
+                if direct.is_some() {
+                    no_read_ahead(&file);
+                }
+                let files = loader::Files {
+                    file,
+                    direct,
+                    path: path.into(),
+                };
+                seg.reader = Some(files.clone());
+                files
             }
         };
         Ok(loader::Where {
             topic: ts.reads.topic,
             seg: seg.num,
             salt: seg.salt,
-            file,
-            path,
+            files,
             end: seg.len,
         })
     }

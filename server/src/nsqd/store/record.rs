@@ -259,9 +259,12 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
 pub struct ReadAhead {
     seg: u64,
     at: u64,
-    /// The stretch: its first `len` bytes are the segment's from `at`.
+    /// The stretch: `len` bytes from `base` on are the segment's from `at`.
     buf: std::sync::Arc<[u8]>,
+    base: usize,
     len: usize,
+    /// Stretches read (in part) with direct I/O.
+    direct_reads: u64,
     /// Stretches read before, some perhaps still holding bodies in use.
     spare: Vec<std::sync::Arc<[u8]>>,
     /// The segment of the last load, the offset after its record, and its ID.
@@ -297,7 +300,7 @@ impl ReadAhead {
     #[allow(clippy::too_many_arguments)]
     pub fn find(
         &mut self,
-        file: &std::fs::File,
+        file: (&std::fs::File, Option<&std::fs::File>),
         seg: u64,
         salt: Salt,
         from: u64,
@@ -331,16 +334,15 @@ impl ReadAhead {
                 }
                 if at == id.0 {
                     let rec = self.bytes(file, seg, off, HEADER + len, chunk, end)?;
-                    // Checked whole; the body is then a range of the stretch, not a copy.
-                    return match record_at_with(rec, 0, false, Seal { salt, base: off }) {
-                        Some((Record::Pub { .. }, _)) => {
-                            self.last = Some((seg, next, id));
-                            let start = (off - self.at) as usize + HEADER + PUB_FIELDS;
-                            let body_end = (off - self.at) as usize + HEADER + len;
-                            Ok(Some(Body::range_of(&self.buf, start..body_end)))
-                        }
-                        _ => Err(bad("record checksum mismatch")),
-                    };
+                    // Checked whole (a message's, as its kind said); the body is then a
+                    // range of the stretch, not a copy.
+                    if !intact(rec, Seal { salt, base: off }) {
+                        return Err(bad("record checksum mismatch"));
+                    }
+                    self.last = Some((seg, next, id));
+                    let rel = self.base + (off - self.at) as usize;
+                    let (start, body_end) = (rel + HEADER + PUB_FIELDS, rel + HEADER + len);
+                    return Ok(Some(Body::range_of(&self.buf, start..body_end)));
                 }
             }
             off = next;
@@ -362,9 +364,15 @@ impl ReadAhead {
 
     /// At least `need` bytes of segment `seg` from `off` (fewer before `end`), from memory or
     /// read now: `chunk` bytes, or `need` when more.
+    ///
+    /// A whole stretch comes from the page cache as far as the cache holds it, and the rest
+    /// with direct I/O (`file.1`), into this memory: the page cache drops older segments
+    /// (see `cache.rs`), and reading one back through it would take a new page of memory
+    /// per 4 KiB, which on a virtual machine costs a fault in its host each; the copy out of
+    /// those pages was over half of what this thread did while a consumer drained a backlog.
     fn bytes(
         &mut self,
-        file: &std::fs::File,
+        (file, direct): (&std::fs::File, Option<&std::fs::File>),
         seg: u64,
         off: u64,
         need: usize,
@@ -378,17 +386,29 @@ impl ReadAhead {
             self.seg == seg && off >= self.at && off + need as u64 <= self.at + self.len as u64;
         if !cached {
             let size = need.max(chunk).min(left);
-            self.fresh(size, chunk == Self::SIZE);
+            let whole = chunk == Self::SIZE && size <= Self::SIZE;
+            self.fresh(size, whole);
             self.seg = seg;
             self.at = off;
             let buf = std::sync::Arc::get_mut(&mut self.buf).expect("a stretch of its own");
-            if let Err(e) = file.read_exact_at(&mut buf[..size], off) {
+            let read = if whole {
+                // Where a direct read of the page `off` is in lands aligned.
+                let pad = buf.as_ptr().align_offset(ALIGN);
+                self.base = pad + (off % ALIGN as u64) as usize;
+                let direct = direct.filter(|_| pad < ALIGN);
+                read_stretch(file, direct, &mut buf[pad..], off, size)
+                    .map(|d| self.direct_reads += u64::from(d))
+            } else {
+                self.base = 0;
+                file.read_exact_at(&mut buf[..size], off)
+            };
+            if let Err(e) = read {
                 self.len = 0;
                 return Err(e);
             }
             self.len = size;
         }
-        let rel = (off - self.at) as usize;
+        let rel = self.base + (off - self.at) as usize;
         Ok(&self.buf[rel..rel + need])
     }
 
@@ -400,10 +420,10 @@ impl ReadAhead {
         use std::sync::Arc;
         let old = std::mem::take(&mut self.buf);
         self.len = 0;
-        if old.len() == Self::SIZE {
+        if old.len() == STRETCH {
             self.spare.push(old);
         }
-        if whole && size <= Self::SIZE {
+        if whole {
             if let Some(i) = self
                 .spare
                 .iter_mut()
@@ -417,13 +437,61 @@ impl ReadAhead {
             // All still in use: the oldest is let go (its memory goes with its last body).
             self.spare.remove(0);
         }
-        let n = if whole && size <= Self::SIZE {
-            Self::SIZE
-        } else {
-            size
-        };
+        let n = if whole { STRETCH } else { size };
         self.buf = std::iter::repeat_n(0u8, n).collect();
     }
+}
+
+/// Direct I/O's alignment (of file offsets, lengths and memory): a page, which covers any
+/// logical block size.
+const ALIGN: usize = 4096;
+
+/// A whole stretch's buffer: [`ReadAhead::SIZE`], and room to align a direct read of it.
+const STRETCH: usize = ReadAhead::SIZE + 3 * ALIGN;
+
+/// Read `size` bytes at `off` of a segment into `dst` from `off % ALIGN` on (`dst` starts
+/// aligned): what the page cache holds, then the rest with direct I/O when there is a
+/// `direct` file. Returns whether direct I/O read any of it.
+fn read_stretch(
+    file: &std::fs::File,
+    direct: Option<&std::fs::File>,
+    dst: &mut [u8],
+    off: u64,
+    size: usize,
+) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let lead = (off % ALIGN as u64) as usize;
+    let Some(direct) = direct else {
+        file.read_exact_at(&mut dst[lead..lead + size], off)?;
+        return Ok(false);
+    };
+    let got = super::sys::read_cached(file, &mut dst[lead..lead + size], off)?;
+    if got == size {
+        return Ok(false);
+    }
+    // The rest, from the page where the cache stopped, straight into `dst`.
+    let page = (off + got as u64) / ALIGN as u64 * ALIGN as u64;
+    let at = (page - (off - lead as u64)) as usize;
+    let want = (lead + size - at).next_multiple_of(ALIGN);
+    let mut n = 0;
+    while at + n < lead + size {
+        match direct.read_at(&mut dst[at + n..at + want], page + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            // Direct I/O refused (an odd alignment, say): through the page cache instead.
+            Err(_) => break,
+        }
+        if n % ALIGN != 0 {
+            break; // a short read ends a direct read's run
+        }
+    }
+    if at + n >= lead + size {
+        return Ok(true);
+    }
+    let from = lead + got;
+    file.read_exact_at(&mut dst[from..lead + size], off + got as u64)?;
+    Ok(false)
 }
 
 /// The record at `at` of `b` (whose first byte lies at file offset `seal.base`), and its
@@ -437,15 +505,28 @@ fn record_at(b: &[u8], at: usize, seal: Seal) -> Option<(Record, usize)> {
 /// length, if one is there whole and intact; a message comes with its body only if `body`.
 fn record_at_with(b: &[u8], at: usize, body: bool, seal: Seal) -> Option<(Record, usize)> {
     let len = u32_at(b, at)? as usize;
-    let check = u64_at(b, at + 4)?;
-    if len == 0 || len > MAX_PAYLOAD {
+    let b = b.get(at..at + HEADER + len)?;
+    let seal = Seal {
+        base: seal.base + at as u64,
+        ..seal
+    };
+    if !intact(b, seal) {
         return None;
     }
-    let payload = b.get(at + HEADER..at + HEADER + len)?;
-    if seal.salt.check(seal.base + at as u64, payload) != check {
-        return None;
-    }
-    Some((decode_payload(payload, body)?, HEADER + len))
+    Some((decode_payload(&b[HEADER..], body)?, HEADER + len))
+}
+
+/// Whether `b` is exactly one whole record (whose first byte lies at file offset
+/// `seal.base`) whose check matches.
+fn intact(b: &[u8], seal: Seal) -> bool {
+    let (Some(len), Some(check)) = (u32_at(b, 0), u64_at(b, 4)) else {
+        return false;
+    };
+    let len = len as usize;
+    len != 0
+        && len <= MAX_PAYLOAD
+        && b.len() == HEADER + len
+        && seal.salt.check(seal.base, &b[HEADER..]) == check
 }
 
 /// The length of the record at `at` of `b`, one a scan found intact.
@@ -679,7 +760,7 @@ mod tests {
         let mut ahead = ReadAhead::default();
         let find = |ahead: &mut ReadAhead, from, id: u64, exact| {
             ahead
-                .find(&file, 7, S, from, end, MessageId(id), exact)
+                .find((&file, None), 7, S, from, end, MessageId(id), exact)
                 .unwrap()
                 .map(|b| b.to_vec())
         };
@@ -723,7 +804,7 @@ mod tests {
         let mut ahead = ReadAhead::default();
         let load = |ahead: &mut ReadAhead, id: u64| {
             let from = ahead.resume(3, 1, id).unwrap_or(offs[id as usize - 1]);
-            let body = ahead.find(&file, 3, S, from, end, MessageId(id), false);
+            let body = ahead.find((&file, None), 3, S, from, end, MessageId(id), false);
             let body = body.unwrap().expect("stored");
             assert_eq!(&body[..], &[(id - 1) as u8; 1024][..]);
             body
@@ -739,11 +820,59 @@ mod tests {
         let mut again = false;
         for id in 1001..=2000 {
             let b = load(&mut ahead, id);
-            let range = first as usize..first as usize + ReadAhead::SIZE;
+            let range = first as usize..first as usize + STRETCH;
             again |= range.contains(&(b.as_ptr() as usize));
         }
         assert!(again, "a spare stretch is read into again");
         assert!(ahead.spare.len() <= ReadAhead::SPARE + 1);
+        assert_eq!(ahead.direct_reads, 0);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn what_the_page_cache_dropped_is_read_with_direct_io_and_the_rest_from_the_cache() {
+        use std::os::unix::fs::FileExt;
+        // Bodies of odd sizes, so records straddle pages and stretches: about 4 MB.
+        let bodies: Vec<Vec<u8>> = (0..6000u32)
+            .map(|i| vec![i as u8; 300 + (i as usize % 7) * 111])
+            .collect();
+        let (path, offs, end) = segment("direct", &bodies);
+        let file = std::fs::File::open(&path).unwrap();
+        file.sync_all().unwrap();
+        let direct = super::super::sys::open_direct(&path)
+            .expect("the temporary directory's file system does direct I/O");
+        super::super::sys::no_read_ahead(&file);
+        // The cache drops the file (as it drops older segments), then holds its second
+        // half again.
+        super::super::sys::drop_cached(&file, 0, 0);
+        let half = end / 2;
+        let mut b = vec![0; (end - half) as usize];
+        file.read_exact_at(&mut b, half).unwrap();
+        let mut ahead = ReadAhead::default();
+        for id in 1..=bodies.len() as u64 {
+            let from = ahead.resume(5, 1, id).unwrap_or(offs[id as usize - 1]);
+            let got = ahead.find(
+                (&file, Some(&direct)),
+                5,
+                S,
+                from,
+                end,
+                MessageId(id),
+                false,
+            );
+            let got = got.unwrap().expect("stored");
+            assert_eq!(&got[..], &bodies[id as usize - 1][..], "message {id}");
+        }
+        let stretches = end.div_ceil(ReadAhead::SIZE as u64);
+        let d = ahead.direct_reads;
+        assert!(
+            d >= stretches / 2 - 1,
+            "{d} of {stretches} stretches read directly"
+        );
+        assert!(
+            d <= stretches / 2 + 1,
+            "{d} of {stretches} stretches read directly"
+        );
         let _ = std::fs::remove_file(&path);
     }
 
@@ -755,27 +884,35 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let mut ahead = ReadAhead::default();
         let got = ahead
-            .find(&file, 1, S, offs[4], end, MessageId(5), true)
+            .find((&file, None), 1, S, offs[4], end, MessageId(5), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[5u8; 100][..]));
         assert_eq!(ahead.len, ReadAhead::LONE);
         // A record larger than any stretch is read whole; its buffer is not kept after.
         let got = ahead
-            .find(&file, 1, S, offs[9], end, MessageId(10), true)
+            .find((&file, None), 1, S, offs[9], end, MessageId(10), true)
             .unwrap();
         assert_eq!(got.map(|b| b.len()), Some(3 * ReadAhead::SIZE));
         let got = ahead
-            .find(&file, 1, S, offs[15], end, MessageId(16), true)
+            .find((&file, None), 1, S, offs[15], end, MessageId(16), true)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[16u8; 100][..]));
-        assert!(ahead.buf.len() <= ReadAhead::SIZE);
+        assert!(ahead.buf.len() <= STRETCH);
         // Skipping over the large one to a later message works too.
         let got = ahead
-            .find(&file, 1, S, offs[8], end, MessageId(12), false)
+            .find((&file, None), 1, S, offs[8], end, MessageId(12), false)
             .unwrap();
         assert_eq!(got.as_deref(), Some(&[12u8; 100][..]));
         // A length that runs past the end is an error, not a guess.
-        let err = ahead.find(&file, 1, S, offs[19], offs[19] + 50, MessageId(20), true);
+        let err = ahead.find(
+            (&file, None),
+            1,
+            S,
+            offs[19],
+            offs[19] + 50,
+            MessageId(20),
+            true,
+        );
         assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::InvalidData);
         let _ = std::fs::remove_file(&path);
     }

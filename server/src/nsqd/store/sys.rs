@@ -131,3 +131,49 @@ pub(super) fn remove_in(dir: &File, path: &Path) {
         ),
     }
 }
+
+/// `path` opened for reading with direct I/O, bypassing the page cache; `None` where the file
+/// system does not do it (tmpfs) or off Linux.
+#[cfg(target_os = "linux")]
+pub(super) fn open_direct(path: &Path) -> Option<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
+        .open(path)
+        .ok()
+}
+
+/// Reads of `f` read what they ask for and no more: the kernel's read-ahead would bring
+/// what direct I/O is to read into the page cache first.
+#[cfg(target_os = "linux")]
+pub(super) fn no_read_ahead(f: &File) {
+    let _ = rustix::fs::fadvise(f, 0, None, rustix::fs::Advice::Random);
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn no_read_ahead(_: &File) {}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn open_direct(_: &Path) -> Option<File> {
+    None
+}
+
+/// Read what the page cache holds of `buf.len()` bytes at `at` of `f`, stopping at the first
+/// page it does not hold (0 when that is the first); it never waits for the disk.
+#[cfg(target_os = "linux")]
+pub(super) fn read_cached(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    use rustix::io::{preadv2, Errno, ReadWriteFlags};
+    let mut bufs = [std::io::IoSliceMut::new(buf)];
+    match preadv2(f, &mut bufs, at, ReadWriteFlags::NOWAIT) {
+        Ok(n) => Ok(n),
+        // Not cached; or RWF_NOWAIT is not known here.
+        Err(Errno::AGAIN | Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn read_cached(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
+    Ok(0)
+}
