@@ -2,9 +2,10 @@
 //! `--mem-queue-size`) back from the log, off the broker thread.
 //!
 //! The broker side knows where a message's record is (the sparse index, a segment's length
-//! and open file) and sends a `Job` per run of bodies in one segment; this thread reads it, keeping each topic's
-//! last stretch ([`ReadAhead`]) so a consumer draining a backlog costs one `pread` per
-//! stretch, and hands the bodies back in order, a batch per batch of jobs. Reading on the
+//! and open file) and sends a `Job` per run of bodies in one segment; this thread reads
+//! them, keeping each topic's last stretch ([`ReadAhead`]) so a consumer draining a backlog
+//! costs one `pread` per stretch, and hands the bodies back in order, a batch per batch of
+//! jobs. Reading on the
 //! broker made every publisher of the partition wait for the disk: with a backlog older than
 //! the page cache keeps, a consumer's loads held the broker for 0.5–1 ms in a wake-up out of
 //! ten, and up to 19 ms at times, which was every publisher's round trip too.
@@ -15,7 +16,7 @@
 //! made (its `end`) are read.
 
 use super::index::Entry;
-use super::record::ReadAhead;
+use super::record::{ReadAhead, Spare};
 use super::StoreError;
 use nsqlab_core::{Body, LoadRequest};
 use rustc_hash::FxHashMap;
@@ -80,13 +81,16 @@ pub(super) fn spawn(
         .name("nsqlab-load".into())
         .spawn(move || {
             let mut ahead: FxHashMap<u64, ReadAhead> = FxHashMap::default();
+            let spare = Spare::default();
             while let Ok(msg) = rx.recv() {
                 match msg {
                     Msg::Load(jobs) => {
                         let mut bodies =
                             Vec::with_capacity(jobs.iter().map(|j| j.reqs.len()).sum());
                         for Job { at, reqs } in jobs {
-                            let ahead = ahead.entry(at.topic).or_default();
+                            let ahead = ahead
+                                .entry(at.topic)
+                                .or_insert_with(|| ReadAhead::sharing(&spare));
                             bodies
                                 .extend(reqs.into_iter().map(|(req, e)| read(ahead, &at, req, e)));
                         }

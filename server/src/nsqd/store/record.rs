@@ -254,7 +254,7 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
 ///
 /// Bodies are not copied out: each is a range of the stretch it was read into, which stays
 /// in memory while any of them does. A stretch that none is using any more is read into
-/// again ([`ReadAhead::SPARE`] of them are kept for that).
+/// again: the loader thread's topics share [`Spare`] stretches for that.
 #[derive(Debug, Default)]
 pub struct ReadAhead {
     seg: u64,
@@ -265,11 +265,16 @@ pub struct ReadAhead {
     len: usize,
     /// Stretches read (in part) with direct I/O.
     direct_reads: u64,
-    /// Stretches read before, some perhaps still holding bodies in use.
-    spare: Vec<std::sync::Arc<[u8]>>,
+    /// Stretches read before, shared with the thread's other topics.
+    spare: Spare,
     /// The segment of the last load, the offset after its record, and its ID.
     last: Option<(u64, u64, MessageId)>,
 }
+
+/// Stretches read before (some perhaps still holding bodies in use), for reading into
+/// again: at most `ReadAhead::SPARE`, however many topics share them.
+#[derive(Debug, Default, Clone)]
+pub struct Spare(std::rc::Rc<std::cell::RefCell<Vec<std::sync::Arc<[u8]>>>>);
 
 /// The PUB payload's fields before the body.
 const PUB_FIELDS: usize = 1 + 1 + 8 + 8 + 8 + 2;
@@ -278,8 +283,16 @@ const PUB_ID: usize = 1 + 1 + 8;
 
 impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
-    /// Whole stretches kept for reading into again.
+    /// Whole stretches kept for reading into again, per loader thread.
     const SPARE: usize = 8;
+
+    /// A read-ahead for one topic that shares `spare` with others.
+    pub fn sharing(spare: &Spare) -> ReadAhead {
+        ReadAhead {
+            spare: spare.clone(),
+            ..ReadAhead::default()
+        }
+    }
     /// How far after the last load the next one still follows it.
     const FOLLOWS: u64 = 64 << 10;
     /// What a lone load reads at first: its own record, if the index points at it...
@@ -420,23 +433,21 @@ impl ReadAhead {
         use std::sync::Arc;
         let old = std::mem::take(&mut self.buf);
         self.len = 0;
+        let mut spare = self.spare.0.borrow_mut();
         if old.len() == STRETCH {
-            self.spare.push(old);
+            spare.push(old);
         }
         if whole {
-            if let Some(i) = self
-                .spare
-                .iter_mut()
-                .position(|b| Arc::get_mut(b).is_some())
-            {
-                self.buf = self.spare.swap_remove(i);
+            if let Some(i) = spare.iter_mut().position(|b| Arc::get_mut(b).is_some()) {
+                self.buf = spare.swap_remove(i);
                 return;
             }
         }
-        if self.spare.len() > Self::SPARE {
+        if spare.len() > Self::SPARE {
             // All still in use: the oldest is let go (its memory goes with its last body).
-            self.spare.remove(0);
+            spare.remove(0);
         }
+        drop(spare);
         let n = if whole { STRETCH } else { size };
         self.buf = std::iter::repeat_n(0u8, n).collect();
     }
@@ -814,7 +825,7 @@ mod tests {
         assert!(held.iter().all(Body::shares_buffer));
         assert!(held[0].as_ptr() < held[1].as_ptr() && held[1].as_ptr() < held[2].as_ptr());
         let first = held[0].as_ptr();
-        assert!(ahead.spare.len() >= 3);
+        assert!(ahead.spare.0.borrow().len() >= 3);
         // Once they are gone, the next stretches are read into the same memory again.
         drop(held);
         let mut again = false;
@@ -824,8 +835,37 @@ mod tests {
             again |= range.contains(&(b.as_ptr() as usize));
         }
         assert!(again, "a spare stretch is read into again");
-        assert!(ahead.spare.len() <= ReadAhead::SPARE + 1);
+        assert!(ahead.spare.0.borrow().len() <= ReadAhead::SPARE + 1);
         assert_eq!(ahead.direct_reads, 0);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn topics_share_one_set_of_spare_stretches() {
+        let bodies: Vec<Vec<u8>> = (0..1000u32).map(|i| vec![i as u8; 1024]).collect();
+        let (path, offs, end) = segment("spare", &bodies);
+        let file = std::fs::File::open(&path).unwrap();
+        let spare = Spare::default();
+        // Twenty topics each read the segment through (four stretches or so), and the
+        // bodies stay in use (in flight, say).
+        let mut held = Vec::new();
+        for _ in 0..20 {
+            let mut ahead = ReadAhead::sharing(&spare);
+            for id in 1..=1000u64 {
+                let from = ahead.resume(3, 1, id).unwrap_or(offs[id as usize - 1]);
+                let body = ahead.find((&file, None), 3, S, from, end, MessageId(id), false);
+                let body = body.unwrap().expect("stored");
+                if held
+                    .last()
+                    .is_none_or(|b: &Body| !std::ptr::eq(b.as_ptr(), body.as_ptr()))
+                {
+                    held.push(body);
+                }
+            }
+        }
+        // The stretches kept for reading into again are the thread's few, not each topic's.
+        assert_eq!(spare.0.borrow().len(), ReadAhead::SPARE);
+        drop(held);
         let _ = std::fs::remove_file(&path);
     }
 
