@@ -32,6 +32,19 @@ fn publish(sim: &mut Sim, p: ClientId, topic: &str, body: &str) {
     assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
 }
 
+/// One MPUB of `bodies` to `topic`, from a new connection, answered with OK.
+fn mpub(sim: &mut Sim, topic: &str, bodies: &[&str]) {
+    let p = sim.connect();
+    sim.send(
+        p,
+        &Command::Mpub {
+            topic: topic.into(),
+            bodies: bodies.iter().map(|b| b.as_bytes().into()).collect(),
+        },
+    );
+    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+}
+
 fn fin(sim: &mut Sim, c: ClientId, m: &nsqlab_core::Message) {
     sim.send(c, &Command::Fin(m.id.to_hex()));
 }
@@ -51,15 +64,7 @@ fn err_text(frames: &[Frame]) -> Vec<String> {
 fn an_mpub_message_that_is_deferred_lets_go_of_its_batch_buffer() {
     let mut sim = Sim::new(Options::default(), 1);
     let c = sub(&mut sim, "t", "c", 1);
-    let p = sim.connect();
-    sim.send(
-        p,
-        &Command::Mpub {
-            topic: "t".into(),
-            bodies: vec![b"first".into(), b"second".into()],
-        },
-    );
-    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+    mpub(&mut sim, "t", &["first", "second"]);
     let m = sim.messages(c).remove(0);
     assert_eq!(&m.body[..], b"first");
     sim.send(
@@ -91,15 +96,7 @@ fn an_mpub_message_that_is_deferred_lets_go_of_its_batch_buffer() {
 fn a_message_requeued_at_once_or_timed_out_lets_go_of_its_batch_buffer() {
     let mut sim = Sim::new(Options::default(), 1);
     let c = sub(&mut sim, "t", "c", 2);
-    let p = sim.connect();
-    sim.send(
-        p,
-        &Command::Mpub {
-            topic: "t".into(),
-            bodies: vec![b"first".into(), b"second".into()],
-        },
-    );
-    assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+    mpub(&mut sim, "t", &["first", "second"]);
     let got = sim.messages(c);
     assert_eq!(got.len(), 2);
     let ch = sim.broker.channel("t", "c").unwrap();

@@ -285,6 +285,12 @@ impl ReadAhead {
     pub const SIZE: usize = 256 << 10;
     /// Whole stretches kept for reading into again, per loader thread.
     const SPARE: usize = 8;
+    /// How far after the last load the next one still follows it.
+    const FOLLOWS: u64 = 64 << 10;
+    /// What a lone load reads at first: its own record, if the index points at it...
+    const LONE: usize = 4 << 10;
+    /// ...or a stretch to look for it in (the index has an entry every 16 KiB at most).
+    const SCAN: usize = 16 << 10;
 
     /// A read-ahead for one topic that shares `spare` with others.
     pub fn sharing(spare: &Spare) -> ReadAhead {
@@ -293,12 +299,6 @@ impl ReadAhead {
             ..ReadAhead::default()
         }
     }
-    /// How far after the last load the next one still follows it.
-    const FOLLOWS: u64 = 64 << 10;
-    /// What a lone load reads at first: its own record, if the index points at it...
-    const LONE: usize = 4 << 10;
-    /// ...or a stretch to look for it in (the index has an entry every 16 KiB at most).
-    const SCAN: usize = 16 << 10;
 
     /// Where to start looking for message `id` of segment `seg`, whose index entry is
     /// message `from_id`'s: after the last load, if that was between the two.
@@ -406,7 +406,8 @@ impl ReadAhead {
             let buf = std::sync::Arc::get_mut(&mut self.buf).expect("a stretch of its own");
             let read = if whole {
                 // Where a direct read of the page `off` is in lands aligned.
-                let pad = buf.as_ptr().align_offset(ALIGN);
+                // (`align_offset` may give up, with usize::MAX: then no direct I/O.)
+                let pad = buf.as_ptr().align_offset(ALIGN).min(ALIGN);
                 self.base = pad + (off % ALIGN as u64) as usize;
                 let direct = direct.filter(|_| pad < ALIGN);
                 read_stretch(file, direct, &mut buf[pad..], off, size)
@@ -806,6 +807,19 @@ mod tests {
         let _ = std::fs::remove_file(&path);
     }
 
+    /// Message `id`'s body from segment `seg` (records at `offs`, `end` long), read on from
+    /// the last load or else from its own record, as the loader thread does.
+    fn load(
+        ahead: &mut ReadAhead,
+        files: (&std::fs::File, Option<&std::fs::File>),
+        (seg, offs, end): (u64, &[u64], u64),
+        id: u64,
+    ) -> Body {
+        let from = ahead.resume(seg, 1, id).unwrap_or(offs[id as usize - 1]);
+        let body = ahead.find(files, seg, S, from, end, MessageId(id), false);
+        body.unwrap().expect("stored")
+    }
+
     #[test]
     fn bodies_are_ranges_of_their_stretch_which_is_read_into_again_once_none_is_used() {
         // Records of 1 KiB bodies: a stretch holds about 250 of them.
@@ -814,9 +828,7 @@ mod tests {
         let file = std::fs::File::open(&path).unwrap();
         let mut ahead = ReadAhead::default();
         let load = |ahead: &mut ReadAhead, id: u64| {
-            let from = ahead.resume(3, 1, id).unwrap_or(offs[id as usize - 1]);
-            let body = ahead.find((&file, None), 3, S, from, end, MessageId(id), false);
-            let body = body.unwrap().expect("stored");
+            let body = load(ahead, (&file, None), (3, &offs, end), id);
             assert_eq!(&body[..], &[(id - 1) as u8; 1024][..]);
             body
         };
@@ -852,15 +864,7 @@ mod tests {
         for _ in 0..20 {
             let mut ahead = ReadAhead::sharing(&spare);
             for id in 1..=1000u64 {
-                let from = ahead.resume(3, 1, id).unwrap_or(offs[id as usize - 1]);
-                let body = ahead.find((&file, None), 3, S, from, end, MessageId(id), false);
-                let body = body.unwrap().expect("stored");
-                if held
-                    .last()
-                    .is_none_or(|b: &Body| !std::ptr::eq(b.as_ptr(), body.as_ptr()))
-                {
-                    held.push(body);
-                }
+                held.push(load(&mut ahead, (&file, None), (3, &offs, end), id));
             }
         }
         // The stretches kept for reading into again are the thread's few, not each topic's.
@@ -890,17 +894,7 @@ mod tests {
         file.read_exact_at(&mut b, half).unwrap();
         let mut ahead = ReadAhead::default();
         for id in 1..=bodies.len() as u64 {
-            let from = ahead.resume(5, 1, id).unwrap_or(offs[id as usize - 1]);
-            let got = ahead.find(
-                (&file, Some(&direct)),
-                5,
-                S,
-                from,
-                end,
-                MessageId(id),
-                false,
-            );
-            let got = got.unwrap().expect("stored");
+            let got = load(&mut ahead, (&file, Some(&direct)), (5, &offs, end), id);
             assert_eq!(&got[..], &bodies[id as usize - 1][..], "message {id}");
         }
         let stretches = end.div_ceil(ReadAhead::SIZE as u64);
