@@ -229,7 +229,13 @@ def lookupd_checks():
     deadline = time.time() + 10
     found = {}
     while time.time() < deadline:
-        found = lk.lookup(t)
+        # nsqd registers with nsqlookupd in the background; until the topic arrives, /lookup
+        # answers 404 TOPIC_NOT_FOUND, as nsqlookupd does.
+        try:
+            found = lk.lookup(t)
+        except errors.NSQHttpError as e:
+            check(str(e) == "http error <404>", "lookup before registration is a 404: %r" % (str(e),))
+            found = {}
         if found.get("producers") and found.get("channels"):
             break
         gevent.sleep(0.05)
