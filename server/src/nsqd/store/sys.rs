@@ -159,6 +159,60 @@ pub(super) fn open_direct(_: &Path) -> Option<File> {
     None
 }
 
+/// How many pages of `len` bytes at `at` of `f` the page cache holds (`cachestat`, Linux
+/// 6.5 and later); `None` where that cannot be asked.
+///
+/// A read with `RWF_NOWAIT` ([`read_cached`]) of pages the cache does not hold still starts
+/// the kernel's read of them into the cache, so a stretch not wholly cached is better read
+/// with direct I/O alone: otherwise the disk reads it twice and the dropped pages come back.
+/// (Pages here are 4 KiB; where the kernel's are larger, a count never looks whole, and
+/// stretches are read with direct I/O, which is correct, only slower for cached ones.)
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+pub(super) fn cached_pages(f: &File, at: u64, len: u64) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // The same number on every architecture with the common system call table.
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let range = Range { off: at, len };
+    let mut stat = Stat::default();
+    // SAFETY: both pointers are to live values of the layouts cachestat(2) reads and writes;
+    // the descriptor is open for as long as `f` is borrowed.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            f.as_raw_fd(),
+            &range as *const Range,
+            &mut stat as *mut Stat,
+            0u32,
+        )
+    };
+    (r == 0).then_some(stat.nr_cache)
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+pub(super) fn cached_pages(_: &File, _: u64, _: u64) -> Option<u64> {
+    None
+}
+
 /// Read what the page cache holds of `buf.len()` bytes at `at` of `f`, stopping at the first
 /// page it does not hold (0 when that is the first); it never waits for the disk.
 #[cfg(target_os = "linux")]
