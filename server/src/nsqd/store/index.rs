@@ -37,9 +37,14 @@ pub struct Index {
     last: u64,
     /// Inclusive ID ranges whose records were never written (failed writes), in order.
     unwritten: Vec<(u64, u64)>,
-    /// Where the last lookup found its entry (consumers go through a backlog in ID order).
-    hint: usize,
+    /// Where the last lookup found its entry, for loads (`[LOADS]`) and for finishes
+    /// (`[FINS]`): consumers go through a backlog in ID order, and the loads run ahead of the
+    /// FINs by the consumers' in-flight messages, so each keeps its own place.
+    hints: [usize; 2],
 }
+
+const LOADS: usize = 0;
+const FINS: usize = 1;
 
 impl Index {
     /// A message's record, `len` bytes at `off` of segment `seg`, follows the ones before.
@@ -80,7 +85,9 @@ impl Index {
             self.entries.pop_front();
             n += 1;
         }
-        self.hint = self.hint.saturating_sub(n);
+        for h in &mut self.hints {
+            *h = h.saturating_sub(n);
+        }
         if let Some(first) = self.entries.front() {
             let first = first.id;
             self.unwritten.retain(|&(_, to)| to >= first);
@@ -90,6 +97,10 @@ impl Index {
     /// Where to look for message `id`: the entry at or before it (`id` itself when it has
     /// one). `None` when it was never recorded or its segment is gone.
     pub fn locate(&mut self, id: u64) -> Option<Entry> {
+        self.locate_from(LOADS, id)
+    }
+
+    fn locate_from(&mut self, hint: usize, id: u64) -> Option<Entry> {
         if id > self.last || self.unwritten.iter().any(|&(a, b)| (a..=b).contains(&id)) {
             return None;
         }
@@ -97,20 +108,22 @@ impl Index {
         let covers = |i: usize| {
             at(i).is_some_and(|e| e.id <= id) && at(i + 1).is_none_or(|next| next.id > id)
         };
-        let i = match (self.hint..self.hint + 2).find(|&i| covers(i)) {
+        let h = self.hints[hint];
+        let i = match (h..h + 2).find(|&i| covers(i)) {
             Some(i) => i,
             None => self
                 .entries
                 .partition_point(|e| e.id <= id)
                 .checked_sub(1)?,
         };
-        self.hint = i;
+        self.hints[hint] = i;
         at(i)
     }
 
-    /// The segment message `id` is in, if it was recorded and its segment is still there.
+    /// The segment message `id` is in, if it was recorded and its segment is still there
+    /// (for a FIN: its own place, apart from the loads').
     pub fn segment_of(&mut self, id: u64) -> Option<u32> {
-        self.locate(id).map(|e| e.seg)
+        self.locate_from(FINS, id).map(|e| e.seg)
     }
 
     /// Entries held.
@@ -181,6 +194,34 @@ mod tests {
         // Beyond the last, and before the first: not recorded.
         assert_eq!(ix.locate(10_010), None);
         assert_eq!(ix.locate(5), None);
+    }
+
+    #[test]
+    fn loads_and_fins_keep_their_own_places() {
+        let mut ix = index_of(1000, 100, 300);
+        // Loads run ahead of FINs by a window; each walks in ID order from its own place.
+        for k in 0..1000u64 {
+            let load = (k + 1) * 10;
+            let e = ix.locate(load).unwrap();
+            assert!(
+                e.id <= load && load - e.id < EVERY as u64 * 10,
+                "load {load}"
+            );
+            assert_eq!(e.seg, (k / 300) as u32, "load {load}");
+            if k >= 250 {
+                let fin = (k - 250 + 1) * 10;
+                assert_eq!(
+                    ix.segment_of(fin),
+                    Some(((k - 250) / 300) as u32),
+                    "fin {fin}"
+                );
+                assert!(ix.hints[FINS] <= ix.hints[LOADS]);
+            }
+        }
+        // The FINs' place did not move the loads' back.
+        let at = ix.hints[LOADS];
+        assert_eq!(ix.segment_of(10), Some(0));
+        assert_eq!(ix.hints[LOADS], at);
     }
 
     #[test]

@@ -557,3 +557,49 @@ fn full_segments_beyond_the_budget_leave_the_page_cache_oldest_first_a_step_at_a
     assert_eq!(resident_pages(&files[3].1, len), 0);
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// A message's copies count on its own segment, found directly when the segments are
+/// consecutive and by search past a gap (a file lost by hand); one in a lost segment counts
+/// nowhere.
+#[test]
+fn a_copy_counts_on_its_own_segment_even_past_a_gap() {
+    let (mut store, _rx, dir) = store_with_segments_of("refs-gap", 1000);
+    let topic = new_topic(&mut store);
+    for id in 1..=20 {
+        publish(&mut store, &topic, id, 300);
+    }
+    store.commit().unwrap();
+    let ts = store.topics.get_mut(&topic).unwrap();
+    assert!(ts.segments.len() >= 5, "{} segments", ts.segments.len());
+    let refs = |ts: &TopicStore| -> Vec<(u64, i64)> {
+        ts.segments.iter().map(|s| (s.num, s.refs)).collect()
+    };
+    let seg_of = |ts: &mut TopicStore, id: u64| ts.index.segment_of(id).unwrap() as u64;
+    // Consecutive: each message's segment, first and last included.
+    for id in [1, 7, 20] {
+        let before = refs(ts);
+        let seg = seg_of(ts, id);
+        write::add_ref(ts, MessageId(id), -1);
+        let after = refs(ts);
+        for ((num, r0), (_, r1)) in before.iter().zip(&after) {
+            assert_eq!(
+                *r1,
+                r0 - (*num == seg) as i64,
+                "message {id}, segment {num}"
+            );
+        }
+    }
+    // A gap: segment 1 lost. Later segments are found by number, not by place.
+    let lost = ts.segments.remove(1).unwrap().num;
+    let later = (1..=20).find(|&id| seg_of(ts, id) > lost + 1).unwrap();
+    let in_lost = (1..=20).find(|&id| seg_of(ts, id) == lost).unwrap();
+    let before = refs(ts);
+    let seg = seg_of(ts, later);
+    write::add_ref(ts, MessageId(later), 2);
+    write::add_ref(ts, MessageId(in_lost), 5);
+    let after = refs(ts);
+    for ((num, r0), (_, r1)) in before.iter().zip(&after) {
+        assert_eq!(*r1, r0 + 2 * (*num == seg) as i64, "segment {num}");
+    }
+    close_and_remove(store, &dir);
+}
