@@ -599,6 +599,25 @@ fn a_deleted_metadata_file_loses_no_message() {
     );
 }
 
+/// FINs with nothing after them are written within moments (they wait for company at most
+/// `FIN_WAIT`, 20 ms): messages finished before a SIGKILL do not come back.
+#[test]
+fn fins_with_nothing_after_them_are_written_before_a_crash() {
+    let data = TempDir::new();
+    let d = start_with_channel(data.path(), &[]);
+    publish_n(&d, "t", 30);
+    let seen = consume_all(&d, "t");
+    assert_eq!(seen.len(), 30);
+    d.kill9();
+    let d = Nsqd::start_in(Some(data.path()), &[]);
+    let again = consume_all(&d, "t");
+    assert!(
+        again.is_empty(),
+        "finished before the crash, delivered again: {}",
+        again.len()
+    );
+}
+
 /// The data file cannot grow (RLIMIT_FSIZE, set on the running server with prlimit): PUB gets
 /// nsqd's fatal E_PUB_FAILED, HTTP /pub nsqd's 503 EXITING, /ping 500 NOK; when room returns,
 /// the server is healthy again and nothing acknowledged was lost.

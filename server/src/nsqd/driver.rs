@@ -418,6 +418,14 @@ async fn run(
         alarm.set(broker.poll_timeout());
         // While storage is failing, wake every second to see whether it works again.
         let unhealthy = store.is_some() && broker.health().is_some();
+        // FINs a commit left unwritten are written when they are due (see `Store::commit`).
+        let fins_due = store.as_ref().and_then(|s| s.fins_due());
+        let fins = async {
+            match fins_due {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => std::future::pending().await,
+            }
+        };
         let probe = async {
             if unhealthy {
                 tokio::time::sleep(PROBE_INTERVAL).await
@@ -439,6 +447,7 @@ async fn run(
             }
             m = rx.recv() => m,
             _ = probe => Some(ToDriver::Tick),
+            _ = fins => Some(ToDriver::Tick),
         };
         let Some(m) = m else { break };
         // What other partitions sent comes first: a client moving here is adopted before
@@ -594,7 +603,12 @@ fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), St
             store.apply(op);
             any = true;
         }
-        if !any {
+        // (With nothing new, a commit only for FINs left waiting long enough.)
+        if !any
+            && store
+                .fins_due()
+                .is_none_or(|t| t > std::time::Instant::now())
+        {
             break;
         }
         let r = store.commit().map_err(|e| {

@@ -150,6 +150,9 @@ struct TopicStore {
     /// Records not yet written to `tail`.
     pending: Vec<u8>,
     pending_msgs: u64,
+    /// Bytes of FIN records in `pending`: when they are all of it, the write may wait (see
+    /// [`write::FIN_BATCH`]).
+    pending_fins: usize,
     /// The first message in `pending` and the live copies of those in it (lost with it if
     /// the write fails).
     pending_first: Option<u64>,
@@ -244,6 +247,8 @@ pub struct Store {
     loaded: tokio::sync::mpsc::UnboundedReceiver<Vec<Loaded>>,
     /// The loader's name for the next topic store.
     next_reads: u64,
+    /// Since when a commit has left FINs unwritten (see [`write::FIN_BATCH`]).
+    fins_waiting: Option<std::time::Instant>,
     /// Commits so far (a topic's `last_write` is one of these).
     writes: u64,
     /// At most this many topics keep their files open (see [`Store::close_idle_files`]).
@@ -327,6 +332,7 @@ impl Store {
             loader_thread: Some(loader_thread),
             loaded,
             next_reads: 0,
+            fins_waiting: None,
             writes: 0,
             max_open: max_open_topics(cfg_partitions),
             open_checked: std::time::Instant::now(),
@@ -339,7 +345,7 @@ impl Store {
 
     /// Write what is buffered and fsync everything (clean shutdown).
     pub fn close(mut self) {
-        if let Err(e) = self.commit() {
+        if let Err(e) = self.commit_all() {
             tracing::error!("storage: {e}");
         }
         for ts in self.topics.values() {

@@ -267,6 +267,7 @@ impl Store {
             last_write: 0,
             pending: Vec::new(),
             pending_msgs: 0,
+            pending_fins: 0,
             pending_first: None,
             pending_copies: 0,
             last_id,

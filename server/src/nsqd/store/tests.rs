@@ -1,6 +1,6 @@
 use super::cache::{PageCache, TRIM_STEP};
 use super::sync::mark_dirty;
-use super::write::{SYNC_GAP, SYNC_UNIT};
+use super::write::{FIN_BATCH, FIN_WAIT, SYNC_GAP, SYNC_UNIT};
 use super::*;
 use nsqlab_core::{LoadRequest, MessageId, StoreOp};
 use std::io::Read;
@@ -601,5 +601,87 @@ fn a_copy_counts_on_its_own_segment_even_past_a_gap() {
     for ((num, r0), (_, r1)) in before.iter().zip(&after) {
         assert_eq!(*r1, r0 + 2 * (*num == seg) as i64, "segment {num}");
     }
+    close_and_remove(store, &dir);
+}
+
+/// FINs alone wait to be written: until there are FIN_BATCH bytes of them, a commit after
+/// FIN_WAIT, anything else to write, or the store closing; and what was written is finished
+/// when the store opens again.
+#[test]
+fn fins_alone_are_written_in_batches_or_when_due() {
+    let (mut store, _rx, dir) = store_with_sync_channel("fin-batch");
+    let topic = new_topic(&mut store);
+    store.apply(StoreOp::ChannelCreated {
+        topic: topic.clone(),
+        channel: Arc::from("c"),
+        start: MessageId(0),
+    });
+    let n = 2 * FIN_BATCH as u64 / 25;
+    // (Not held by the topic: its channel's, as the broker publishes with a channel.)
+    let publish = |store: &mut Store, id: u64| {
+        store.apply(StoreOp::Publish {
+            ticket: 0,
+            topic: topic.clone(),
+            held: false,
+            copies: 1,
+            due: None,
+            msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 10].into()),
+        })
+    };
+    for id in 1..=n {
+        publish(&mut store, id);
+    }
+    store.commit().unwrap();
+    let fin = |store: &mut Store, id: u64| {
+        store.apply(StoreOp::Finished {
+            topic: topic.clone(),
+            channel: Arc::from("c"),
+            id: MessageId(id),
+        })
+    };
+    let len = |store: &Store| store.topics[&topic].segments.back().unwrap().len;
+    let written = len(&store);
+    assert_eq!(store.fins_due(), None);
+    // A few FINs: not written, and due FIN_WAIT from now.
+    let before = std::time::Instant::now();
+    for id in 1..=3 {
+        fin(&mut store, id);
+    }
+    store.commit().unwrap();
+    assert_eq!(len(&store), written);
+    let due = store.fins_due().expect("FINs wait");
+    assert!(due >= before + FIN_WAIT && due <= std::time::Instant::now() + FIN_WAIT);
+    // Still waiting at the next commit; written by the first commit once due.
+    fin(&mut store, 4);
+    store.commit().unwrap();
+    assert_eq!(len(&store), written);
+    std::thread::sleep(FIN_WAIT);
+    store.commit().unwrap();
+    assert!(len(&store) > written);
+    assert_eq!(store.fins_due(), None);
+    // FIN_BATCH bytes of them are written at once.
+    let written = len(&store);
+    let mut id = 5;
+    while store.topics[&topic].pending.len() < FIN_BATCH {
+        fin(&mut store, id);
+        id += 1;
+    }
+    store.commit().unwrap();
+    assert_eq!(len(&store), written + FIN_BATCH.next_multiple_of(25) as u64);
+    // With anything else, at once.
+    fin(&mut store, id);
+    publish(&mut store, n + 1);
+    store.commit().unwrap();
+    assert_eq!(store.fins_due(), None);
+    assert!(store.topics[&topic].pending.is_empty());
+    // Closing writes the waiting ones: every FIN'd message is finished on the next start.
+    for id in id + 1..=n {
+        fin(&mut store, id);
+    }
+    store.commit().unwrap();
+    assert!(store.fins_due().is_some());
+    store.close();
+    let (store, recovered) = open_in(&dir, 100 << 20);
+    assert_eq!(recovered.messages, 1, "only message {} is owed", n + 1);
     close_and_remove(store, &dir);
 }

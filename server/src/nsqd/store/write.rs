@@ -34,6 +34,18 @@ pub(super) const SYNC_UNIT: u64 = 100;
 /// told no difference (the target met in 11 and 12 of them); below 125 MB/s it never binds.
 pub(super) const SYNC_GAP: Duration = Duration::from_millis(2);
 
+/// A topic whose unwritten records are all FINs writes them once they are this many bytes,
+/// or [`FIN_WAIT`] after a commit first left them, whichever comes first, not at every
+/// commit. Nobody waits for a FIN to be written (a consumer gets no answer to it), and one
+/// lost to a crash only delivers its message again, which at-least-once allows. A consumer
+/// draining a backlog at 750 k msg/s had about 16 000 writes of a few FINs each a second;
+/// with them 64 KiB at a time the drain went from 0.71–0.79 to 0.79–0.83 M msg/s.
+pub(super) const FIN_BATCH: usize = 64 << 10;
+
+/// How long FINs wait to be written at most (see [`FIN_BATCH`]): what a crash can deliver
+/// again beyond what the page cache held unsynced anyway.
+pub(super) const FIN_WAIT: Duration = Duration::from_millis(20);
+
 /// The segment holding message `id` gains (or loses) `delta` live copies.
 /// Only messages the log recorded count: one whose record was never written (a failed write)
 /// or whose segment is gone changes nothing.
@@ -102,6 +114,7 @@ pub(super) fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
             let bytes = ts.pending.len() as u64;
             tail.len += bytes;
             ts.pending.clear();
+            ts.pending_fins = 0;
             ts.pending_first = None;
             ts.pending_copies = 0;
             // A burst's buffer is not kept: memory is for messages. (Twice the size at which
@@ -124,6 +137,7 @@ pub(super) fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
             // What was read of the tail may be rewritten now.
             ts.reads.forget(tail.num);
             ts.pending.clear();
+            ts.pending_fins = 0;
             ts.pending_msgs = 0;
             Err(io_err("write", &path, e))
         }
@@ -299,7 +313,9 @@ impl Store {
                 let ts = self.topic(&topic)?;
                 let seal = ts.seal();
                 if let Some(c) = ts.meta.channels.get(&*channel) {
+                    let before = ts.pending.len();
                     record::put_fin(&mut ts.pending, seal, c.key, id);
+                    ts.pending_fins += ts.pending.len() - before;
                 }
                 add_ref(ts, id, -1);
                 Ok(())
@@ -363,6 +379,7 @@ impl Store {
                 last_write: 0,
                 pending: Vec::new(),
                 pending_msgs: 0,
+                pending_fins: 0,
                 pending_first: None,
                 pending_copies: 0,
                 last_id: 0,
@@ -400,8 +417,24 @@ impl Store {
     /// An error means some op of this batch may not be on disk: the publishers of the batch
     /// must not be told OK.
     pub fn commit(&mut self) -> Result<(), StoreError> {
+        let all = self.fins_waiting.is_some_and(|t| t.elapsed() >= FIN_WAIT);
+        self.commit_inner(all)
+    }
+
+    /// Commit, FINs included however few (see [`FIN_BATCH`]).
+    pub fn commit_all(&mut self) -> Result<(), StoreError> {
+        self.commit_inner(true)
+    }
+
+    /// When a commit is due for the FINs it left unwritten (see [`FIN_BATCH`]).
+    pub fn fins_due(&self) -> Option<std::time::Instant> {
+        self.fins_waiting.map(|t| t + FIN_WAIT)
+    }
+
+    fn commit_inner(&mut self, all: bool) -> Result<(), StoreError> {
         let mut result = self.failed.take().map_or(Ok(()), Err);
         let mut wrote = Wrote::default();
+        let mut waiting = false;
         self.writes += 1;
         let now = self.writes;
         for (topic, ts) in self.topics.iter_mut() {
@@ -418,6 +451,11 @@ impl Store {
             if ts.pending.is_empty() {
                 // Drops and FINs of an idle topic can still free segments.
                 compact(topic, ts, &self.sync);
+                continue;
+            }
+            if !all && ts.pending_fins == ts.pending.len() && ts.pending.len() < FIN_BATCH {
+                // Only FINs, and few: they wait for more (or for FIN_WAIT).
+                waiting = true;
                 continue;
             }
             ts.last_write = now;
@@ -438,6 +476,12 @@ impl Store {
             compact(topic, ts, &self.sync);
         }
         self.unsynced += wrote;
+        self.fins_waiting = match waiting {
+            true => self
+                .fins_waiting
+                .or_else(|| Some(std::time::Instant::now())),
+            false => None,
+        };
         self.close_idle_files();
         let every = self.cfg.sync_every.max(1);
         let by_size = self.unsynced.bytes >= every.saturating_mul(SYNC_UNIT)
