@@ -167,6 +167,18 @@ struct TopicStore {
 }
 
 impl TopicStore {
+    /// Where segment `num` is in `segments`, if it is still there. Segments are in number
+    /// order and nearly always consecutive (a file lost by hand may leave a gap): where it
+    /// would be is tried before a search.
+    fn segment_pos(&self, num: u64) -> Option<usize> {
+        let first = self.segments.front()?.num;
+        let guess = usize::try_from(num.checked_sub(first)?).ok()?;
+        match self.segments.get(guess) {
+            Some(s) if s.num == num => Some(guess),
+            _ => self.segments.binary_search_by_key(&num, |s| s.num).ok(),
+        }
+    }
+
     /// The tail segment's file, opened again if the topic's files were closed.
     fn tail(&mut self) -> Result<&Arc<Tail>, StoreError> {
         if self.tail.is_none() {

@@ -140,15 +140,14 @@ impl Store {
             .topics
             .get_mut(&req.topic)
             .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
-        let seg = ts
-            .segments
-            .iter_mut()
-            .find(|s| s.num == at.seg as u64)
+        let i = ts
+            .segment_pos(u64::from(at.seg))
             .ok_or_else(|| StoreError::SegmentGone {
                 topic: req.topic.clone(),
                 id: req.id,
                 seg: at.seg,
             })?;
+        let seg = &mut ts.segments[i];
         let files = match &seg.reader {
             Some(f) => f.clone(),
             None => {

@@ -54,19 +54,7 @@ pub(super) fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
     let Some(seg) = ts.index.segment_of(id.0) else {
         return;
     };
-    // Segments are in number order, nearly always consecutive (a file lost by hand may leave
-    // a gap): try where it would be before searching.
-    let seg = seg as u64;
-    let guess = ts
-        .segments
-        .front()
-        .and_then(|first| seg.checked_sub(first.num))
-        .filter(|&i| ts.segments.get(i as usize).is_some_and(|s| s.num == seg));
-    let at = match guess {
-        Some(i) => Ok(i as usize),
-        None => ts.segments.binary_search_by_key(&seg, |s| s.num),
-    };
-    if let Ok(i) = at {
+    if let Some(i) = ts.segment_pos(u64::from(seg)) {
         ts.segments[i].refs += delta;
     }
 }
