@@ -598,11 +598,7 @@ fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), St
     let mut result = Ok(());
     // A failure answer can close clients, which may change more; a few rounds settle it.
     for _ in 0..4 {
-        let mut any = false;
-        while let Some(op) = broker.poll_store() {
-            store.apply(op);
-            any = true;
-        }
+        let any = store.apply_all(std::iter::from_fn(|| broker.poll_store()));
         // (With nothing new, a commit only for FINs left waiting long enough.)
         if !any
             && store

@@ -3,9 +3,9 @@
 use super::error::{io_err, StoreError};
 use super::index::Entry;
 use super::sys::{no_read_ahead, open_direct};
-use super::Store;
 use super::{loader, seg_path, Loaded};
-use nsqlab_core::LoadRequest;
+use super::{Store, TopicStore};
+use nsqlab_core::{LoadRequest, Name};
 use std::fs::File;
 use std::sync::{mpsc, Arc};
 
@@ -59,8 +59,24 @@ impl Store {
     pub fn request_loads(&mut self, reqs: impl IntoIterator<Item = LoadRequest>) -> Vec<Loaded> {
         let mut jobs: Vec<loader::Job> = Vec::new();
         let mut failed = Vec::new();
+        // The topic store of the last request: a consumer's loads come in runs of one topic.
+        let mut cur: Option<(Name, &mut TopicStore)> = None;
         for req in reqs {
-            let entry = match self.entry(&req) {
+            if !cur
+                .as_ref()
+                .is_some_and(|(t, _)| Arc::ptr_eq(t, &req.topic))
+            {
+                cur = self
+                    .topics
+                    .get_mut(&req.topic)
+                    .map(|ts| (req.topic.clone(), ts));
+            }
+            let Some((_, ts)) = cur.as_mut() else {
+                let body = Err(StoreError::NoStorage(req.topic.clone()));
+                failed.push(Loaded { req, body });
+                continue;
+            };
+            let entry = match entry(ts, &req) {
                 Ok(e) => e,
                 Err(body) => {
                     failed.push(Loaded {
@@ -80,7 +96,7 @@ impl Store {
                     continue;
                 }
             }
-            match self.locate(&req, entry) {
+            match locate(ts, &req, entry) {
                 Ok(at) => jobs.push(loader::Job {
                     at,
                     reqs: vec![(req, entry)],
@@ -114,69 +130,59 @@ impl Store {
             None => std::future::pending().await,
         }
     }
+}
 
-    /// The index entry at or before message `req.id`: its segment is read forward from
-    /// there, or from the last load when that lies between.
-    pub(super) fn entry(&mut self, req: &LoadRequest) -> Result<Entry, StoreError> {
-        let ts = self
-            .topics
-            .get_mut(&req.topic)
-            .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
-        ts.index
-            .locate(req.id.0)
-            .ok_or_else(|| StoreError::NotStored {
-                topic: req.topic.clone(),
-                id: req.id,
-            })
-    }
-
-    /// The segment `at` is in: its file (opened now if not yet), salt and written length.
-    pub(super) fn locate(
-        &mut self,
-        req: &LoadRequest,
-        at: Entry,
-    ) -> Result<loader::Where, StoreError> {
-        let ts = self
-            .topics
-            .get_mut(&req.topic)
-            .ok_or_else(|| StoreError::NoStorage(req.topic.clone()))?;
-        let i = ts
-            .segment_pos(u64::from(at.seg))
-            .ok_or_else(|| StoreError::SegmentGone {
-                topic: req.topic.clone(),
-                id: req.id,
-                seg: at.seg,
-            })?;
-        let seg = &mut ts.segments[i];
-        let files = match &seg.reader {
-            Some(f) => f.clone(),
-            None => {
-                let path = seg_path(&ts.dir, seg.num);
-                let file = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
-                let direct = open_direct(&path).map(Arc::new);
-                if direct.is_some() {
-                    no_read_ahead(&file);
-                }
-                let files = loader::Files {
-                    file,
-                    direct,
-                    path: path.into(),
-                };
-                seg.reader = Some(files.clone());
-                files
-            }
-        };
-        Ok(loader::Where {
-            topic: ts.reads.topic,
-            seg: seg.num,
-            salt: seg.salt,
-            files,
-            end: seg.len,
+/// The index entry at or before message `req.id` of topic store `ts`: its segment is read
+/// forward from there, or from the last load when that lies between.
+fn entry(ts: &mut TopicStore, req: &LoadRequest) -> Result<Entry, StoreError> {
+    ts.index
+        .locate(req.id.0)
+        .ok_or_else(|| StoreError::NotStored {
+            topic: req.topic.clone(),
+            id: req.id,
         })
-    }
+}
 
+/// The segment `at` is in: its file (opened now if not yet), salt and written length.
+fn locate(ts: &mut TopicStore, req: &LoadRequest, at: Entry) -> Result<loader::Where, StoreError> {
+    let i = ts
+        .segment_pos(u64::from(at.seg))
+        .ok_or_else(|| StoreError::SegmentGone {
+            topic: req.topic.clone(),
+            id: req.id,
+            seg: at.seg,
+        })?;
+    let seg = &mut ts.segments[i];
+    let files = match &seg.reader {
+        Some(f) => f.clone(),
+        None => {
+            let path = seg_path(&ts.dir, seg.num);
+            let file = Arc::new(File::open(&path).map_err(|e| io_err("open", &path, e))?);
+            let direct = open_direct(&path).map(Arc::new);
+            if direct.is_some() {
+                no_read_ahead(&file);
+            }
+            let files = loader::Files {
+                file,
+                direct,
+                path: path.into(),
+            };
+            seg.reader = Some(files.clone());
+            files
+        }
+    };
+    Ok(loader::Where {
+        topic: ts.reads.topic,
+        seg: seg.num,
+        salt: seg.salt,
+        files,
+        end: seg.len,
+    })
+}
+
+#[cfg(test)]
+impl Store {
     /// The body of stored message `id` of `topic`, read now (waiting for the loader thread).
-    #[cfg(test)]
     pub(super) fn load(
         &mut self,
         topic: &str,

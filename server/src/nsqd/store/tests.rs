@@ -685,3 +685,79 @@ fn fins_alone_are_written_in_batches_or_when_due() {
     assert_eq!(recovered.messages, 1, "only message {} is owed", n + 1);
     close_and_remove(store, &dir);
 }
+
+/// `apply_all` (the driver's way: a run of one channel's FINs looked up once) records and
+/// releases exactly what applying the ops one at a time does, across runs of other
+/// channels, unknown channels and a topic the store does not have.
+#[test]
+fn a_run_of_fins_applied_together_does_what_one_at_a_time_does() {
+    let state = |together: bool| {
+        let name = format!("fin-run-{together}");
+        let (mut store, _rx, dir) = store_with_segments_of(&name, 2000);
+        let topic = new_topic(&mut store);
+        let (c, d, x): (Name, Name, Name) = (Arc::from("c"), Arc::from("d"), Arc::from("x"));
+        for ch in [&c, &d] {
+            store.apply(StoreOp::ChannelCreated {
+                topic: topic.clone(),
+                channel: ch.clone(),
+                start: MessageId(0),
+            });
+        }
+        for id in 1..=30 {
+            store.apply(StoreOp::Publish {
+                ticket: 0,
+                topic: topic.clone(),
+                held: false,
+                copies: 2,
+                due: None,
+                msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 200].into()),
+            });
+        }
+        store.commit().unwrap();
+        let fin = |topic: &Name, channel: &Name, id: u64| StoreOp::Finished {
+            topic: topic.clone(),
+            channel: channel.clone(),
+            id: MessageId(id),
+        };
+        let gone: Name = Arc::from("gone");
+        let mut ops: Vec<StoreOp> = (1..=12).map(|id| fin(&topic, &c, id)).collect();
+        ops.extend((1..=5).map(|id| fin(&topic, &d, id)));
+        // The same names in other allocations, a channel the store does not know, and a
+        // topic it does not have.
+        ops.push(fin(&Arc::from("t"), &Arc::from("c"), 13));
+        ops.push(fin(&topic, &x, 14));
+        ops.push(fin(&gone, &c, 15));
+        ops.extend((16..=30).map(|id| fin(&topic, &c, id)));
+        if together {
+            assert!(store.apply_all(ops));
+            assert!(!store.apply_all(Vec::new()));
+        } else {
+            for op in ops {
+                store.apply(op);
+            }
+        }
+        let ts = &store.topics[&topic];
+        let refs: Vec<(u64, i64)> = ts.segments.iter().map(|s| (s.num, s.refs)).collect();
+        let got = (
+            ts.pending.len(),
+            ts.pending_fins,
+            refs,
+            store.failed.is_some(),
+        );
+        store.failed = None;
+        store.close();
+        // On the next start: c owes 14 (FIN'd on a channel the store does not know) and 15
+        // (on a topic it does not have), d owes 6..=30: 27 copies.
+        let (store, recovered) = open_in(&dir, 2000);
+        close_and_remove(store, &dir);
+        (got, recovered.messages)
+    };
+    let (one, together) = (state(false), state(true));
+    assert_eq!(one, together);
+    let ((pending, fins, refs, failed), owed) = one;
+    assert_eq!(pending, fins, "only FINs are waiting");
+    assert_eq!(fins, 33 * 25, "a FIN record per known channel's FIN");
+    assert!(failed, "the topic the store does not have is an error");
+    assert!(refs.len() > 2, "{refs:?}");
+    assert_eq!(owed, 27);
+}

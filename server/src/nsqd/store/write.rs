@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::fs;
 use std::io::Write;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Buffer capacity a topic keeps between commits.
@@ -57,6 +58,17 @@ pub(super) fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
     if let Some(i) = ts.segment_pos(u64::from(seg)) {
         ts.segments[i].refs += delta;
     }
+}
+
+/// Message `id` is finished on the channel whose key is `key` (none: a channel the store
+/// does not know, whose FIN is not recorded): its FIN record, and its copy released.
+fn fin(ts: &mut TopicStore, seal: record::Seal, key: Option<u32>, id: MessageId) {
+    if let Some(key) = key {
+        let before = ts.pending.len();
+        record::put_fin(&mut ts.pending, seal, key, id);
+        ts.pending_fins += ts.pending.len() - before;
+    }
+    add_ref(ts, id, -1);
 }
 
 pub(super) fn write_meta(ts: &TopicStore) -> Result<(), StoreError> {
@@ -150,6 +162,37 @@ impl Store {
             tracing::error!("storage: {e}");
             self.failed.get_or_insert(e);
         }
+    }
+
+    /// Apply ops in order, as [`Store::apply`] each; returns whether there were any. A run
+    /// of one channel's FINs (a consumer's batch) looks its topic and channel up once.
+    pub fn apply_all(&mut self, ops: impl IntoIterator<Item = StoreOp>) -> bool {
+        let mut ops = ops.into_iter().peekable();
+        let mut any = false;
+        while let Some(op) = ops.next() {
+            any = true;
+            let StoreOp::Finished { topic, channel, id } = op else {
+                self.apply(op);
+                continue;
+            };
+            let Ok(ts) = topic_store(&mut self.topics, &topic) else {
+                self.apply(StoreOp::Finished { topic, channel, id });
+                continue;
+            };
+            let (seal, key) = (ts.seal(), ts.meta.channels.get(&*channel).map(|c| c.key));
+            let mut id = id;
+            loop {
+                fin(ts, seal, key, id);
+                match ops.next_if(|op| {
+                    matches!(op, StoreOp::Finished { topic: t, channel: c, .. }
+                        if Arc::ptr_eq(t, &topic) && Arc::ptr_eq(c, &channel))
+                }) {
+                    Some(StoreOp::Finished { id: next, .. }) => id = next,
+                    _ => break,
+                }
+            }
+        }
+        any
     }
 
     pub(super) fn apply_inner(&mut self, op: StoreOp) -> Result<(), StoreError> {
@@ -300,13 +343,8 @@ impl Store {
             }
             StoreOp::Finished { topic, channel, id } => {
                 let ts = self.topic(&topic)?;
-                let seal = ts.seal();
-                if let Some(c) = ts.meta.channels.get(&*channel) {
-                    let before = ts.pending.len();
-                    record::put_fin(&mut ts.pending, seal, c.key, id);
-                    ts.pending_fins += ts.pending.len() - before;
-                }
-                add_ref(ts, id, -1);
+                let (seal, key) = (ts.seal(), ts.meta.channels.get(&*channel).map(|c| c.key));
+                fin(ts, seal, key, id);
                 Ok(())
             }
             StoreOp::Requeued {
