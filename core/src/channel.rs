@@ -86,13 +86,24 @@ impl MessageQueue {
 
     /// Whether the next message [`MessageQueue::pop`] gives has its body in the store.
     pub fn next_is_evicted(&self) -> bool {
-        if !self.fetched.is_empty() {
-            return false;
-        }
+        self.fetched.is_empty() && self.unfetched_is_evicted()
+    }
+
+    /// Whether the next message after the fetched ones has its body in the store: one to
+    /// read ahead ([`MessageQueue::pop_unfetched`]).
+    pub fn unfetched_is_evicted(&self) -> bool {
         match self.memory.front() {
             Some(m) => m.is_evicted(),
             None => self.backend.front().is_some_and(|s| !s.in_memory),
         }
+    }
+
+    /// The next message after the fetched ones (as [`MessageQueue::pop`] gives it).
+    pub fn pop_unfetched(&mut self) -> Option<Message> {
+        let fetched = std::mem::take(&mut self.fetched);
+        let m = self.pop();
+        self.fetched = fetched;
+        m
     }
 
     /// Messages in front whose bodies came back from the store.
@@ -192,6 +203,9 @@ pub struct Channel {
     /// Messages taken from the queue whose bodies are being loaded from storage (next to
     /// go, or read ahead of the consumers: see `Broker::pump`), in the order asked for.
     pub loading: std::collections::VecDeque<Message>,
+    /// The size of the bodies loaded lately (a running mean; 0 before the first): how many
+    /// to read ahead (see `Broker::pump`).
+    pub loaded_size: u32,
     /// Subscribed consumers, in subscription order; delivery goes round-robin over them.
     pub clients: Vec<ClientId>,
     /// Index into `clients` where the next round-robin search starts.
@@ -220,6 +234,7 @@ impl Channel {
             deferred,
             in_flight,
             loading: std::collections::VecDeque::new(),
+            loaded_size: 0,
             e2e: None,
             clients: Vec::new(),
             next_client: 0,

@@ -158,6 +158,11 @@ impl Client {
             && (self.in_flight_count as i64) < self.ready_count
     }
 
+    /// Subscribed with RDY above 0: it takes messages, now or once it finishes some.
+    pub fn wants_messages(&self) -> bool {
+        self.state == ClientState::Subscribed && self.ready_count > 0
+    }
+
     /// When the client is closed for not sending anything, if heartbeats are on.
     pub(crate) fn read_deadline(&self) -> Option<Time> {
         self.settings

@@ -513,3 +513,79 @@ fn bodies_are_read_ahead_for_a_ready_consumer_and_go_in_order() {
         (300..310).map(|i| format!("m{i}")).collect::<Vec<_>>()
     );
 }
+
+/// Drain channel `t/c` of `sim` with consumer `c` at RDY 1, answering loads as they are
+/// asked for; returns the size of each batch of loads, and the most bodies ever read ahead
+/// (fetched or on their way) once the first 256 messages went.
+fn drain_counting_loads(sim: &mut Sim, c: ClientId, n: usize) -> (Vec<usize>, usize) {
+    let mut batches = Vec::new();
+    let mut most = 0;
+    let mut got = 0;
+    while got < n {
+        if !sim.store.held_loads.is_empty() {
+            batches.push(sim.store.held_loads.len());
+            sim.answer_loads();
+        }
+        let ch = sim.broker.channel("t", "c").unwrap();
+        if got >= 256 {
+            most = most.max(ch.loading.len() + ch.queue.fetched_len());
+        }
+        let ms = sim.messages(c);
+        assert!(ms.len() <= 1, "RDY 1");
+        for m in ms {
+            sim.send(c, &Command::Fin(m.id.to_hex()));
+            got += 1;
+        }
+    }
+    (batches, most)
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn the_read_ahead_is_topped_up_by_halves_and_bounded_in_bytes() {
+    // Small bodies: once their size is known, up to 4096 are read ahead (1 MiB of them,
+    // at most 4096), and asked for only when fewer than 2048 are left: a batch of 2048 or
+    // more at a time, not one per FIN.
+    let (mut sim, _) = backlog(0, 12_000);
+    sim.store.hold_loads = true;
+    let c = sub(&mut sim, "t", "c", 1);
+    assert_eq!(sim.store.held_loads.len(), 256, "before any body came back");
+    let (batches, most) = drain_counting_loads(&mut sim, c, 12_000);
+    assert_eq!(batches.iter().sum::<usize>(), 12_000, "{batches:?}");
+    let (first, rest) = batches.split_first().unwrap();
+    let (last, middle) = rest.split_last().unwrap();
+    assert_eq!(*first, 256);
+    assert!(
+        !middle.is_empty() && middle.iter().all(|&b| (2048..=4096).contains(&b)) && *last <= 4096,
+        "{batches:?}"
+    );
+    assert!(batches.len() <= 7, "{batches:?}");
+    assert!((2048..=4096).contains(&most), "{most}");
+
+    // 64 KiB bodies: 1 MiB of them is 16, topped up below 8.
+    let mut sim = Sim::new(
+        Options {
+            mem_queue_size: 0,
+            ..durable()
+        },
+        1,
+    );
+    let now = sim.now();
+    sim.broker.create_channel(now, "t", "c").unwrap();
+    let p = sim.connect();
+    let big = "x".repeat(64 << 10);
+    for _ in 0..400 {
+        sim.send(p, &pub_cmd("t", &big));
+    }
+    sim.store.hold_loads = true;
+    let c = sub(&mut sim, "t", "c", 1);
+    let (batches, most) = drain_counting_loads(&mut sim, c, 400);
+    assert_eq!(batches[0], 256);
+    assert!(
+        batches[1..batches.len() - 1]
+            .iter()
+            .all(|&b| (8..=16).contains(&b)),
+        "{batches:?}"
+    );
+    assert!((8..=16).contains(&most), "{most}");
+}

@@ -18,8 +18,23 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
-/// their way (see `Broker::pump`).
-const READ_AHEAD: usize = 256;
+/// their way (see `Broker::pump`): about this many bytes of them...
+const READ_AHEAD_BYTES: usize = 1 << 20;
+/// ...and at least this many, at most [`READ_AHEAD_MAX`]; before any came back, this many.
+const READ_AHEAD_MIN: usize = 16;
+const READ_AHEAD_MAX: usize = 4096;
+const READ_AHEAD_FIRST: usize = 256;
+
+/// How many bodies to read ahead for a channel whose loaded bodies are `size` bytes on
+/// average. They are asked for once fewer than half of that are left, and then up to it,
+/// while the consumer still has the rest to take: the store's thread wakes once per half a
+/// read-ahead, not per handful of FINs, and is never waited for between batches.
+pub(crate) fn read_ahead(size: u32) -> usize {
+    match size {
+        0 => READ_AHEAD_FIRST,
+        n => (READ_AHEAD_BYTES / n as usize).clamp(READ_AHEAD_MIN, READ_AHEAD_MAX),
+    }
+}
 
 impl Broker {
     pub(super) fn publish_inner(
@@ -413,19 +428,20 @@ impl Broker {
             );
             sent = true;
         }
-        // Read ahead: while a consumer is ready, the bodies of the next messages are fetched
-        // before it asks, so one that finishes a message finds the next in memory rather
-        // than waiting for the store (a round trip to its thread). Up to READ_AHEAD of them
-        // at a time, fetched or on their way.
+        // Read ahead: while a consumer takes messages (RDY above 0), the bodies of the next
+        // ones are fetched before it asks, so one that finishes a message finds the next in
+        // memory rather than waiting for the store (a round trip to its thread). Up to
+        // `read_ahead` of them, fetched or on their way, topped up once under half.
+        let ahead = read_ahead(c.loaded_size);
         if fetching
             && !c.paused
-            && c.queue.next_is_evicted()
-            && c.loading.len() + c.queue.fetched_len() < READ_AHEAD
+            && c.queue.unfetched_is_evicted()
+            && c.loading.len() + c.queue.fetched_len() < ahead.div_ceil(2)
             && c.clients
                 .iter()
-                .any(|id| clients.get(id).is_some_and(|cl| cl.is_ready()))
+                .any(|id| clients.get(id).is_some_and(|cl| cl.wants_messages()))
         {
-            while c.loading.len() + c.queue.fetched_len() < READ_AHEAD && c.queue.next_is_evicted()
+            while c.loading.len() + c.queue.fetched_len() < ahead && c.queue.unfetched_is_evicted()
             {
                 fetch_next(c, loads);
             }
@@ -526,9 +542,10 @@ fn room_of(c: &Channel, clients: &FxHashMap<ClientId, Client>) -> i64 {
         .sum()
 }
 
-/// Take channel `c`'s next message, whose body is in the store, and ask for the body.
+/// Take channel `c`'s next message after those fetched, whose body is in the store, and ask
+/// for the body.
 fn fetch_next(c: &mut Channel, loads: &mut VecDeque<LoadRequest>) {
-    let msg = c.queue.pop().expect("a next message");
+    let msg = c.queue.pop_unfetched().expect("a next message");
     let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
     c.loading.push_back(msg);
     loads.push_back(LoadRequest { topic, channel, id });

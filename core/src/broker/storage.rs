@@ -47,6 +47,11 @@ impl Broker {
             };
             match body {
                 Ok(body) if !body.is_empty() => {
+                    let c = self.ch(ch);
+                    c.loaded_size = match c.loaded_size {
+                        0 => body.len() as u32,
+                        m => ((u64::from(m) * 7 + body.len() as u64) / 8) as u32,
+                    };
                     // Next to go (after those fetched before it): it was on its way to a
                     // client, or read ahead for one, when its body was fetched.
                     msg.body = body;
