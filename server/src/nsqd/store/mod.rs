@@ -37,6 +37,7 @@
 //! sync thread (so is a deleted topic's directory): freeing a file's blocks is slow.
 
 mod cache;
+mod crc;
 mod error;
 mod index;
 pub mod loader;

@@ -74,7 +74,12 @@ impl Salt {
     }
 
     fn check(self, off: u64, payload: &[u8]) -> u64 {
-        self.key(off, payload.len()) ^ u64::from(crc32c::crc32c(payload))
+        self.check_of(off, payload.len(), crc32c::crc32c(payload))
+    }
+
+    /// The check of a record at `off` with a payload of `len` bytes whose CRC is `crc`.
+    fn check_of(self, off: u64, len: usize, crc: u32) -> u64 {
+        self.key(off, len) ^ u64::from(crc)
     }
 }
 
@@ -313,7 +318,9 @@ impl ReadAhead {
 
     /// The body of message `id`, looked for in segment `seg` (the file `file`, `end` bytes
     /// long, salted with `salt`) from the record at `from` on; `exact`: that record is the
-    /// message's. `None` when the segment does not hold it.
+    /// message's. `None` when the segment does not hold it; an error when its record's
+    /// check does not match.
+    #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub fn find(
         &mut self,
@@ -325,6 +332,27 @@ impl ReadAhead {
         id: MessageId,
         exact: bool,
     ) -> std::io::Result<Option<Body>> {
+        let Some(found) = self.find_unchecked(file, seg, salt, from, end, id, exact)? else {
+            return Ok(None);
+        };
+        if intact_all([&found]) != [true] {
+            return Err(checksum_mismatch());
+        }
+        Ok(Some(found.body))
+    }
+
+    /// As [`ReadAhead::find`], the record's check left to [`intact_all`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn find_unchecked(
+        &mut self,
+        file: (&std::fs::File, Option<&std::fs::File>),
+        seg: u64,
+        salt: Salt,
+        from: u64,
+        end: u64,
+        id: MessageId,
+        exact: bool,
+    ) -> std::io::Result<Option<Found>> {
         let bad =
             |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
         let follows = self
@@ -350,21 +378,26 @@ impl ReadAhead {
                     return Ok(None);
                 }
                 if at == id.0 {
-                    let rec = self.bytes(file, seg, off, HEADER + len, chunk, end)?;
-                    // Checked whole (a message's, as its kind said); the body is then a
-                    // range of the stretch, not a copy.
-                    if !intact(rec, Seal { salt, base: off }) {
-                        return Err(bad("record checksum mismatch"));
-                    }
+                    // Read whole (a message's, as its kind said); the body is a range of the
+                    // stretch, not a copy.
+                    self.bytes(file, seg, off, HEADER + len, chunk, end)?;
                     self.last = Some((seg, next, id));
                     let rel = self.base + (off - self.at) as usize;
                     let (start, body_end) = (rel + HEADER + PUB_FIELDS, rel + HEADER + len);
-                    return Ok(Some(Body::range_of(&self.buf, start..body_end)));
+                    return Ok(Some(Found {
+                        body: Body::range_of(&self.buf, start..body_end),
+                        seal: Seal { salt, base: off },
+                    }));
                 }
             }
             off = next;
         }
         Ok(None)
+    }
+
+    /// Loads start again from the index: the record the last one found was not intact.
+    pub fn lose_place(&mut self) {
+        self.last = None;
     }
 
     /// Segment `seg` is deleted (or its end cut back): what was read of it goes (and its
@@ -540,17 +573,62 @@ fn record_at_with(b: &[u8], at: usize, body: bool, seal: Seal) -> Option<(Record
     Some((decode_payload(&b[HEADER..], body)?, HEADER + len))
 }
 
+/// The error of a record read back whose check does not match.
+pub fn checksum_mismatch() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, "record checksum mismatch")
+}
+
 /// Whether `b` is exactly one whole record (whose first byte lies at file offset
 /// `seal.base`) whose check matches.
 fn intact(b: &[u8], seal: Seal) -> bool {
-    let (Some(len), Some(check)) = (u32_at(b, 0), u64_at(b, 4)) else {
-        return false;
-    };
-    let len = len as usize;
-    len != 0
-        && len <= MAX_PAYLOAD
-        && b.len() == HEADER + len
-        && seal.salt.check(seal.base, &b[HEADER..]) == check
+    whole(b) && intact_with(b, seal, crc32c::crc32c(&b[HEADER..]))
+}
+
+/// Whether `b` is exactly one whole record by its header's length.
+fn whole(b: &[u8]) -> bool {
+    u32_at(b, 0).is_some_and(|len| {
+        let len = len as usize;
+        len != 0 && len <= MAX_PAYLOAD && b.len() == HEADER + len
+    })
+}
+
+/// Whether whole record `b`'s check matches, its payload's CRC being `crc`.
+fn intact_with(b: &[u8], seal: Seal, crc: u32) -> bool {
+    u64_at(b, 4).is_some_and(|check| seal.salt.check_of(seal.base, b.len() - HEADER, crc) == check)
+}
+
+/// A message's record that a load found, its check not made yet (see [`intact_all`]).
+#[derive(Debug)]
+pub struct Found {
+    /// Its body: a range of the stretch the record was read into.
+    pub body: Body,
+    /// The segment's salt, and the record's offset in the file.
+    seal: Seal,
+}
+
+impl Found {
+    /// The whole record (its body's buffer holds it, just before the body).
+    fn record(&self) -> &[u8] {
+        let (buf, body) = self.body.backing();
+        &buf[body.start - HEADER - PUB_FIELDS..body.end]
+    }
+}
+
+/// Whether each record found is intact, in order: their CRCs three at a time (see
+/// `crc.rs`), which costs about a third of one at a time.
+pub fn intact_all<'a>(found: impl IntoIterator<Item = &'a Found>) -> Vec<bool> {
+    let found: Vec<&Found> = found.into_iter().collect();
+    let mut ok = Vec::with_capacity(found.len());
+    for group in found.chunks(3) {
+        let rec = |i: usize| group.get(i).map_or(&[][..], |f| f.record());
+        let payload = |i: usize| rec(i).get(HEADER..).unwrap_or_default();
+        let crcs = super::crc::crc32c_3(payload(0), payload(1), payload(2));
+        for (i, f) in group.iter().enumerate() {
+            let r = rec(i);
+            ok.push(whole(r) && intact_with(r, f.seal, crcs[i]));
+        }
+    }
+    ok
 }
 
 /// The length of the record at `at` of `b`, one a scan found intact.
