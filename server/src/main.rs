@@ -120,6 +120,7 @@ fn main() {
                 &parsed.log_level,
             ) {
                 let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(parsed.worker_thread_count())
                     .enable_all()
                     .build()
                     .expect("tokio runtime");

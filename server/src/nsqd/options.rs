@@ -218,6 +218,10 @@ pub struct NsqdArgs {
     /// task (0: one per CPU core, at most 8)
     #[arg(long, default_value_t = 0)]
     pub partitions: u32,
+    /// nsqlab: threads running the partitions and connections (0: one per CPU core, less one
+    /// left to the storage threads when durable)
+    #[arg(long, default_value_t = 0)]
+    pub worker_threads: u32,
 }
 
 impl NsqdArgs {
@@ -245,6 +249,17 @@ impl NsqdArgs {
                 .min(8),
             n => n.min(64),
         }
+    }
+
+    /// How many runtime worker threads to run (`--worker-threads`, or automatic).
+    ///
+    /// Durable, one core is left to the storage threads (the loader reading a backlog back,
+    /// the sync thread): on two cores, with both taken by workers, they preempted the broker
+    /// and the connections at every wake-up, and a drain of a backlog from the disk ran at
+    /// 824–874 k msg/s with 2 workers against 962–973 k with 1 (3 alternated runs each).
+    pub fn worker_thread_count(&self) -> usize {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        worker_threads(self.worker_threads, self.durable, cores)
     }
 
     pub fn broadcast_address(&self) -> String {
@@ -696,6 +711,16 @@ pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// `--worker-threads` as given, or else (0) one per core, less one when `durable` and
+/// there are two or more.
+fn worker_threads(flag: u32, durable: bool, cores: usize) -> usize {
+    match flag {
+        0 if durable && cores >= 2 => cores - 1,
+        0 => cores.max(1),
+        n => (n as usize).min(1024),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -820,5 +845,17 @@ mod tests {
             bad.validate().unwrap_err(),
             "--auth-http-request-method must be post or get"
         );
+    }
+
+    #[test]
+    fn worker_threads_leave_a_core_to_storage_when_durable() {
+        assert_eq!(worker_threads(0, true, 2), 1);
+        assert_eq!(worker_threads(0, true, 8), 7);
+        assert_eq!(worker_threads(0, true, 1), 1);
+        assert_eq!(worker_threads(0, false, 2), 2);
+        assert_eq!(worker_threads(0, false, 1), 1);
+        assert_eq!(worker_threads(3, true, 2), 3);
+        let args = NsqdArgs::try_parse_from(["nsqd", "--worker-threads=2"]).unwrap();
+        assert_eq!(args.worker_thread_count(), 2);
     }
 }
