@@ -100,10 +100,18 @@ impl MessageQueue {
 
     /// The next message after the fetched ones (as [`MessageQueue::pop`] gives it).
     pub fn pop_unfetched(&mut self) -> Option<Message> {
-        let fetched = std::mem::take(&mut self.fetched);
-        let m = self.pop();
-        self.fetched = fetched;
-        m
+        if let Some(m) = self.memory.pop_front() {
+            return Some(m);
+        }
+        let s = self.backend.pop_front()?;
+        let body = if s.in_memory {
+            self.bodies.pop_front().expect("a body per in-memory entry")
+        } else {
+            crate::message::evicted_body()
+        };
+        let mut m = Message::new(s.id, s.timestamp, body);
+        m.attempts = s.attempts;
+        Some(m)
     }
 
     /// Messages in front whose bodies came back from the store.
@@ -119,21 +127,10 @@ impl MessageQueue {
     /// The next message; one from the backend whose body is in the store comes with an
     /// evicted body ([`Message::is_evicted`]).
     pub fn pop(&mut self) -> Option<Message> {
-        if let Some(m) = self.fetched.pop_front() {
-            return Some(m);
+        match self.fetched.pop_front() {
+            Some(m) => Some(m),
+            None => self.pop_unfetched(),
         }
-        if let Some(m) = self.memory.pop_front() {
-            return Some(m);
-        }
-        let s = self.backend.pop_front()?;
-        let body = if s.in_memory {
-            self.bodies.pop_front().expect("a body per in-memory entry")
-        } else {
-            crate::message::evicted_body()
-        };
-        let mut m = Message::new(s.id, s.timestamp, body);
-        m.attempts = s.attempts;
-        Some(m)
     }
 
     pub fn len(&self) -> usize {
@@ -373,5 +370,29 @@ mod tests {
         // Nothing of the old bodies is left to be paired with a new entry.
         q.put(msg(4, "w"), 0, false);
         assert_eq!(drain(&mut q), vec![(4, 1_004, 1, b"w".to_vec())]);
+    }
+
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn the_next_to_fetch_is_the_first_after_those_fetched() {
+        let mut q = MessageQueue::default();
+        for id in 1..=3 {
+            q.put(msg(id, "b"), 0, true);
+        }
+        assert!(q.next_is_evicted() && q.unfetched_is_evicted());
+        let mut first = q.pop_unfetched().expect("message 1");
+        assert!(first.is_evicted());
+        first.body = b"one"[..].into();
+        q.put_fetched(first);
+        // Message 1 goes next; message 2 is the next to fetch, and then message 3.
+        assert!(!q.next_is_evicted() && q.unfetched_is_evicted());
+        assert_eq!(q.pop_unfetched().map(|m| m.id), Some(MessageId(2)));
+        assert_eq!(q.fetched_len(), 1);
+        assert_eq!(
+            q.pop().map(|m| (m.id, m.body.to_vec())),
+            Some((MessageId(1), b"one".to_vec()))
+        );
+        assert_eq!(q.pop().map(|m| m.id), Some(MessageId(3)));
+        assert!(q.is_empty() && !q.unfetched_is_evicted());
     }
 }
