@@ -316,10 +316,8 @@ impl ReadAhead {
         (s == seg && last.0 >= from_id && last.0 < id).then_some(end)
     }
 
-    /// The body of message `id`, looked for in segment `seg` (the file `file`, `end` bytes
-    /// long, salted with `salt`) from the record at `from` on; `exact`: that record is the
-    /// message's. `None` when the segment does not hold it; an error when its record's
-    /// check does not match.
+    /// As [`ReadAhead::find_unchecked`], with the record's check made: an error when it
+    /// does not match.
     #[cfg(test)]
     #[allow(clippy::too_many_arguments)]
     pub fn find(
@@ -341,7 +339,10 @@ impl ReadAhead {
         Ok(Some(found.body))
     }
 
-    /// As [`ReadAhead::find`], the record's check left to [`intact_all`].
+    /// The record of message `id`, looked for in segment `seg` (the file `file`, `end`
+    /// bytes long, salted with `salt`) from the record at `from` on; `exact`: that record
+    /// is the message's. `None` when the segment does not hold it. Its check is left to
+    /// [`intact_all`].
     #[allow(clippy::too_many_arguments)]
     pub fn find_unchecked(
         &mut self,
