@@ -71,13 +71,13 @@ impl Body {
         }
     }
 
-    /// Whether this body is a range of a larger buffer (an MPUB's), which it keeps alive.
     /// The buffer this body is a range of (see [`Body::range_of`]), and that range.
     pub fn backing(&self) -> (&[u8], std::ops::Range<usize>) {
         let end = self.buf.len() - self.trim as usize;
         (&self.buf, self.start as usize..end)
     }
 
+    /// Whether this body is a range of a larger buffer (an MPUB's), which it keeps alive.
     pub fn shares_buffer(&self) -> bool {
         self.start != 0 || self.trim != 0
     }

@@ -17,8 +17,8 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// Bodies read ahead from the store per channel while a consumer is ready, fetched or on
-/// their way (see `Broker::pump`): about this many bytes of them...
+/// Bodies read ahead from the store per channel while a consumer takes messages, fetched or
+/// on their way (see `Broker::pump`): about this many bytes of them...
 const READ_AHEAD_BYTES: usize = 1 << 20;
 /// ...and at least this many, at most [`READ_AHEAD_MAX`]; before any came back, this many.
 const READ_AHEAD_MIN: usize = 16;

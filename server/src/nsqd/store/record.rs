@@ -254,8 +254,9 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
 /// it by their headers. Consumers load a backlog in order: a load that follows the one
 /// before it (a little further on in the same segment) starts where that one ended and reads
 /// [`ReadAhead::SIZE`] ahead, so one read serves the thousands of records after it (one
-/// `pread` per record cost more than the rest of a delivery). A lone load (a deferred message coming
-/// due) reads little: its own record when the index has its entry, else a short stretch.
+/// `pread` per record cost more than the rest of a delivery). A lone load (a deferred message
+/// coming due) reads little: its own record when the index has its entry, else a short
+/// stretch.
 ///
 /// Bodies are not copied out: each is a range of the stretch it was read into, which stays
 /// in memory while any of them does. A stretch that none is using any more is read into
