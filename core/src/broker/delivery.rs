@@ -29,7 +29,7 @@ const READ_AHEAD_FIRST: usize = 256;
 /// average. They are asked for once fewer than half of that are left, and then up to it,
 /// while the consumer still has the rest to take: the store's thread wakes once per half a
 /// read-ahead, not per handful of FINs, and is never waited for between batches.
-pub(crate) fn read_ahead(size: u32) -> usize {
+fn read_ahead(size: u32) -> usize {
     match size {
         0 => READ_AHEAD_FIRST,
         n => (READ_AHEAD_BYTES / n as usize).clamp(READ_AHEAD_MIN, READ_AHEAD_MAX),

@@ -60,6 +60,12 @@ pub(super) fn add_ref(ts: &mut TopicStore, id: MessageId, delta: i64) {
     }
 }
 
+/// Where channel `channel`'s FINs go: the seal of topic store `ts`'s next records, and the
+/// channel's key (none for a channel the store does not know).
+fn fin_target(ts: &TopicStore, channel: &str) -> (record::Seal, Option<u32>) {
+    (ts.seal(), ts.meta.channels.get(channel).map(|c| c.key))
+}
+
 /// Message `id` is finished on the channel whose key is `key` (none: a channel the store
 /// does not know, whose FIN is not recorded): its FIN record, and its copy released.
 fn fin(ts: &mut TopicStore, seal: record::Seal, key: Option<u32>, id: MessageId) {
@@ -179,7 +185,7 @@ impl Store {
                 self.apply(StoreOp::Finished { topic, channel, id });
                 continue;
             };
-            let (seal, key) = (ts.seal(), ts.meta.channels.get(&*channel).map(|c| c.key));
+            let (seal, key) = fin_target(ts, &channel);
             let mut id = id;
             loop {
                 fin(ts, seal, key, id);
@@ -343,7 +349,7 @@ impl Store {
             }
             StoreOp::Finished { topic, channel, id } => {
                 let ts = self.topic(&topic)?;
-                let (seal, key) = (ts.seal(), ts.meta.channels.get(&*channel).map(|c| c.key));
+                let (seal, key) = fin_target(ts, &channel);
                 fin(ts, seal, key, id);
                 Ok(())
             }
