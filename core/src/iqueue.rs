@@ -1,30 +1,29 @@
 //! An indexed binary min-heap for the in-flight queue and the timer table: entries can be
 //! found, re-keyed and removed by ID in O(log n).
 //!
-//! The entries live in a slab and the heap array holds only slab slots; each slot remembers
-//! its heap position. A sift swap therefore updates two array cells, never the ID index: the
-//! index (ID → slot) changes only when an entry comes or goes. Ordering is `(key, seq)`, `seq`
-//! an insertion (or re-key) sequence kept in the heap cell, and the same [`HeapOp`] trace as
-//! [`crate::pqueue::PQueue`]'s is recorded.
+//! The heap's entries live in a slab and the heap array holds only slab slots; each slot
+//! remembers its heap position. A sift swap therefore updates two array cells, never the ID
+//! index: the index (ID → slot) changes only when an entry comes or goes. Ordering is
+//! `(key, seq)`, `seq` an insertion (or re-key) sequence kept in the heap cell, and the same
+//! [`HeapOp`] trace as [`crate::pqueue::PQueue`]'s is recorded.
 //!
-//! **The sorted lane.** Most entries arrive in key order: an in-flight deadline is
-//! `now + msg_timeout`, a heartbeat `now + interval`. While no trace is recorded, an entry
-//! whose key is not below the last one in the lane skips the heap and joins a sorted FIFO
-//! (O(1) in and, for FIN in delivery order, O(1) out). The first entry is the smaller of the
-//! heap's root and the lane's front. An entry removed from the middle of the lane leaves a dead
-//! cell; dead cells are dropped at the ends and compacted away once they are the majority.
-//! With a trace on (the visualiser) everything is in the heap, so each step can be drawn.
+//! **The sorted lane.** Most entries arrive in order: an in-flight deadline is
+//! `now + msg_timeout` and a channel hands out its messages in ID order. While no trace is
+//! recorded, an entry whose key is not below the last one in the lane and whose ID is above
+//! the last one's skips the heap and joins a sorted FIFO, entry and all, outside the slab and
+//! the index: O(1) in, and found by a binary search of the lane's IDs (a small array that
+//! stays in cache), so a FIN touches one cold cache line (its entry) where the heap path
+//! touches three (index bucket, slab slot, position). The first entry is the smaller of the
+//! heap's root and the lane's front. An entry removed from the middle of the lane leaves a
+//! dead cell (its ID stays, keeping the IDs sorted); dead cells are dropped at the ends and
+//! compacted away once they are the majority. With a trace on (the visualiser) everything is
+//! in the heap, so each step can be drawn.
 
 use crate::message::MessageId;
 use crate::pqueue::{Entry, HeapItem, HeapOp};
 use crate::time::Time;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
-
-/// A slot position with this bit set is in the sorted lane (the rest is its logical index).
-const LANE: u32 = 1 << 31;
-/// The slot of a dead lane cell.
-const DEAD: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 struct Slot<T> {
@@ -40,27 +39,38 @@ struct Node {
     slot: u32,
 }
 
+/// A lane cell: the entry itself (`None` once removed from the middle) and its sequence.
+#[derive(Debug, Clone)]
+struct Cell<T> {
+    seq: u64,
+    entry: Option<Entry<T>>,
+}
+
 /// The indexed min-heap.
 #[derive(Debug, Clone)]
 pub struct IndexedQueue<T> {
     /// Keys and slab slots in heap order.
     heap: Vec<Node>,
+    /// The heap's entries (the lane keeps its own).
     slots: Vec<Option<Slot<T>>>,
     /// Each slot's heap position, apart from the entries (a sift touches only these small
     /// cells, not the entries).
     positions: Vec<u32>,
     free: Vec<u32>,
+    /// ID → slot, for the heap's entries only.
     index: FxHashMap<u64, u32>,
     next_seq: u64,
     trace: Option<Vec<HeapOp>>,
-    /// The sorted lane: nodes in ascending `(key, seq)`; its front is never dead.
-    lane: VecDeque<Node>,
-    /// Logical index of `lane[0]` (wrapping in 31 bits).
-    lane_base: u32,
+    /// The sorted lane's IDs, strictly ascending, dead cells' included (a cell's ID is at the
+    /// cell's index).
+    lane_ids: VecDeque<u64>,
+    /// The sorted lane: live cells in ascending `(key, seq)`; its front and back are live.
+    lane: VecDeque<Cell<T>>,
     lane_dead: usize,
 }
 
-/// Where a slot's node is.
+/// Where an entry is.
+#[derive(Debug, Clone, Copy)]
 enum Loc {
     Heap(usize),
     Lane(usize),
@@ -82,8 +92,8 @@ impl<T: HeapItem> IndexedQueue<T> {
             index: FxHashMap::default(),
             next_seq: 0,
             trace: None,
+            lane_ids: VecDeque::new(),
             lane: VecDeque::new(),
-            lane_base: 0,
             lane_dead: 0,
         }
     }
@@ -93,12 +103,12 @@ impl<T: HeapItem> IndexedQueue<T> {
         if on {
             self.trace = None;
             let lane = std::mem::take(&mut self.lane);
-            (self.lane_base, self.lane_dead) = (0, 0);
-            for node in lane.into_iter().filter(|n| n.slot != DEAD) {
-                let pos = self.heap.len();
-                self.heap.push(node);
-                self.set_pos(pos);
-                self.sift(pos);
+            self.lane_ids.clear();
+            self.lane_dead = 0;
+            for cell in lane {
+                if let Some(entry) = cell.entry {
+                    self.heap_insert(entry, cell.seq);
+                }
             }
         }
         self.trace = if on { Some(Vec::new()) } else { None };
@@ -117,23 +127,53 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.heap.is_empty() && self.lane.is_empty()
     }
 
+    /// The lane cell holding live entry `id`, if the lane has it.
     #[inline]
-    fn locate(&self, s: u32) -> Loc {
-        let p = self.positions[s as usize];
-        if p & LANE == 0 {
-            Loc::Heap(p as usize)
-        } else {
-            Loc::Lane(((p & !LANE).wrapping_sub(self.lane_base) & !LANE) as usize)
+    fn lane_find(&self, id: u64) -> Option<usize> {
+        match (self.lane_ids.front(), self.lane_ids.back()) {
+            (Some(&first), Some(&last)) if first <= id && id <= last => {}
+            _ => return None,
+        }
+        let at = self.lane_ids.binary_search(&id).ok()?;
+        self.lane[at].entry.is_some().then_some(at)
+    }
+
+    /// Where entry `id` is, if anywhere.
+    #[inline]
+    fn find(&self, id: u64) -> Option<Loc> {
+        if let Some(at) = self.lane_find(id) {
+            return Some(Loc::Lane(at));
+        }
+        let &s = self.index.get(&id)?;
+        Some(Loc::Heap(self.positions[s as usize] as usize))
+    }
+
+    #[inline]
+    fn entry_at(&self, loc: Loc) -> &Entry<T> {
+        match loc {
+            Loc::Heap(pos) => &self.slot(self.heap[pos].slot).entry,
+            Loc::Lane(at) => self.lane[at].entry.as_ref().expect("live lane cell"),
         }
     }
 
-    /// The first node: the heap's root or the lane's front, whichever is earlier.
+    /// The lane's live back entry's key.
     #[inline]
-    fn first(&self) -> Option<(Node, Loc)> {
-        match (self.heap.first(), self.lane.front()) {
-            (Some(h), Some(l)) if (l.key, l.seq) < (h.key, h.seq) => Some((*l, Loc::Lane(0))),
-            (Some(h), _) => Some((*h, Loc::Heap(0))),
-            (None, Some(l)) => Some((*l, Loc::Lane(0))),
+    fn lane_back(&self) -> Option<(Time, u64)> {
+        let e = self.lane.back()?.entry.as_ref().expect("live lane back");
+        Some((e.key, *self.lane_ids.back().expect("an ID per cell")))
+    }
+
+    /// The first entry: the heap's root or the lane's front, whichever is earlier.
+    #[inline]
+    fn first(&self) -> Option<(Time, Loc)> {
+        let lane = self.lane.front().map(|c| {
+            let e = c.entry.as_ref().expect("live lane front");
+            (e.key, c.seq)
+        });
+        match (self.heap.first(), lane) {
+            (Some(h), Some(l)) if l < (h.key, h.seq) => Some((l.0, Loc::Lane(0))),
+            (Some(h), _) => Some((h.key, Loc::Heap(0))),
+            (None, Some(l)) => Some((l.0, Loc::Lane(0))),
             (None, None) => None,
         }
     }
@@ -152,36 +192,36 @@ impl<T: HeapItem> IndexedQueue<T> {
     pub fn iter(&self) -> impl Iterator<Item = &Entry<T>> {
         self.heap
             .iter()
-            .chain(self.lane.iter().filter(|n| n.slot != DEAD))
             .map(|n| &self.slot(n.slot).entry)
+            .chain(self.lane.iter().filter_map(|c| c.entry.as_ref()))
     }
 
     pub fn peek(&self) -> Option<&Entry<T>> {
-        self.first().map(|(n, _)| &self.slot(n.slot).entry)
+        self.first().map(|(_, loc)| self.entry_at(loc))
     }
 
     pub fn peek_key(&self) -> Option<Time> {
-        self.first().map(|(n, _)| n.key)
+        self.first().map(|(key, _)| key)
     }
 
     pub fn contains(&self, id: u64) -> bool {
-        self.index.contains_key(&id)
+        self.lane_find(id).is_some() || self.index.contains_key(&id)
     }
 
     pub fn get(&self, id: u64) -> Option<&Entry<T>> {
-        self.index.get(&id).map(|&s| &self.slot(s).entry)
+        self.find(id).map(|loc| self.entry_at(loc))
     }
 
     /// The entry's item, mutably (its key cannot change this way: use [`Self::rekey`]).
     pub fn get_mut(&mut self, id: u64) -> Option<&mut T> {
-        let s = *self.index.get(&id)?;
-        Some(
-            &mut self.slots[s as usize]
-                .as_mut()
-                .expect("live slot")
-                .entry
-                .item,
-        )
+        let entry = match self.find(id)? {
+            Loc::Heap(pos) => {
+                let s = self.heap[pos].slot;
+                &mut self.slots[s as usize].as_mut().expect("live slot").entry
+            }
+            Loc::Lane(at) => self.lane[at].entry.as_mut().expect("live lane cell"),
+        };
+        Some(&mut entry.item)
     }
 
     fn record(&mut self, op: HeapOp) {
@@ -190,15 +230,43 @@ impl<T: HeapItem> IndexedQueue<T> {
         }
     }
 
-    /// Insert `item` due at `key`; returns its array index after sifting.
+    /// Insert `item` due at `key`; returns its array index after sifting (for the lane: the
+    /// heap's length plus its lane index).
     pub fn push(&mut self, key: Time, item: T) -> usize {
-        let id = item.heap_id();
-        debug_assert!(!self.contains(id), "duplicate heap id {id}");
+        debug_assert!(
+            !self.contains(item.heap_id()),
+            "duplicate heap id {}",
+            item.heap_id()
+        );
         let seq = self.next_seq;
         self.next_seq += 1;
-        let slot = Slot {
-            entry: Entry { key, item },
-        };
+        self.place(Entry { key, item }, seq)
+    }
+
+    /// Put an entry in the lane if it sorts last there by key and by ID (and no trace is
+    /// kept), else in the heap; returns its heap index, or the heap's length plus its lane
+    /// index.
+    fn place(&mut self, entry: Entry<T>, seq: u64) -> usize {
+        let id = entry.item.heap_id();
+        if self.trace.is_none()
+            && self
+                .lane_back()
+                .is_none_or(|(key, last)| entry.key >= key && id > last)
+        {
+            self.lane_ids.push_back(id);
+            self.lane.push_back(Cell {
+                seq,
+                entry: Some(entry),
+            });
+            return self.heap.len() + self.lane.len() - 1;
+        }
+        self.heap_insert(entry, seq)
+    }
+
+    /// Insert an entry into the slab, the index and the heap; returns its heap index.
+    fn heap_insert(&mut self, entry: Entry<T>, seq: u64) -> usize {
+        let (key, id) = (entry.key, entry.item.heap_id());
+        let slot = Slot { entry };
         let s = match self.free.pop() {
             Some(s) => {
                 self.slots[s as usize] = Some(slot);
@@ -211,59 +279,45 @@ impl<T: HeapItem> IndexedQueue<T> {
             }
         };
         self.index.insert(id, s);
-        self.place(Node { key, seq, slot: s })
-    }
-
-    /// Put a node in the lane if it sorts last there (and no trace is kept), else in the
-    /// heap; returns its heap index, or the heap's length plus its lane index.
-    fn place(&mut self, node: Node) -> usize {
-        if self.trace.is_none() && self.lane.back().is_none_or(|b| node.key >= b.key) {
-            let at = self.lane.len();
-            self.positions[node.slot as usize] =
-                LANE | (self.lane_base.wrapping_add(at as u32) & !LANE);
-            self.lane.push_back(node);
-            return self.heap.len() + at;
-        }
         let pos = self.heap.len();
-        self.heap.push(node);
+        self.heap.push(Node { key, seq, slot: s });
         self.record(HeapOp::Push {
-            id: MessageId(self.slot(node.slot).entry.item.heap_id()),
-            key: node.key,
+            id: MessageId(id),
+            key,
             at: pos,
         });
         self.set_pos(pos);
         self.sift(pos)
     }
 
-    /// Take lane cell `at` out of the order (its slot stays); drops dead cells at the ends
-    /// and compacts when most cells are dead.
-    fn detach_lane(&mut self, at: usize) {
-        self.lane[at].slot = DEAD;
+    /// Take lane cell `at`'s entry; drops dead cells at the ends and compacts when most
+    /// cells are dead.
+    fn take_lane(&mut self, at: usize) -> Entry<T> {
+        let entry = self.lane[at].entry.take().expect("live lane cell");
         self.lane_dead += 1;
-        while self.lane.front().is_some_and(|n| n.slot == DEAD) {
+        while self.lane.front().is_some_and(|c| c.entry.is_none()) {
             self.lane.pop_front();
-            self.lane_base = self.lane_base.wrapping_add(1) & !LANE;
+            self.lane_ids.pop_front();
             self.lane_dead -= 1;
         }
-        while self.lane.back().is_some_and(|n| n.slot == DEAD) {
+        while self.lane.back().is_some_and(|c| c.entry.is_none()) {
             self.lane.pop_back();
+            self.lane_ids.pop_back();
             self.lane_dead -= 1;
         }
         if self.lane_dead > 32 && self.lane_dead * 2 > self.lane.len() {
-            self.lane.retain(|n| n.slot != DEAD);
-            self.lane_base = 0;
+            let mut keep = self.lane.iter().map(|c| c.entry.is_some());
+            self.lane_ids
+                .retain(|_| keep.next().expect("an ID per cell"));
+            self.lane.retain(|c| c.entry.is_some());
             self.lane_dead = 0;
-            for (i, n) in self.lane.iter().enumerate() {
-                self.positions[n.slot as usize] = LANE | i as u32;
-            }
         }
+        entry
     }
 
     pub fn pop(&mut self) -> Option<Entry<T>> {
-        let (node, loc) = self.first()?;
-        let id = self.slot(node.slot).entry.item.heap_id();
-        self.index.remove(&id);
-        Some(self.remove_unindexed(node.slot, loc, id))
+        let (_, loc) = self.first()?;
+        Some(self.take(loc))
     }
 
     /// Pop the first entry if it is due at or before `now`.
@@ -274,9 +328,28 @@ impl<T: HeapItem> IndexedQueue<T> {
         }
     }
 
-    /// Remove entry `id` if `pred` holds for it, with one index lookup. `Err(false)`: no such
+    /// Remove the entry at `loc`.
+    fn take(&mut self, loc: Loc) -> Entry<T> {
+        match loc {
+            Loc::Lane(at) => self.take_lane(at),
+            Loc::Heap(pos) => {
+                let id = self.slot(self.heap[pos].slot).entry.item.heap_id();
+                self.index.remove(&id);
+                self.remove_at_unindexed(pos, id)
+            }
+        }
+    }
+
+    /// Remove entry `id` if `pred` holds for it, with one lookup. `Err(false)`: no such
     /// entry; `Err(true)`: `pred` refused it (it stays).
     pub fn remove_if(&mut self, id: u64, pred: impl FnOnce(&T) -> bool) -> Result<Entry<T>, bool> {
+        if let Some(at) = self.lane_find(id) {
+            let item = &self.lane[at].entry.as_ref().expect("live lane cell").item;
+            if !pred(item) {
+                return Err(true);
+            }
+            return Ok(self.take_lane(at));
+        }
         let std::collections::hash_map::Entry::Occupied(o) = self.index.entry(id) else {
             return Err(false);
         };
@@ -290,45 +363,37 @@ impl<T: HeapItem> IndexedQueue<T> {
             return Err(true);
         }
         o.remove();
-        let loc = self.locate(s);
-        Ok(self.remove_unindexed(s, loc, id))
+        let pos = self.positions[s as usize] as usize;
+        Ok(self.remove_at_unindexed(pos, id))
     }
 
     pub fn remove(&mut self, id: u64) -> Option<Entry<T>> {
-        let s = self.index.remove(&id)?;
-        let loc = self.locate(s);
-        Some(self.remove_unindexed(s, loc, id))
-    }
-
-    /// Remove slot `s` at `loc`, whose ID `id` is already out of the index.
-    fn remove_unindexed(&mut self, s: u32, loc: Loc, id: u64) -> Entry<T> {
-        match loc {
-            Loc::Heap(pos) => self.remove_at_unindexed(pos, id),
-            Loc::Lane(at) => {
-                self.detach_lane(at);
-                self.free.push(s);
-                self.slots[s as usize].take().expect("live slot").entry
-            }
-        }
+        let loc = self.find(id)?;
+        Some(self.take(loc))
     }
 
     /// Give the entry a new key and a fresh sequence number, as if re-inserted.
     pub fn rekey(&mut self, id: u64, key: Time) -> bool {
-        let Some(&s) = self.index.get(&id) else {
+        let Some(loc) = self.find(id) else {
             return false;
         };
         let seq = self.next_seq;
         self.next_seq += 1;
-        let slot = self.slots[s as usize].as_mut().expect("live slot");
-        slot.entry.key = key;
-        let pos = match self.locate(s) {
+        let pos = match loc {
             Loc::Heap(pos) => pos,
             Loc::Lane(at) => {
-                self.detach_lane(at);
-                self.place(Node { key, seq, slot: s });
+                let mut entry = self.take_lane(at);
+                entry.key = key;
+                self.place(entry, seq);
                 return true;
             }
         };
+        let s = self.heap[pos].slot;
+        self.slots[s as usize]
+            .as_mut()
+            .expect("live slot")
+            .entry
+            .key = key;
         self.heap[pos].key = key;
         self.heap[pos].seq = seq;
         self.record(HeapOp::Rekey {
@@ -354,7 +419,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         }
     }
 
-    /// Remove every entry, returning them in array order.
+    /// Remove every entry, returning them in array order (the heap's, then the lane's).
     pub fn clear(&mut self) -> Vec<Entry<T>> {
         self.record(HeapOp::Clear);
         self.index.clear();
@@ -363,21 +428,23 @@ impl<T: HeapItem> IndexedQueue<T> {
         let mut slots = std::mem::take(&mut self.slots);
         self.positions.clear();
         let lane = std::mem::take(&mut self.lane);
-        (self.lane_base, self.lane_dead) = (0, 0);
+        self.lane_ids.clear();
+        self.lane_dead = 0;
         heap.into_iter()
-            .chain(lane.into_iter().filter(|n| n.slot != DEAD))
             .filter_map(|n| slots[n.slot as usize].take().map(|slot| slot.entry))
+            .chain(lane.into_iter().filter_map(|c| c.entry))
             .collect()
     }
 
-    /// Bytes of heap, slab and index storage (capacity included).
+    /// Bytes of heap, slab, index and lane storage (capacity included).
     pub fn memory_bytes(&self) -> usize {
         self.heap.capacity() * std::mem::size_of::<Node>()
             + self.slots.capacity() * std::mem::size_of::<Option<Slot<T>>>()
             + self.free.capacity() * 4
             + self.positions.capacity() * 4
             + self.index.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
-            + self.lane.capacity() * std::mem::size_of::<Node>()
+            + self.lane_ids.capacity() * 8
+            + self.lane.capacity() * std::mem::size_of::<Cell<T>>()
     }
 
     /// Remove the entry at `pos`, whose ID `id` is already out of the index.
@@ -516,35 +583,42 @@ mod tests {
             let (p, c) = (q.at((i - 1) / 2), q.at(i));
             assert!(p.key <= c.key, "heap order at {i}");
         }
-        assert_eq!(q.index.len(), q.len());
+        assert_eq!(q.index.len(), q.heap.len());
         for (pos, n) in q.heap.iter().enumerate() {
             let e = &q.slot(n.slot).entry;
             assert_eq!(q.positions[n.slot as usize] as usize, pos);
             assert_eq!(n.key, e.key, "inline key matches the entry");
             assert_eq!(q.index[&e.item.heap_id()], n.slot);
         }
+        assert_eq!(q.lane_ids.len(), q.lane.len(), "an ID per lane cell");
         assert!(
-            q.lane.front().is_none_or(|n| n.slot != DEAD),
-            "lane front is live"
+            q.lane.front().is_none_or(|c| c.entry.is_some())
+                && q.lane.back().is_none_or(|c| c.entry.is_some()),
+            "lane ends are live"
         );
         assert_eq!(
-            q.lane.iter().filter(|n| n.slot == DEAD).count(),
+            q.lane.iter().filter(|c| c.entry.is_none()).count(),
             q.lane_dead
         );
-        for (i, w) in q.lane.iter().collect::<Vec<_>>().windows(2).enumerate() {
-            assert!(
-                (w[0].key, w[0].seq) < (w[1].key, w[1].seq),
-                "lane order at {i}"
-            );
+        for w in q.lane_ids.iter().collect::<Vec<_>>().windows(2) {
+            assert!(w[0] < w[1], "lane IDs ascend");
         }
-        for (at, n) in q.lane.iter().enumerate().filter(|(_, n)| n.slot != DEAD) {
-            let e = &q.slot(n.slot).entry;
-            assert!(
-                matches!(q.locate(n.slot), Loc::Lane(a) if a == at),
-                "lane position"
-            );
-            assert_eq!(n.key, e.key, "inline key matches the entry");
-            assert_eq!(q.index[&e.item.heap_id()], n.slot);
+        let live: Vec<(u64, &Cell<T>)> = q
+            .lane_ids
+            .iter()
+            .copied()
+            .zip(q.lane.iter())
+            .filter(|(_, c)| c.entry.is_some())
+            .collect();
+        for (id, c) in &live {
+            let e = c.entry.as_ref().unwrap();
+            assert_eq!(*id, e.item.heap_id(), "the cell's ID");
+            assert!(!q.index.contains_key(id), "lane entries are not indexed");
+        }
+        for (i, w) in live.windows(2).enumerate() {
+            let (a, b) = (w[0].1, w[1].1);
+            let (ka, kb) = (a.entry.as_ref().unwrap().key, b.entry.as_ref().unwrap().key);
+            assert!((ka, a.seq) < (kb, b.seq), "lane order at {i}");
         }
     }
 
@@ -564,6 +638,37 @@ mod tests {
         assert!(q.is_empty());
     }
 
+    /// FINs out of order leave dead lane cells; once they are the majority they are
+    /// compacted away, and every entry left is still found by ID and pops in order.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn lane_compacts_and_still_finds() {
+        let mut q = IndexedQueue::new();
+        for id in 0..100u64 {
+            q.push(1000 + id, id * 10);
+        }
+        assert!(q.heap.is_empty(), "in-order pushes take the lane");
+        // Take three in four, except the last: the ends stay live, the middle goes dead.
+        let kept = |i: u64| i.is_multiple_of(4) || i == 99;
+        for id in (0..100u64).filter(|&i| !kept(i)) {
+            assert_eq!(q.remove_if(id * 10, |_| true).map(|e| e.item), Ok(id * 10));
+            check(&q);
+        }
+        assert!(q.lane.len() < 60, "compacted");
+        assert_eq!(q.len(), 26);
+        assert_eq!(q.remove_if(10, |_| true).err(), Some(false), "gone");
+        assert_eq!(q.remove_if(40, |_| false).err(), Some(true), "refused");
+        assert!(q.rekey(40, 5000));
+        check(&q);
+        let order: Vec<u64> = std::iter::from_fn(|| q.pop().map(|e| e.item)).collect();
+        let mut want: Vec<u64> = (0..100u64)
+            .filter(|&i| kept(i) && i != 4)
+            .map(|i| i * 10)
+            .collect();
+        want.push(40);
+        assert_eq!(order, want);
+    }
+
     #[cfg(not(target_arch = "wasm32"))]
     mod props {
         use super::*;
@@ -575,6 +680,8 @@ mod tests {
             Push(u8),
             /// Push a key just after the latest pushed (as deadlines arrive).
             PushLater(u8),
+            /// Push a key after the latest with an ID below every earlier one (a redelivery).
+            PushOld(u8),
             Pop,
             Remove(u8),
             Rekey(u8, u8),
@@ -586,6 +693,7 @@ mod tests {
             prop_oneof![
                 3 => any::<u8>().prop_map(Op::Push),
                 3 => (0..4u8).prop_map(Op::PushLater),
+                1 => (0..4u8).prop_map(Op::PushOld),
                 2 => Just(Op::Pop),
                 2 => any::<u8>().prop_map(Op::Remove),
                 1 => (any::<u8>(), any::<u8>()).prop_map(|(a, b)| Op::Rekey(a, b)),
@@ -602,22 +710,36 @@ mod tests {
                 let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
                 let mut by_id: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
                 let (mut seq, mut next_id, mut latest) = (0u64, 0u64, 0u64);
+                // Every ID pushed so far (removed ones too), to pick from.
+                let mut ids: Vec<u64> = Vec::new();
+                // An ID never pushed: `Remove` and `Rekey` with the top `u8` use it.
+                const ABSENT: u64 = 5_000_000;
+                let pick = |i: u8, ids: &[u64]| {
+                    if i == u8::MAX || ids.is_empty() { ABSENT } else { ids[i as usize % ids.len()] }
+                };
                 for op in ops {
-                    let push = |k: u64, q: &mut IndexedQueue<u64>, model: &mut BTreeMap<_, _>, by_id: &mut BTreeMap<_, _>, seq: &mut u64, next_id: &mut u64| {
-                        q.push(k, *next_id);
-                        model.insert((k, *seq), *next_id);
-                        by_id.insert(*next_id, (k, *seq));
+                    let mut push = |k: u64, id: u64, q: &mut IndexedQueue<u64>, model: &mut BTreeMap<_, _>, by_id: &mut BTreeMap<_, _>, seq: &mut u64| {
+                        q.push(k, id);
+                        model.insert((k, *seq), id);
+                        by_id.insert(id, (k, *seq));
+                        ids.push(id);
                         *seq += 1;
-                        *next_id += 1;
                     };
                     match op {
                         Op::Push(k) => {
                             latest = k as u64;
-                            push(latest, &mut q, &mut model, &mut by_id, &mut seq, &mut next_id);
+                            push(latest, next_id, &mut q, &mut model, &mut by_id, &mut seq);
+                            next_id += 1;
                         }
                         Op::PushLater(d) => {
                             latest += d as u64;
-                            push(latest, &mut q, &mut model, &mut by_id, &mut seq, &mut next_id);
+                            push(latest, next_id, &mut q, &mut model, &mut by_id, &mut seq);
+                            next_id += 1;
+                        }
+                        Op::PushOld(d) => {
+                            latest += d as u64;
+                            push(latest, 1_000_000 - next_id, &mut q, &mut model, &mut by_id, &mut seq);
+                            next_id += 1;
                         }
                         Op::Trace => {
                             q.set_trace(true);
@@ -629,13 +751,13 @@ mod tests {
                             prop_assert_eq!(got, want);
                         }
                         Op::Remove(i) => {
-                            let id = i as u64 % (next_id + 1);
+                            let id = pick(i, &ids);
                             let got = q.remove(id).map(|e| e.item);
                             let want = by_id.remove(&id).map(|ks| model.remove(&ks).unwrap());
                             prop_assert_eq!(got, want);
                         }
                         Op::Rekey(i, k) => {
-                            let id = i as u64 % (next_id + 1);
+                            let id = pick(i, &ids);
                             let got = q.rekey(id, k as u64);
                             if let Some(ks) = by_id.remove(&id) {
                                 model.remove(&ks);
