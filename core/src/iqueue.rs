@@ -67,7 +67,23 @@ pub struct IndexedQueue<T> {
     /// The sorted lane: live cells in ascending `(key, seq)`; its front and back are live.
     lane: VecDeque<Cell<T>>,
     lane_dead: usize,
+    /// How many cells have left the lane's front, ever: a cell's lasting name is this plus
+    /// its index (compaction renames every cell and forgets the fingers).
+    lane_base: u64,
+    /// Where the last few lane lookups found their cells (lasting names): each consumer
+    /// finishes its messages in order, so its next FIN is usually a few cells past its last.
+    fingers: [std::cell::Cell<u64>; FINGERS],
+    /// The finger a lookup that none of them served replaces next.
+    next_finger: std::cell::Cell<usize>,
 }
+
+/// How many recent lane lookups [`IndexedQueue::lane_find`] starts from (a channel's
+/// consumers, each finishing in order).
+const FINGERS: usize = 4;
+/// How far past a finger a lookup searches before it searches the whole lane.
+const FINGER_REACH: usize = 32;
+/// A finger pointing nowhere.
+const NO_FINGER: u64 = u64::MAX;
 
 /// Where an entry is.
 #[derive(Debug, Clone, Copy)]
@@ -95,6 +111,9 @@ impl<T: HeapItem> IndexedQueue<T> {
             lane_ids: VecDeque::new(),
             lane: VecDeque::new(),
             lane_dead: 0,
+            lane_base: 0,
+            fingers: Default::default(),
+            next_finger: Default::default(),
         }
     }
 
@@ -105,6 +124,7 @@ impl<T: HeapItem> IndexedQueue<T> {
             let lane = std::mem::take(&mut self.lane);
             self.lane_ids.clear();
             self.lane_dead = 0;
+            self.forget_fingers();
             for cell in lane {
                 if let Some(entry) = cell.entry {
                     self.heap_insert(entry, cell.seq);
@@ -127,15 +147,55 @@ impl<T: HeapItem> IndexedQueue<T> {
         self.heap.is_empty() && self.lane.is_empty()
     }
 
-    /// The lane cell holding live entry `id`, if the lane has it.
+    /// The lane cell holding live entry `id`, if the lane has it: first a short search past
+    /// each finger (cells hot from the last lookups), then a binary search of all the IDs.
     #[inline]
     fn lane_find(&self, id: u64) -> Option<usize> {
+        let n = self.lane_ids.len();
         match (self.lane_ids.front(), self.lane_ids.back()) {
             (Some(&first), Some(&last)) if first <= id && id <= last => {}
             _ => return None,
         }
-        let at = self.lane_ids.binary_search(&id).ok()?;
+        let found = 'found: {
+            for (k, f) in self.fingers.iter().enumerate() {
+                let from = f.get().wrapping_sub(self.lane_base);
+                if from >= n as u64 {
+                    continue;
+                }
+                let from = from as usize;
+                let to = (from + FINGER_REACH).min(n - 1);
+                if self.lane_ids[from] <= id && id <= self.lane_ids[to] {
+                    break 'found (k, self.search_ids(from, to, id));
+                }
+            }
+            let k = self.next_finger.get();
+            self.next_finger.set((k + 1) % FINGERS);
+            (k, self.search_ids(0, n - 1, id))
+        };
+        let (k, at) = found;
+        let at = at?;
+        self.fingers[k].set(self.lane_base + at as u64);
         self.lane[at].entry.is_some().then_some(at)
+    }
+
+    /// The index of `id` among the lane's IDs `lo..=hi`, given `ids[lo] <= id <= ids[hi]`.
+    #[inline]
+    fn search_ids(&self, mut lo: usize, mut hi: usize, id: u64) -> Option<usize> {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.lane_ids[mid] < id {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (self.lane_ids[lo] == id).then_some(lo)
+    }
+
+    fn forget_fingers(&mut self) {
+        for f in &self.fingers {
+            f.set(NO_FINGER);
+        }
     }
 
     /// Where entry `id` is, if anywhere.
@@ -298,6 +358,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         while self.lane.front().is_some_and(|c| c.entry.is_none()) {
             self.lane.pop_front();
             self.lane_ids.pop_front();
+            self.lane_base += 1;
             self.lane_dead -= 1;
         }
         while self.lane.back().is_some_and(|c| c.entry.is_none()) {
@@ -311,6 +372,7 @@ impl<T: HeapItem> IndexedQueue<T> {
                 .retain(|_| keep.next().expect("an ID per cell"));
             self.lane.retain(|c| c.entry.is_some());
             self.lane_dead = 0;
+            self.forget_fingers();
         }
         entry
     }
