@@ -150,6 +150,9 @@ struct TopicStore {
     next_asked: bool,
     /// Records not yet written to `tail`.
     pending: Vec<u8>,
+    /// Where PUB records in `pending` whose checks are not filled in yet start (at most two:
+    /// they are sealed three at a time, and the rest before `pending` is written).
+    unsealed: Vec<usize>,
     pending_msgs: u64,
     /// Bytes of FIN records in `pending`: when they are all of it, the write may wait (see
     /// [`write::FIN_BATCH`]).

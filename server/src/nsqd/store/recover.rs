@@ -266,6 +266,7 @@ impl Store {
             tail: Some(Tail::new(tail)),
             last_write: 0,
             pending: Vec::new(),
+            unsealed: Vec::new(),
             pending_msgs: 0,
             pending_fins: 0,
             pending_first: None,

@@ -99,9 +99,20 @@ impl std::ops::AddAssign for Wrote {
     }
 }
 
+/// Fill in the checks of the PUB records in `pending` still without one (they lie where the
+/// tail's seal says until `pending` is written).
+fn seal_pending(ts: &mut TopicStore) {
+    if !ts.unsealed.is_empty() {
+        let seal = ts.seal();
+        record::seal_checks(&mut ts.pending, seal, &ts.unsealed);
+        ts.unsealed.clear();
+    }
+}
+
 /// Write a topic's buffered records to its tail segment; on failure cut the file back so no
 /// half record stays behind.
 pub(super) fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
+    seal_pending(ts);
     let file = ts.tail()?.clone();
     let tail = ts.segments.back_mut().expect("a segment");
     let path = seg_path(&ts.dir, tail.num);
@@ -318,8 +329,11 @@ impl Store {
                 let tail = ts.segments.back().expect("a segment");
                 let (seg, before) = (tail.num as u32, ts.pending.len());
                 let off = (tail.len + before as u64) as u32;
-                let seal = ts.seal();
-                record::put_pub(&mut ts.pending, seal, held, due, &msg);
+                let start = record::put_pub_unsealed(&mut ts.pending, held, due, &msg);
+                ts.unsealed.push(start);
+                if ts.unsealed.len() == 3 {
+                    seal_pending(ts);
+                }
                 let len = ts.pending.len() - before;
                 ts.index.push(msg.id.0, seg, off, len, due.is_some());
                 ts.pending_first.get_or_insert(msg.id.0);
@@ -411,6 +425,7 @@ impl Store {
                 tail: Some(Tail::new(f)),
                 last_write: 0,
                 pending: Vec::new(),
+                unsealed: Vec::new(),
                 pending_msgs: 0,
                 pending_fins: 0,
                 pending_first: None,
