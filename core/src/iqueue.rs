@@ -216,7 +216,7 @@ impl<T: HeapItem> IndexedQueue<T> {
         }
     }
 
-    /// The lane's live back entry's key.
+    /// The lane's back entry's key and ID (the back is always live).
     #[inline]
     fn lane_back(&self) -> Option<(Time, u64)> {
         let e = self.lane.back()?.entry.as_ref().expect("live lane back");

@@ -138,15 +138,21 @@ pub fn new_segment(salt: Salt, last_id: MessageId) -> Vec<u8> {
 
 /// Append a record with its header and check.
 fn frame(out: &mut Vec<u8>, seal: Seal, payload_len: usize, write: impl FnOnce(&mut Vec<u8>)) {
-    let start = out.len();
-    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
+    let start = open_frame(out, payload_len);
     write(out);
     debug_assert_eq!(out.len() - start - HEADER, payload_len);
     let check = seal
         .salt
         .check(seal.base + start as u64, &out[start + HEADER..]);
     out[start + 4..start + HEADER].copy_from_slice(&check.to_le_bytes());
+}
+
+/// Append a record's header with its check left empty; returns where the record starts.
+fn open_frame(out: &mut Vec<u8>, payload_len: usize) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    start
 }
 
 /// Fill in the checks of the records at `starts` in `out` (appended with
@@ -191,9 +197,7 @@ pub fn put_pub(out: &mut Vec<u8>, seal: Seal, held: bool, due: Option<Time>, msg
 /// [`put_pub`] without the check: the record is sealed later by [`seal_checks`], given the
 /// offset this returns (where the record starts in `out`).
 pub fn put_pub_unsealed(out: &mut Vec<u8>, held: bool, due: Option<Time>, msg: &Message) -> usize {
-    let start = out.len();
-    out.extend_from_slice(&(pub_payload_len(msg) as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 8]);
+    let start = open_frame(out, pub_payload_len(msg));
     pub_payload(out, held, due, msg);
     start
 }
