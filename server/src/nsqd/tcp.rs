@@ -80,7 +80,7 @@ impl Connection {
         let Ok(client) = reply_rx.await else { return };
         let mut rbuf = BytesMut::with_capacity(READ);
         let mut plain = Vec::new();
-        let mut wbuf: Vec<u8> = Vec::with_capacity(64 * 1024);
+        let mut wbuf: Vec<u8> = Vec::new();
         // Whether the broker already forgot this client (it asked us to close).
         let mut broker_closed = false;
         // The client closed its sending side: nothing more is read; the broker answers what
@@ -97,6 +97,9 @@ impl Connection {
                     let mut next = Some(o);
                     while let Some(o) = next.take() {
                         match o {
+                            // The first is written as it came, not copied; only more
+                            // queued behind it are appended.
+                            Out::Data(d) if wbuf.is_empty() => wbuf = d,
                             Out::Data(d) => wbuf.extend_from_slice(&d),
                             Out::Close => {
                                 broker_closed = true;
