@@ -2,19 +2,19 @@
 //! kept, files closed when too many are open, and the probe that finds storage working again.
 
 use super::error::{io_err, StoreError};
-use super::prep::{ask_next, Prepared};
+use super::prep::{ask_next, Prep, Prepared};
 use super::segment::{compact, create_segment, empty_finished_tail, make_again, roll};
 use super::sync::{mark_dirty, SyncMsg};
 use super::sys::{removed, sync_dir, write_atomic, write_unsynced};
 use super::{index, record, seg_path};
 use super::{ChannelMeta, Segment, Store, Tail, TopicMeta, TopicStore};
-use nsqlab_core::{MessageId, Name, StoreOp};
+use nsqlab_core::{Message, MessageId, Name, StoreOp, Time};
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::fs;
 use std::io::Write;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// Buffer capacity a topic keeps between commits.
@@ -172,22 +172,124 @@ pub(super) fn topic_store<'a>(
         .ok_or_else(|| StoreError::NoStorage(topic.clone()))
 }
 
+/// What a message's record needs of the store besides its topic's files.
+struct PubCtx<'a> {
+    max: u64,
+    sync: &'a mpsc::Sender<SyncMsg>,
+    prep: Option<&'a mpsc::Sender<Prep>>,
+    unsynced: &'a mut Wrote,
+    /// Where a failure is kept for the commit (see [`note_failure`]).
+    failed: &'a mut Option<StoreError>,
+}
+
+/// Buffer a published message's record in its topic's log (rolling to a new segment when
+/// the tail is full, and writing a long batch out as it goes).
+fn put_publish(
+    ts: &mut TopicStore,
+    cx: &mut PubCtx<'_>,
+    held: bool,
+    copies: u32,
+    due: Option<Time>,
+    msg: &Message,
+) -> Result<(), StoreError> {
+    let max = cx.max;
+    let tail = ts.segments.back().expect("a segment");
+    if tail.len + ts.pending.len() as u64 >= max {
+        let (written, old, old_path, old_len) = roll(ts)?;
+        *cx.unsynced += written;
+        // The old segment and the new directory entry are synced by the sync thread with
+        // everything else written: an fsync here would stop the broker for as long as the
+        // disk needs to catch up.
+        if let Some(old) = old {
+            let _ = cx.sync.send(SyncMsg::Dirty(old));
+        }
+        let _ = cx.sync.send(SyncMsg::DirtyDir(ts.dir.clone()));
+        let _ = cx.sync.send(SyncMsg::Full(old_path, old_len));
+    }
+    let tail = ts.segments.back().expect("a segment");
+    let (seg, before) = (tail.num as u32, ts.pending.len());
+    let off = (tail.len + before as u64) as u32;
+    let start = record::put_pub_unsealed(&mut ts.pending, held, due, msg);
+    ts.unsealed.push(start);
+    if ts.unsealed.len() == 3 {
+        seal_pending(ts);
+    }
+    let len = ts.pending.len() - before;
+    ts.index.push(msg.id.0, seg, off, len, due.is_some());
+    ts.pending_first.get_or_insert(msg.id.0);
+    ts.last_id = ts.last_id.max(msg.id.0);
+    let tail = ts.segments.back_mut().expect("a segment");
+    tail.refs += copies as i64;
+    ts.pending_copies += copies as i64;
+    ts.pending_msgs += 1;
+    // A long batch is written as it goes, in pieces of about PENDING_KEEP: the buffer (which
+    // keeps twice that) is reused, not regrown into fresh memory (faulting in tens of MB made
+    // a late batch later still).
+    if ts.pending.len() >= PENDING_KEEP {
+        *cx.unsynced += write_pending(ts)?;
+        mark_dirty(cx.sync, ts.tail.as_ref());
+        ask_next(ts, max, cx.prep);
+    }
+    Ok(())
+}
+
+/// A write failed: logged, and kept (the first since the last commit) for the commit.
+fn note_failure(failed: &mut Option<StoreError>, e: StoreError) {
+    tracing::error!("storage: {e}");
+    failed.get_or_insert(e);
+}
+
 impl Store {
     /// Apply one op (buffered until [`Store::commit`]; metadata is written at once).
     pub fn apply(&mut self, op: StoreOp) {
         if let Err(e) = self.apply_inner(op) {
-            tracing::error!("storage: {e}");
-            self.failed.get_or_insert(e);
+            note_failure(&mut self.failed, e);
         }
     }
 
     /// Apply ops in order, as [`Store::apply`] each; returns whether there were any. A run
-    /// of one channel's FINs (a consumer's batch) looks its topic and channel up once.
+    /// of one topic's messages (a publisher's batch) looks the topic up once, and a run of
+    /// one channel's FINs (a consumer's batch) its topic and channel.
     pub fn apply_all(&mut self, ops: impl IntoIterator<Item = StoreOp>) -> bool {
         let mut ops = ops.into_iter().peekable();
         let mut any = false;
         while let Some(op) = ops.next() {
             any = true;
+            if let StoreOp::Publish {
+                topic,
+                held,
+                copies,
+                due,
+                msg,
+                ..
+            } = op
+            {
+                match self.publish_target(&topic) {
+                    Err(e) => note_failure(&mut self.failed, e),
+                    Ok((ts, mut cx)) => {
+                        let mut r = put_publish(ts, &mut cx, held, copies, due, &msg);
+                        loop {
+                            if let Err(e) = r {
+                                note_failure(cx.failed, e);
+                            }
+                            match ops.next_if(|op| {
+                                matches!(op, StoreOp::Publish { topic: t, .. }
+                                    if Arc::ptr_eq(t, &topic))
+                            }) {
+                                Some(StoreOp::Publish {
+                                    held,
+                                    copies,
+                                    due,
+                                    msg,
+                                    ..
+                                }) => r = put_publish(ts, &mut cx, held, copies, due, &msg),
+                                _ => break,
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
             let StoreOp::Finished { topic, channel, id } = op else {
                 self.apply(op);
                 continue;
@@ -310,47 +412,8 @@ impl Store {
                 msg,
                 ..
             } => {
-                let max = self.cfg.max_bytes_per_file;
-                // (Not `self.topic`: the sync sender is used while `ts` is borrowed.)
-                let ts = topic_store(&mut self.topics, &topic)?;
-                let tail = ts.segments.back().expect("a segment");
-                if tail.len + ts.pending.len() as u64 >= max {
-                    let (written, old, old_path, old_len) = roll(ts)?;
-                    self.unsynced += written;
-                    // The old segment and the new directory entry are synced by the sync
-                    // thread with everything else written: an fsync here would stop the
-                    // broker for as long as the disk needs to catch up.
-                    if let Some(old) = old {
-                        let _ = self.sync.send(SyncMsg::Dirty(old));
-                    }
-                    let _ = self.sync.send(SyncMsg::DirtyDir(ts.dir.clone()));
-                    let _ = self.sync.send(SyncMsg::Full(old_path, old_len));
-                }
-                let tail = ts.segments.back().expect("a segment");
-                let (seg, before) = (tail.num as u32, ts.pending.len());
-                let off = (tail.len + before as u64) as u32;
-                let start = record::put_pub_unsealed(&mut ts.pending, held, due, &msg);
-                ts.unsealed.push(start);
-                if ts.unsealed.len() == 3 {
-                    seal_pending(ts);
-                }
-                let len = ts.pending.len() - before;
-                ts.index.push(msg.id.0, seg, off, len, due.is_some());
-                ts.pending_first.get_or_insert(msg.id.0);
-                ts.last_id = ts.last_id.max(msg.id.0);
-                let tail = ts.segments.back_mut().expect("a segment");
-                tail.refs += copies as i64;
-                ts.pending_copies += copies as i64;
-                ts.pending_msgs += 1;
-                // A long batch is written as it goes, in pieces of about PENDING_KEEP: the
-                // buffer (which keeps twice that) is reused, not regrown into fresh memory
-                // (faulting in tens of MB made a late batch later still).
-                if ts.pending.len() >= PENDING_KEEP {
-                    self.unsynced += write_pending(ts)?;
-                    mark_dirty(&self.sync, ts.tail.as_ref());
-                    ask_next(ts, max, self.prep.as_ref());
-                }
-                Ok(())
+                let (ts, mut cx) = self.publish_target(&topic)?;
+                put_publish(ts, &mut cx, held, copies, due, &msg)
             }
             StoreOp::Dispatched { topic, ids, copies } => {
                 let ts = self.topic(&topic)?;
@@ -405,6 +468,31 @@ impl Store {
 
     pub(super) fn topic(&mut self, topic: &Name) -> Result<&mut TopicStore, StoreError> {
         topic_store(&mut self.topics, topic)
+    }
+
+    /// Topic `topic`'s files, and what else a published message's record needs.
+    fn publish_target(
+        &mut self,
+        topic: &Name,
+    ) -> Result<(&mut TopicStore, PubCtx<'_>), StoreError> {
+        let Store {
+            topics,
+            cfg,
+            sync,
+            prep,
+            unsynced,
+            failed,
+            ..
+        } = self;
+        let ts = topic_store(topics, topic)?;
+        let cx = PubCtx {
+            max: cfg.max_bytes_per_file,
+            sync,
+            prep: prep.as_ref(),
+            unsynced,
+            failed,
+        };
+        Ok((ts, cx))
     }
 
     pub(super) fn create_topic(&mut self, topic: &Name) -> Result<(), StoreError> {
