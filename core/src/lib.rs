@@ -50,7 +50,7 @@
 //! With durable storage ([`Options::durable`], see [`store`]) two more steps come before the
 //! transmits: drain [`Broker::poll_store`] into the store, write it, and answer with
 //! [`Broker::handle_stored`] (publishers' `OK`s wait for it); then answer each
-//! [`Broker::poll_load`] (a body evicted to the store) with [`Broker::handle_loaded`]. At start,
+//! [`Broker::poll_load_run`] (bodies evicted to the store) with [`Broker::handle_loaded`]. At start,
 //! [`store::Replay`] gives back what the store kept. [`Broker::poll_registry`] reports topics
 //! and channels as they come and go (for nsqlookupd, whose own state machine is [`lookup`]).
 //!
@@ -85,7 +85,7 @@ pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};
 pub use partition::{partition_of, Forward, Migration};
 pub use stats::{Stats, StatsFilter};
-pub use store::{LoadRequest, RegistryChange, Replay, StoreOp, Ticket};
+pub use store::{LoadRun, LoadedRun, RegistryChange, Replay, StoreOp, Ticket};
 pub use time::{Nanos, Time};
 
 use serde::{Deserialize, Serialize};

@@ -84,7 +84,7 @@ pub struct Options {
     pub durable: bool,
     /// With `durable`: the bodies of deferred messages, and of messages past `mem_queue_size`
     /// in a queue (nsqd's disk backend), leave memory (the store has them); the broker asks for
-    /// one back with a [`crate::store::LoadRequest`] just before it is sent.
+    /// one back with a [`crate::store::LoadRun`] just before it is sent.
     pub evict_bodies: bool,
     /// Report topics and channels as they come and go ([`crate::Broker::poll_registry`]), for
     /// nsqlookupd registration.

@@ -72,7 +72,14 @@ pub struct SimStore {
     /// Leave body loads unanswered, in `held_loads` (call [`Sim::answer_loads`]), as a host
     /// reading them on another thread does for a while.
     pub hold_loads: bool,
-    pub held_loads: Vec<crate::LoadRequest>,
+    pub held_loads: Vec<crate::LoadRun>,
+}
+
+impl SimStore {
+    /// How many bodies the held loads ask for.
+    pub fn held_load_count(&self) -> usize {
+        self.held_loads.iter().map(|run| run.ids.len()).sum()
+    }
 }
 
 impl Sim {
@@ -113,22 +120,29 @@ impl Sim {
     /// Answer the held body loads, in the order they were asked for (see `hold_loads`).
     pub fn answer_loads(&mut self) {
         let held = std::mem::take(&mut self.store.held_loads);
-        let loaded: Vec<_> = held
-            .into_iter()
-            .map(|req| {
-                let body = self.body(&req);
-                (req, body)
-            })
-            .collect();
+        let loaded: Vec<_> = held.into_iter().map(|run| self.read(run)).collect();
         self.broker.handle_loaded(self.now, loaded);
         self.flush();
     }
 
-    fn body(&self, req: &crate::LoadRequest) -> Result<crate::Body, String> {
-        self.store
-            .replay
-            .body(&req.topic, req.id)
-            .ok_or_else(|| format!("message {} not in the store", req.id))
+    /// A run's bodies, from the store's copy.
+    fn read(&self, run: crate::LoadRun) -> crate::LoadedRun<String> {
+        let bodies = run
+            .ids
+            .iter()
+            .map(|&id| {
+                let body = self.store.replay.body(&run.topic, id);
+                (
+                    id,
+                    body.ok_or_else(|| format!("message {id} not in the store")),
+                )
+            })
+            .collect();
+        crate::LoadedRun {
+            topic: run.topic,
+            channel: run.channel,
+            bodies,
+        }
     }
 
     /// Acknowledge (or fail, with `fail`) every publish the store has seen.
@@ -225,13 +239,12 @@ impl Sim {
         }
         // Bodies come back in a batch, as from the server's loader thread.
         let mut loaded = Vec::new();
-        while let Some(req) = self.broker.poll_load() {
+        while let Some(run) = self.broker.poll_load_run() {
             if self.store.hold_loads {
-                self.store.held_loads.push(req);
+                self.store.held_loads.push(run);
                 continue;
             }
-            let body = self.body(&req);
-            loaded.push((req, body));
+            loaded.push(self.read(run));
         }
         if !loaded.is_empty() {
             self.broker.handle_loaded(self.now, loaded);

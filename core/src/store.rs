@@ -124,13 +124,26 @@ pub enum RegistryChange {
     Unregister { topic: Name, channel: Option<Name> },
 }
 
-/// A due deferred message whose body was evicted: the host reads it from storage and answers
-/// with [`Broker::handle_loaded`](crate::Broker::handle_loaded).
+/// Messages of one channel whose bodies were evicted (deferred ones coming due, a backlog
+/// past `mem_queue_size`), in the order they are to be sent: the host reads the bodies from
+/// storage and answers with [`Broker::handle_loaded`](crate::Broker::handle_loaded).
+///
+/// A consumer's loads come in runs of one channel's, so the names are here once per run, not
+/// once per message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadRequest {
+pub struct LoadRun {
     pub topic: Name,
     pub channel: Name,
-    pub id: MessageId,
+    pub ids: Vec<MessageId>,
+}
+
+/// The answer to a [`LoadRun`] (or to part of one): each message's body, or why it could not
+/// be read (`E`, the host's error).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadedRun<E> {
+    pub topic: Name,
+    pub channel: Name,
+    pub bodies: Vec<(MessageId, Result<crate::Body, E>)>,
 }
 
 /// What the broker keeps per client while an acknowledgement waits for the store.
@@ -335,7 +348,7 @@ impl Replay {
         }
     }
 
-    /// The body of a stored message (for [`LoadRequest`]s).
+    /// The body of a stored message (for [`LoadRun`]s).
     pub fn body(&self, topic: &str, id: MessageId) -> Option<crate::Body> {
         let t = self.topics.get(topic)?;
         let i = t.position(id).ok()?;

@@ -467,7 +467,7 @@ fn bodies_are_read_ahead_for_a_ready_consumer_and_go_in_order() {
     // At RDY 1: its message and the read-ahead are on their way, nothing is sent yet, and
     // the messages being read still count in the depth.
     sim.send(c, &Command::Rdy(1));
-    assert_eq!(sim.store.held_loads.len(), 256);
+    assert_eq!(sim.store.held_load_count(), 256);
     assert!(sim.messages(c).is_empty());
     assert_eq!(sim.broker.channel("t", "c").unwrap().depth(), 300);
     sim.answer_loads();
@@ -502,7 +502,7 @@ fn bodies_are_read_ahead_for_a_ready_consumer_and_go_in_order() {
     let d = sub(&mut sim, "t", "c", 0);
     sim.send(d, &Command::Rdy(10));
     assert_eq!(
-        sim.store.held_loads.len(),
+        sim.store.held_load_count(),
         20,
         "10 for its room, 10 read ahead"
     );
@@ -523,7 +523,7 @@ fn drain_counting_loads(sim: &mut Sim, c: ClientId, n: usize) -> (Vec<usize>, us
     let mut got = 0;
     while got < n {
         if !sim.store.held_loads.is_empty() {
-            batches.push(sim.store.held_loads.len());
+            batches.push(sim.store.held_load_count());
             sim.answer_loads();
         }
         let ch = sim.broker.channel("t", "c").unwrap();
@@ -549,7 +549,11 @@ fn the_read_ahead_is_topped_up_by_halves_and_bounded_in_bytes() {
     let (mut sim, _) = backlog(0, 12_000);
     sim.store.hold_loads = true;
     let c = sub(&mut sim, "t", "c", 1);
-    assert_eq!(sim.store.held_loads.len(), 256, "before any body came back");
+    assert_eq!(
+        sim.store.held_load_count(),
+        256,
+        "before any body came back"
+    );
     let (batches, most) = drain_counting_loads(&mut sim, c, 12_000);
     assert_eq!(batches.iter().sum::<usize>(), 12_000, "{batches:?}");
     let (first, rest) = batches.split_first().unwrap();

@@ -9,7 +9,7 @@ use crate::client::{Client, LastPub};
 use crate::event::{EventKind, HeapKind, Name, Place};
 use crate::message::{Body, Message, MessageId};
 use crate::protocol::encode_message_frame;
-use crate::store::{LoadRequest, Ticket};
+use crate::store::{LoadRun, Ticket};
 use crate::time::{Nanos, Time};
 use crate::{ChannelId, ClientId};
 use rand_core::RngCore;
@@ -544,9 +544,18 @@ fn room_of(c: &Channel, clients: &FxHashMap<ClientId, Client>) -> i64 {
 
 /// Take channel `c`'s next message after those fetched, whose body is in the store, and ask
 /// for the body.
-fn fetch_next(c: &mut Channel, loads: &mut VecDeque<LoadRequest>) {
+fn fetch_next(c: &mut Channel, loads: &mut VecDeque<LoadRun>) {
     let msg = c.queue.pop_unfetched().expect("a next message");
-    let (id, topic, channel) = (msg.id, c.topic.clone(), c.name.clone());
+    let id = msg.id;
     c.loading.push_back(msg);
-    loads.push_back(LoadRequest { topic, channel, id });
+    match loads.back_mut() {
+        Some(run) if Arc::ptr_eq(&run.channel, &c.name) && Arc::ptr_eq(&run.topic, &c.topic) => {
+            run.ids.push(id)
+        }
+        _ => loads.push_back(LoadRun {
+            topic: c.topic.clone(),
+            channel: c.name.clone(),
+            ids: vec![id],
+        }),
+    }
 }

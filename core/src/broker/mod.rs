@@ -8,7 +8,7 @@ use crate::event::{Event, EventKind, Name};
 use crate::options::{Options, TimerStrategy};
 use crate::partition::{Forward, Migration};
 use crate::protocol::is_valid_name;
-use crate::store::{LoadRequest, RegistryChange, StoreOp, Ticket};
+use crate::store::{LoadRun, RegistryChange, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time};
 use crate::topic::{Topic, Topics};
 use crate::{ChannelId, ClientId};
@@ -121,8 +121,8 @@ pub struct Broker {
     parked: VecDeque<(Ticket, Transmit)>,
     /// Why storage is failing, if it is (nsqd's health).
     health: Option<String>,
-    /// Evicted bodies to fetch from storage.
-    loads: VecDeque<LoadRequest>,
+    /// Evicted bodies to fetch from storage, in runs of one channel's.
+    loads: VecDeque<LoadRun>,
     /// Clients leaving for another partition.
     migrations: VecDeque<Migration>,
     /// Publishes for topics another partition owns.
@@ -228,10 +228,10 @@ impl Broker {
         self.out.pop_registry()
     }
 
-    /// The next evicted body to fetch (only with [`Options::evict_bodies`]); answer with
-    /// [`Broker::handle_loaded`].
+    /// The next run of evicted bodies to fetch (only with [`Options::evict_bodies`]); answer
+    /// with [`Broker::handle_loaded`].
     #[must_use]
-    pub fn poll_load(&mut self) -> Option<LoadRequest> {
+    pub fn poll_load_run(&mut self) -> Option<LoadRun> {
         self.loads.pop_front()
     }
 

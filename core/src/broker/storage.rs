@@ -4,72 +4,55 @@
 use super::session::push_frame;
 use super::{Broker, Transmit};
 use crate::event::EventKind;
-use crate::message::Body;
 use crate::protocol::{ProtocolError, FRAME_TYPE_RESPONSE, OK};
-use crate::store::{Hold, LoadRequest, Ticket};
+use crate::store::{Hold, LoadedRun, Ticket};
 use crate::time::Time;
-use crate::{ChannelId, ClientId};
-use std::sync::Arc;
+use crate::ClientId;
 
 impl Broker {
-    /// Bodies asked for with [`Broker::poll_load`], in the order they were asked for (or why
-    /// one could not be read: that message is then dropped, as storage lost it). Hand back
-    /// as many as are there at once: each channel is pumped once, after all of them.
-    pub fn handle_loaded(
-        &mut self,
-        now: Time,
-        loaded: impl IntoIterator<Item = (LoadRequest, Result<Body, String>)>,
-    ) {
+    /// Bodies asked for with [`Broker::poll_load_run`], in the order they were asked for
+    /// (or why one could not be read: that message is then dropped, as storage lost it). A
+    /// run may come back in parts, each part in order. Hand back as many as are there at
+    /// once: each channel is pumped once, after all of them.
+    pub fn handle_loaded<E>(&mut self, now: Time, runs: impl IntoIterator<Item = LoadedRun<E>>) {
         let now = self.clock.advance(now);
-        // Loads come in runs of one channel's: its lookup is kept while the names stay.
-        let mut last: Option<(LoadRequest, Option<ChannelId>)> = None;
         let mut pumps = std::mem::take(&mut self.scratch);
         pumps.clear();
-        for (req, body) in loaded {
-            let ch = match &last {
-                Some((l, ch))
-                    if Arc::ptr_eq(&l.topic, &req.topic)
-                        && Arc::ptr_eq(&l.channel, &req.channel) =>
-                {
-                    *ch
-                }
-                _ => {
-                    let ch = self.channel_id(&req.topic, &req.channel).ok();
-                    last = Some((req.clone(), ch));
-                    ch
-                }
-            };
-            let Some(ch) = ch else {
+        for run in runs {
+            let Ok(ch) = self.channel_id(&run.topic, &run.channel) else {
                 continue; // the channel went away meanwhile
             };
-            let Some(mut msg) = self.ch(ch).take_loading(req.id) else {
-                continue; // emptied meanwhile
-            };
-            match body {
-                Ok(body) if !body.is_empty() => {
-                    let c = self.ch(ch);
-                    c.loaded_size = match c.loaded_size {
-                        0 => body.len() as u32,
-                        m => ((u64::from(m) * 7 + body.len() as u64) / 8) as u32,
-                    };
-                    // Next to go (after those fetched before it): it was on its way to a
-                    // client, or read ahead for one, when its body was fetched.
-                    msg.body = body;
-                    self.ch(ch).queue.put_fetched(msg);
-                    if !pumps.contains(&ch) {
-                        pumps.push(ch);
+            for (id, body) in run.bodies {
+                let Some(mut msg) = self.ch(ch).take_loading(id) else {
+                    continue; // emptied meanwhile
+                };
+                match body {
+                    Ok(body) if !body.is_empty() => {
+                        let c = self.ch(ch);
+                        c.loaded_size = match c.loaded_size {
+                            0 => body.len() as u32,
+                            m => ((u64::from(m) * 7 + body.len() as u64) / 8) as u32,
+                        };
+                        // Next to go (after those fetched before it): it was on its way to a
+                        // client, or read ahead for one, when its body was fetched.
+                        msg.body = body;
+                        c.queue.put_fetched(msg);
+                        if !pumps.contains(&ch) {
+                            pumps.push(ch);
+                        }
                     }
-                }
-                _ => {
-                    // Storage lost it: release its copy so the rest of the log is not pinned.
-                    let (c, id) = (self.channels[ch.0 as usize].as_ref(), req.id);
-                    let c = c.expect("live channel");
-                    self.out
-                        .finished(now, c, id, |topic, channel| EventKind::Dropped {
-                            topic,
-                            channel,
-                            id,
-                        });
+                    _ => {
+                        // Storage lost it: release its copy so the rest of the log is not
+                        // pinned.
+                        let c = self.channels[ch.0 as usize].as_ref();
+                        let c = c.expect("live channel");
+                        self.out
+                            .finished(now, c, id, |topic, channel| EventKind::Dropped {
+                                topic,
+                                channel,
+                                id,
+                            });
+                    }
                 }
             }
         }

@@ -391,13 +391,12 @@ async fn loaded(store: &mut Option<super::store::Store>) -> Vec<super::store::Lo
 
 /// Bodies read back from the store (or why not: the message is then dropped), in order.
 fn handle_loaded(broker: &mut Broker, batch: Vec<super::store::Loaded>) {
-    let loaded = batch.into_iter().map(|l| {
-        if let Err(e) = &l.body {
+    for (_, body) in batch.iter().flat_map(|run| &run.bodies) {
+        if let Err(e) = body {
             tracing::error!("storage: {e}");
         }
-        (l.req, l.body.map_err(|e| e.to_string()))
-    });
-    broker.handle_loaded(crate::clock::now(), loaded);
+    }
+    broker.handle_loaded(crate::clock::now(), batch);
 }
 
 async fn run(
@@ -485,7 +484,7 @@ async fn run(
         // read back on the loader thread; they arrive as a wake-up of their own.
         if let Some(s) = store.as_mut() {
             loop {
-                let failed = s.request_loads(std::iter::from_fn(|| broker.poll_load()));
+                let failed = s.request_loads(std::iter::from_fn(|| broker.poll_load_run()));
                 if failed.is_empty() {
                     break;
                 }

@@ -18,17 +18,20 @@
 use super::index::Entry;
 use super::record::{checksum_mismatch, intact_all, Found, ReadAhead, Spare};
 use super::StoreError;
-use nsqlab_core::{Body, LoadRequest};
+use nsqlab_core::{LoadedRun, MessageId, Name};
 use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::path::Path;
 use std::sync::{mpsc, Arc};
 
-/// Bodies to read from one segment, in ID order: each request with the index entry at or
-/// before its message (its record is looked for from there on, or from the last load).
+/// Bodies of one channel's messages to read from one segment, in ID order: each message
+/// with the index entry at or before it (its record is looked for from there on, or from the
+/// last load).
 pub(super) struct Job {
     pub at: Where,
-    pub reqs: Vec<(LoadRequest, Entry)>,
+    pub topic: Name,
+    pub channel: Name,
+    pub reqs: Vec<(MessageId, Entry)>,
 }
 
 /// A segment's files, opened for loads.
@@ -64,12 +67,8 @@ pub(super) enum Msg {
     },
 }
 
-/// A body read back (or why it could not be), for `Broker::handle_loaded`.
-#[derive(Debug)]
-pub struct Loaded {
-    pub req: LoadRequest,
-    pub body: Result<Body, StoreError>,
-}
+/// Bodies read back (or why each could not be), for `Broker::handle_loaded`.
+pub type Loaded = LoadedRun<StoreError>;
 
 /// Start the thread; `done` gets each batch's bodies, in the order of its jobs. It ends when
 /// the sender is dropped.
@@ -102,35 +101,55 @@ pub(super) fn spawn(
         .expect("spawn the loader thread")
 }
 
-/// Read a batch of jobs: each record found, then their checks (three at a time), in order.
+/// Read a batch of jobs: each record found, then their checks (three at a time), in order;
+/// a job's bodies come back as one run.
 fn load(ahead: &mut FxHashMap<u64, ReadAhead>, spare: &Spare, jobs: Vec<Job>) -> Vec<Loaded> {
-    let mut found = Vec::with_capacity(jobs.iter().map(|j| j.reqs.len()).sum());
-    let mut read_from = Vec::with_capacity(jobs.len());
-    for (j, Job { at, reqs }) in jobs.into_iter().enumerate() {
+    let mut found = Vec::with_capacity(jobs.len());
+    for Job {
+        at,
+        topic,
+        channel,
+        reqs,
+    } in jobs
+    {
         let ahead = ahead
             .entry(at.topic)
             .or_insert_with(|| ReadAhead::sharing(spare));
-        found.extend(reqs.into_iter().map(|(req, e)| {
-            let f = find(ahead, &at, &req, e);
-            (req, f, j)
-        }));
-        read_from.push((at.topic, at.files.path));
+        let bodies: Vec<_> = reqs
+            .into_iter()
+            .map(|(id, e)| (id, find(ahead, &at, &topic, id, e)))
+            .collect();
+        found.push((at, topic, channel, bodies));
     }
-    let mut intact = intact_all(found.iter().filter_map(|(_, f, _)| f.as_ref().ok())).into_iter();
+    let mut intact = intact_all(
+        found
+            .iter()
+            .flat_map(|(_, _, _, bodies)| bodies.iter().filter_map(|(_, f)| f.as_ref().ok())),
+    )
+    .into_iter();
     found
         .into_iter()
-        .map(|(req, f, j)| {
-            let body = f.and_then(|f| match intact.next() {
-                Some(true) => Ok(f.body),
-                _ => {
-                    let (topic, path) = &read_from[j];
-                    if let Some(a) = ahead.get_mut(topic) {
-                        a.lose_place();
-                    }
-                    Err(StoreError::io("read", path, checksum_mismatch()))
-                }
-            });
-            Loaded { req, body }
+        .map(|(at, topic, channel, bodies)| {
+            let bodies = bodies
+                .into_iter()
+                .map(|(id, f)| {
+                    let body = f.and_then(|f| match intact.next() {
+                        Some(true) => Ok(f.body),
+                        _ => {
+                            if let Some(a) = ahead.get_mut(&at.topic) {
+                                a.lose_place();
+                            }
+                            Err(StoreError::io("read", &at.files.path, checksum_mismatch()))
+                        }
+                    });
+                    (id, body)
+                })
+                .collect();
+            Loaded {
+                topic,
+                channel,
+                bodies,
+            }
         })
         .collect()
 }
@@ -138,10 +157,10 @@ fn load(ahead: &mut FxHashMap<u64, ReadAhead>, spare: &Spare, jobs: Vec<Job>) ->
 fn find(
     ahead: &mut ReadAhead,
     at: &Where,
-    req: &LoadRequest,
+    topic: &Name,
+    id: MessageId,
     entry: Entry,
 ) -> Result<Found, StoreError> {
-    let id = req.id;
     let from = ahead
         .resume(at.seg, entry.id, id.0)
         .unwrap_or(u64::from(entry.off));
@@ -150,7 +169,7 @@ fn find(
     match ahead.find_unchecked(files, at.seg, at.salt, from, at.end, id, exact) {
         Ok(Some(found)) => Ok(found),
         Ok(None) => Err(StoreError::NotStored {
-            topic: req.topic.clone(),
+            topic: topic.clone(),
             id,
         }),
         Err(e) => Err(StoreError::io("read", &at.files.path, e)),
@@ -192,17 +211,12 @@ mod tests {
             path: path.clone().into(),
         };
         let req = |id: u64| {
-            let req = LoadRequest {
-                topic: "t".into(),
-                channel: "c".into(),
-                id: MessageId(id),
-            };
             let entry = Entry {
                 id,
                 seg: 0,
                 off: offs[id as usize - 1] as u32,
             };
-            (req, entry)
+            (MessageId(id), entry)
         };
         let job = |ids: std::ops::RangeInclusive<u64>| Job {
             at: Where {
@@ -212,18 +226,23 @@ mod tests {
                 files: files.clone(),
                 end: b.len() as u64,
             },
+            topic: "t".into(),
+            channel: "c".into(),
             reqs: ids.map(req).collect(),
         };
         for jobs in [vec![job(1..=10)], vec![job(1..=4), job(5..=10)]] {
+            let runs = jobs.len();
             let got = load(&mut FxHashMap::default(), &Spare::default(), jobs);
+            assert_eq!(got.len(), runs, "a run per job");
+            let got: Vec<_> = got.iter().flat_map(|run| &run.bodies).collect();
             assert_eq!(got.len(), 10);
-            for (l, id) in got.iter().zip(1u64..) {
-                assert_eq!(l.req.id, MessageId(id));
+            for ((got_id, read), id) in got.into_iter().zip(1u64..) {
+                assert_eq!(*got_id, MessageId(id));
                 if bad.contains(&id) {
-                    let e = l.body.as_ref().expect_err("a bad record");
+                    let e = read.as_ref().expect_err("a bad record");
                     assert!(e.to_string().contains("record checksum mismatch"), "{e}");
                 } else {
-                    let got = l.body.as_ref().expect("an intact record");
+                    let got = read.as_ref().expect("an intact record");
                     assert_eq!(&got[..], &body(id)[..], "message {id}");
                 }
             }

@@ -5,7 +5,7 @@ use super::index::Entry;
 use super::sys::{no_read_ahead, open_direct};
 use super::{loader, seg_path, Loaded};
 use super::{Store, TopicStore};
-use nsqlab_core::{LoadRequest, Name};
+use nsqlab_core::{LoadRun, MessageId, Name};
 use std::fs::File;
 use std::sync::{mpsc, Arc};
 
@@ -56,52 +56,66 @@ impl Store {
     /// segment is gone, or the file does not open) are answered here, at once.
     ///
     /// A consumer's loads come in runs through one segment: a run is one job, located once.
-    pub fn request_loads(&mut self, reqs: impl IntoIterator<Item = LoadRequest>) -> Vec<Loaded> {
+    pub fn request_loads(&mut self, runs: impl IntoIterator<Item = LoadRun>) -> Vec<Loaded> {
         let mut jobs: Vec<loader::Job> = Vec::new();
         let mut failed = Vec::new();
-        // The topic store of the last request: a consumer's loads come in runs of one topic.
-        let mut cur: Option<(Name, &mut TopicStore)> = None;
-        for req in reqs {
-            if !cur
-                .as_ref()
-                .is_some_and(|(t, _)| Arc::ptr_eq(t, &req.topic))
-            {
-                cur = self
-                    .topics
-                    .get_mut(&req.topic)
-                    .map(|ts| (req.topic.clone(), ts));
-            }
-            let Some((_, ts)) = cur.as_mut() else {
-                let body = Err(StoreError::NoStorage(req.topic.clone()));
-                failed.push(Loaded { req, body });
-                continue;
-            };
-            let entry = match entry(ts, &req) {
-                Ok(e) => e,
-                Err(body) => {
-                    failed.push(Loaded {
-                        req,
-                        body: Err(body),
-                    });
-                    continue;
+        for LoadRun {
+            topic,
+            channel,
+            ids,
+        } in runs
+        {
+            let mut lost = Vec::new();
+            match self.topics.get_mut(&topic) {
+                None => {
+                    let e = StoreError::NoStorage(topic.clone());
+                    lost.extend(ids.into_iter().map(|id| (id, Err(e.clone()))));
                 }
-            };
-            if let Some(job) = jobs.last_mut() {
-                let (last, _) = job.reqs.last().expect("a job asks for one body at least");
-                if Arc::ptr_eq(&last.topic, &req.topic)
-                    && job.at.seg == u64::from(entry.seg)
-                    && last.id < req.id
-                {
-                    job.reqs.push((req, entry));
-                    continue;
+                Some(ts) => {
+                    // This run's jobs start after those of earlier runs.
+                    let first_job = jobs.len();
+                    let n = ids.len();
+                    for (i, id) in ids.into_iter().enumerate() {
+                        let entry = match entry(ts, &topic, id) {
+                            Ok(e) => e,
+                            Err(e) => {
+                                lost.push((id, Err(e)));
+                                continue;
+                            }
+                        };
+                        if let Some(job) = jobs[first_job..].last_mut() {
+                            let (last, _) = job.reqs.last().expect("a job asks for one body");
+                            if job.at.seg == u64::from(entry.seg) && *last < id {
+                                job.reqs.push((id, entry));
+                                continue;
+                            }
+                        }
+                        match locate(ts, &topic, id, entry) {
+                            Ok(at) => {
+                                // Usually one job holds the whole run; later ones grow as
+                                // they go (sizing each for the rest of the run would be
+                                // quadratic in a run of many short jobs).
+                                let cap = if jobs.len() == first_job { n - i } else { 1 };
+                                let mut reqs = Vec::with_capacity(cap);
+                                reqs.push((id, entry));
+                                jobs.push(loader::Job {
+                                    at,
+                                    topic: topic.clone(),
+                                    channel: channel.clone(),
+                                    reqs,
+                                });
+                            }
+                            Err(e) => lost.push((id, Err(e))),
+                        }
+                    }
                 }
             }
-            match locate(ts, &req, entry) {
-                Ok(at) => jobs.push(loader::Job {
-                    at,
-                    reqs: vec![(req, entry)],
-                }),
-                Err(e) => failed.push(Loaded { req, body: Err(e) }),
+            if !lost.is_empty() {
+                failed.push(Loaded {
+                    topic,
+                    channel,
+                    bodies: lost,
+                });
             }
         }
         if !jobs.is_empty() {
@@ -110,14 +124,17 @@ impl Store {
                 None => Err(loader::Msg::Load(jobs)),
             };
             if let Err(loader::Msg::Load(jobs)) = sent {
-                failed.extend(
-                    jobs.into_iter()
-                        .flat_map(|j| j.reqs)
-                        .map(|(req, _)| Loaded {
-                            req,
-                            body: Err(StoreError::Closed),
-                        }),
-                );
+                failed.extend(jobs.into_iter().map(|j| {
+                    Loaded {
+                        topic: j.topic,
+                        channel: j.channel,
+                        bodies: j
+                            .reqs
+                            .into_iter()
+                            .map(|(id, _)| (id, Err(StoreError::Closed)))
+                            .collect(),
+                    }
+                }));
             }
         }
         failed
@@ -132,24 +149,27 @@ impl Store {
     }
 }
 
-/// The index entry at or before message `req.id` of topic store `ts`: its segment is read
+/// The index entry at or before message `id` of topic store `ts`: its segment is read
 /// forward from there, or from the last load when that lies between.
-fn entry(ts: &mut TopicStore, req: &LoadRequest) -> Result<Entry, StoreError> {
-    ts.index
-        .locate(req.id.0)
-        .ok_or_else(|| StoreError::NotStored {
-            topic: req.topic.clone(),
-            id: req.id,
-        })
+fn entry(ts: &mut TopicStore, topic: &Name, id: MessageId) -> Result<Entry, StoreError> {
+    ts.index.locate(id.0).ok_or_else(|| StoreError::NotStored {
+        topic: topic.clone(),
+        id,
+    })
 }
 
 /// The segment `at` is in: its file (opened now if not yet), salt and written length.
-fn locate(ts: &mut TopicStore, req: &LoadRequest, at: Entry) -> Result<loader::Where, StoreError> {
+fn locate(
+    ts: &mut TopicStore,
+    topic: &Name,
+    id: MessageId,
+    at: Entry,
+) -> Result<loader::Where, StoreError> {
     let i = ts
         .segment_pos(u64::from(at.seg))
         .ok_or_else(|| StoreError::SegmentGone {
-            topic: req.topic.clone(),
-            id: req.id,
+            topic: topic.clone(),
+            id,
             seg: at.seg,
         })?;
     let seg = &mut ts.segments[i];
@@ -188,16 +208,21 @@ impl Store {
         topic: &str,
         id: nsqlab_core::MessageId,
     ) -> Result<nsqlab_core::Body, StoreError> {
-        let req = LoadRequest {
+        let run = LoadRun {
             topic: topic.into(),
             channel: "c".into(),
-            id,
+            ids: vec![id],
         };
-        if let Some(l) = self.request_loads([req]).pop() {
-            return l.body;
+        let one = |mut batch: Vec<Loaded>| {
+            assert_eq!(batch.len(), 1);
+            let mut run = batch.pop().expect("one run");
+            assert_eq!(run.bodies.len(), 1);
+            run.bodies.pop().expect("one body").1
+        };
+        let failed = self.request_loads([run]);
+        if !failed.is_empty() {
+            return one(failed);
         }
-        let mut batch = self.loaded.blocking_recv().expect("the loader thread runs");
-        assert_eq!(batch.len(), 1);
-        batch.pop().expect("one body").body
+        one(self.loaded.blocking_recv().expect("the loader thread runs"))
     }
 }

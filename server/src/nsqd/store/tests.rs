@@ -2,7 +2,7 @@ use super::cache::{PageCache, TRIM_STEP};
 use super::sync::mark_dirty;
 use super::write::{FIN_BATCH, FIN_WAIT, SYNC_GAP, SYNC_UNIT};
 use super::*;
-use nsqlab_core::{LoadRequest, MessageId, StoreOp};
+use nsqlab_core::{LoadRun, MessageId, StoreOp};
 use std::io::Read;
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -298,11 +298,11 @@ fn loads_find_every_message_through_the_sparse_index() {
     close_and_remove(store, &dir);
 }
 
-fn load_request(topic: &Name, id: u64) -> LoadRequest {
-    LoadRequest {
+fn load_run(topic: &Name, ids: std::ops::RangeInclusive<u64>) -> LoadRun {
+    LoadRun {
         topic: topic.clone(),
         channel: "c".into(),
-        id: MessageId(id),
+        ids: ids.map(MessageId).collect(),
     }
 }
 
@@ -317,7 +317,8 @@ fn loaded_bodies(store: &mut Store, n: usize) -> Vec<(u64, Result<Vec<u8>, Store
         got.extend(
             batch
                 .into_iter()
-                .map(|l| (l.req.id.0, l.body.map(|b| b.to_vec()))),
+                .flat_map(|run| run.bodies)
+                .map(|(id, body)| (id.0, body.map(|b| b.to_vec()))),
         );
     }
     got
@@ -334,16 +335,16 @@ fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone(
     // Asked for in two batches (with one the store never had, answered at once), read
     // in order; the second batch is asked for once the segment's file is unlinked (as
     // the sync thread does once its messages are finished): the loads hold it open.
-    let failed = store.request_loads((1..=30).map(|id| load_request(&topic, id)));
+    let failed = store.request_loads([load_run(&topic, 1..=30)]);
     assert!(failed.is_empty(), "{failed:?}");
-    let failed = store.request_loads([load_request(&topic, 999)]);
+    let failed = store.request_loads([load_run(&topic, 999..=999)]);
     assert_eq!(failed.len(), 1);
     assert_eq!(
-        failed[0].body.as_ref().map_err(|e| e.to_string()),
+        failed[0].bodies[0].1.as_ref().map_err(|e| e.to_string()),
         Err("message 00000000000003e7 of t is not stored".into())
     );
     fs::remove_file(seg_path(&store.topics[&topic].dir, 0)).unwrap();
-    let failed = store.request_loads((31..=60).map(|id| load_request(&topic, id)));
+    let failed = store.request_loads([load_run(&topic, 31..=60)]);
     assert!(failed.is_empty(), "{failed:?}");
     let want: Vec<_> = (1..=60u64).map(|id| (id, Ok(body_of(id)))).collect();
     assert_eq!(loaded_bodies(&mut store, 60), want);
@@ -351,7 +352,7 @@ fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone(
     // A topic deleted and made again under its name reads its own new log, not what the
     // loader kept of the old one at the same offsets (the start of its first segment,
     // read last).
-    assert!(store.request_loads([load_request(&topic, 1)]).is_empty());
+    assert!(store.request_loads([load_run(&topic, 1..=1)]).is_empty());
     assert_eq!(loaded_bodies(&mut store, 1), vec![(1, Ok(body_of(1)))]);
     store.apply(StoreOp::TopicDeleted {
         topic: topic.clone(),
@@ -362,9 +363,7 @@ fn loads_come_back_from_the_loader_thread_in_order_even_with_their_segment_gone(
         publish(&mut store, &topic, id, 100 + id as usize);
     }
     store.commit().unwrap();
-    assert!(store
-        .request_loads((61..=70).map(|id| load_request(&topic, id)))
-        .is_empty());
+    assert!(store.request_loads([load_run(&topic, 61..=70)]).is_empty());
     let want: Vec<_> = (61..=70u64)
         .map(|id| (id, Ok(vec![b'a'; 100 + id as usize])))
         .collect();
