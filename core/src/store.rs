@@ -103,10 +103,12 @@ pub enum StoreOp {
         ids: Vec<MessageId>,
         copies: u32,
     },
+    /// The channel is done with these messages (FIN, or dropped): a consumer's run of FINs
+    /// is one op, its names once.
     Finished {
         topic: Name,
         channel: Name,
-        id: MessageId,
+        ids: Vec<MessageId>,
     },
     /// REQ with a delay: the channel's copy is due again at `due`.
     Requeued {
@@ -311,10 +313,16 @@ impl Replay {
                     }
                 }
             }
-            StoreOp::Finished { topic, channel, id } => {
+            StoreOp::Finished {
+                topic,
+                channel,
+                ids,
+            } => {
                 if let Some(c) = self.channel(topic, channel) {
-                    c.finished.insert(*id);
-                    c.requeued.remove(id);
+                    for id in ids {
+                        c.finished.insert(*id);
+                        c.requeued.remove(id);
+                    }
                 }
             }
             StoreOp::Requeued {

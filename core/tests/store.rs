@@ -168,6 +168,46 @@ fn restart_delivers_what_was_not_finished_and_deferred_on_time() {
     assert!(m[0].id > got[2].id);
 }
 
+/// A consumer's batch of FINs (one read) is one op for the store, naming its channel once,
+/// and a restart honours every FIN in it; FINs of two channels stay apart.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_batch_of_fins_is_one_op_and_a_restart_honours_each() {
+    let mut sim = Sim::new(durable(), 1);
+    let c = sub(&mut sim, "t", "c", 10);
+    let d = sub(&mut sim, "t", "d", 10);
+    let p = sim.connect();
+    for b in ["a", "b", "c", "d", "e"] {
+        sim.send(p, &pub_cmd("t", b));
+    }
+    let (got_c, got_d) = (sim.messages(c), sim.messages(d));
+    assert_eq!((got_c.len(), got_d.len()), (5, 5));
+    let fins = |ms: &[nsqlab_core::Message]| -> Vec<u8> {
+        ms.iter()
+            .flat_map(|m| Command::Fin(m.id.to_hex()).to_bytes())
+            .collect()
+    };
+    let before = sim.store.ops;
+    // Four of c's in one read: one op.
+    sim.send_raw(c, &fins(&got_c[..4]));
+    assert_eq!(sim.store.ops, before + 1);
+    // d's five in one read, then c's last: two more.
+    sim.send_raw(d, &fins(&got_d));
+    sim.send_raw(c, &fins(&got_c[4..]));
+    assert_eq!(sim.store.ops, before + 3);
+
+    let mut after = sim.restart(2);
+    let c = sub(&mut after, "t", "c", 10);
+    let d = sub(&mut after, "t", "d", 10);
+    after.sleep(ms(10));
+    assert!(
+        after.messages(c).is_empty(),
+        "every FIN of c's batches held"
+    );
+    assert!(after.messages(d).is_empty(), "every FIN of d's batch held");
+    assert_eq!(after.broker.channel("t", "c").unwrap().depth(), 0);
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn restart_keeps_pauses_deletions_and_drops_ephemeral_channels() {

@@ -14,6 +14,7 @@ use crate::store::{RegistryChange, StoreOp, Ticket};
 use crate::time::Time;
 use crate::ClientId;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// How a publish is stored (see [`StoreOp::Publish`]).
 pub(super) struct Stored {
@@ -329,12 +330,20 @@ impl Outbox {
         id: MessageId,
         event: impl FnOnce(Name, Name) -> EventKind,
     ) {
-        if c.stored {
-            self.store(StoreOp::Finished {
-                topic: c.topic.clone(),
-                channel: c.name.clone(),
-                id,
-            });
+        if c.stored && !self.restoring {
+            // Joins the last op when that is this channel's FINs (a consumer's batch).
+            match self.store.back_mut() {
+                Some(StoreOp::Finished {
+                    topic,
+                    channel,
+                    ids,
+                }) if Arc::ptr_eq(channel, &c.name) && Arc::ptr_eq(topic, &c.topic) => ids.push(id),
+                _ => self.store(StoreOp::Finished {
+                    topic: c.topic.clone(),
+                    channel: c.name.clone(),
+                    ids: vec![id],
+                }),
+            }
         }
         self.channel_event(at, c, event);
     }

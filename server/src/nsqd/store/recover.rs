@@ -201,7 +201,7 @@ impl Store {
                             replay.apply(&StoreOp::Finished {
                                 topic: topic.clone(),
                                 channel: channel.clone(),
-                                id,
+                                ids: vec![id],
                             });
                         }
                     }

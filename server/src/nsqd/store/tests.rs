@@ -380,7 +380,7 @@ fn a_failed_write_releases_no_copies_and_loads_nothing_of_what_it_lost() {
             store.apply(StoreOp::Finished {
                 topic: topic.clone(),
                 channel: Arc::from("c"),
-                id: MessageId(id),
+                ids: vec![MessageId(id)],
             });
         }
     };
@@ -635,7 +635,7 @@ fn fins_alone_are_written_in_batches_or_when_due() {
         store.apply(StoreOp::Finished {
             topic: topic.clone(),
             channel: Arc::from("c"),
-            id: MessageId(id),
+            ids: vec![MessageId(id)],
         })
     };
     let len = |store: &Store| store.topics[&topic].segments.back().unwrap().len;
@@ -716,7 +716,7 @@ fn a_run_of_fins_applied_together_does_what_one_at_a_time_does() {
         let fin = |topic: &Name, channel: &Name, id: u64| StoreOp::Finished {
             topic: topic.clone(),
             channel: channel.clone(),
-            id: MessageId(id),
+            ids: vec![MessageId(id)],
         };
         let gone: Name = Arc::from("gone");
         let mut ops: Vec<StoreOp> = (1..=12).map(|id| fin(&topic, &c, id)).collect();

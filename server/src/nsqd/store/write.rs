@@ -290,23 +290,34 @@ impl Store {
                 }
                 continue;
             }
-            let StoreOp::Finished { topic, channel, id } = op else {
+            let StoreOp::Finished {
+                topic,
+                channel,
+                ids,
+            } = op
+            else {
                 self.apply(op);
                 continue;
             };
             let Ok(ts) = topic_store(&mut self.topics, &topic) else {
-                self.apply(StoreOp::Finished { topic, channel, id });
+                self.apply(StoreOp::Finished {
+                    topic,
+                    channel,
+                    ids,
+                });
                 continue;
             };
             let (seal, key) = fin_target(ts, &channel);
-            let mut id = id;
+            let mut ids = ids;
             loop {
-                fin(ts, seal, key, id);
+                for id in ids {
+                    fin(ts, seal, key, id);
+                }
                 match ops.next_if(|op| {
                     matches!(op, StoreOp::Finished { topic: t, channel: c, .. }
                         if Arc::ptr_eq(t, &topic) && Arc::ptr_eq(c, &channel))
                 }) {
-                    Some(StoreOp::Finished { id: next, .. }) => id = next,
+                    Some(StoreOp::Finished { ids: next, .. }) => ids = next,
                     _ => break,
                 }
             }
@@ -424,10 +435,16 @@ impl Store {
                 }
                 Ok(())
             }
-            StoreOp::Finished { topic, channel, id } => {
+            StoreOp::Finished {
+                topic,
+                channel,
+                ids,
+            } => {
                 let ts = self.topic(&topic)?;
                 let (seal, key) = fin_target(ts, &channel);
-                fin(ts, seal, key, id);
+                for id in ids {
+                    fin(ts, seal, key, id);
+                }
                 Ok(())
             }
             StoreOp::Requeued {
