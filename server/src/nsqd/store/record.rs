@@ -10,7 +10,7 @@
 //! payload = [u8 kind][fields…]
 //!   1 PUB       u8 flags (bit 0: held), u64 due (0: none), u64 id, u64 timestamp,
 //!               u16 attempts, body (the rest)
-//!   2 FIN       u32 channel key, u64 id
+//!   2 FIN       u32 channel key, u64 id… (one or more: a consumer's FINs of one commit)
 //!   3 REQ       u32 channel key, u64 id, u64 due
 //!   4 DISPATCH  (nothing: every held message went to the channels)
 //!   5 DROPHELD  (nothing: the topic was emptied)
@@ -101,7 +101,7 @@ pub enum Record {
     },
     Fin {
         key: u32,
-        id: MessageId,
+        ids: Vec<MessageId>,
     },
     Req {
         key: u32,
@@ -216,11 +216,19 @@ fn pub_payload(o: &mut Vec<u8>, held: bool, due: Option<Time>, msg: &Message) {
     o.extend_from_slice(&msg.body);
 }
 
-pub fn put_fin(out: &mut Vec<u8>, seal: Seal, key: u32, id: MessageId) {
-    frame(out, seal, 1 + 4 + 8, |o| {
+/// At most this many IDs go in one FIN record (64 KiB of them).
+pub const FINS_PER_RECORD: usize = 8 << 10;
+
+/// One FIN record for `ids` (at most [`FINS_PER_RECORD`], at least one): 8 bytes an ID
+/// and one header and check for them all, where a record each took 25 bytes and a check each.
+pub fn put_fin(out: &mut Vec<u8>, seal: Seal, key: u32, ids: &[MessageId]) {
+    debug_assert!(!ids.is_empty() && ids.len() <= FINS_PER_RECORD);
+    frame(out, seal, 1 + 4 + 8 * ids.len(), |o| {
         o.push(FIN);
         o.extend_from_slice(&key.to_le_bytes());
-        o.extend_from_slice(&id.0.to_le_bytes());
+        for id in ids {
+            o.extend_from_slice(&id.0.to_le_bytes());
+        }
     });
 }
 
@@ -280,9 +288,12 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
                 msg,
             }
         }
-        FIN if p.len() == 13 => Record::Fin {
+        FIN if p.len() >= 13 && (p.len() - 5) % 8 == 0 => Record::Fin {
             key: u32_at(p, 1)?,
-            id: MessageId(u64_at(p, 5)?),
+            ids: p[5..]
+                .chunks_exact(8)
+                .map(|b| MessageId(u64::from_le_bytes(b.try_into().expect("8 bytes"))))
+                .collect(),
         },
         REQ if p.len() == 21 => Record::Req {
             key: u32_at(p, 1)?,
@@ -801,7 +812,7 @@ pub fn put_legacy(out: &mut Vec<u8>, rec: &Record) {
     match rec {
         Record::Mark { last_id } => put_mark(&mut b, seal, *last_id),
         Record::Pub { held, due, msg } => put_pub(&mut b, seal, *held, *due, msg),
-        Record::Fin { key, id } => put_fin(&mut b, seal, *key, *id),
+        Record::Fin { key, ids } => put_fin(&mut b, seal, *key, ids),
         Record::Req { key, id, due } => put_req(&mut b, seal, *key, *id, *due),
         Record::Dispatch => put_dispatch(&mut b, seal),
         Record::DropHeld => put_drop_held(&mut b, seal),
@@ -898,7 +909,7 @@ mod tests {
         let offs = (0..bodies.len())
             .map(|i| {
                 let at = pub_record(&mut b, i as u64 + 1, &bodies[i]);
-                put_fin(&mut b, seal0(), 0, MessageId(i as u64 + 1));
+                put_fin(&mut b, seal0(), 0, &[MessageId(i as u64 + 1)]);
                 at
             })
             .collect();
@@ -1120,7 +1131,11 @@ mod tests {
             },
             Record::Fin {
                 key: 2,
-                id: MessageId(42),
+                ids: vec![MessageId(42)],
+            },
+            Record::Fin {
+                key: 3,
+                ids: vec![MessageId(43), MessageId(7), MessageId(u64::MAX)],
             },
             Record::Req {
                 key: 2,
@@ -1137,7 +1152,7 @@ mod tests {
             match r {
                 Record::Mark { last_id } => put_mark(&mut b, o, *last_id),
                 Record::Pub { held, due, msg } => put_pub(&mut b, o, *held, *due, msg),
-                Record::Fin { key, id } => put_fin(&mut b, o, *key, *id),
+                Record::Fin { key, ids } => put_fin(&mut b, o, *key, ids),
                 Record::Req { key, id, due } => put_req(&mut b, o, *key, *id, *due),
                 Record::Dispatch => put_dispatch(&mut b, o),
                 Record::DropHeld => put_drop_held(&mut b, o),
@@ -1218,8 +1233,8 @@ mod tests {
             for base in [0u64, 4096 + 3] {
                 let seal = Seal { salt: S, base };
                 let (mut now, mut later, mut starts) = (Vec::new(), Vec::new(), Vec::new());
-                put_fin(&mut now, seal, 1, MessageId(9));
-                put_fin(&mut later, seal, 1, MessageId(9));
+                put_fin(&mut now, seal, 1, &[MessageId(9)]);
+                put_fin(&mut later, seal, 1, &[MessageId(9)]);
                 for (i, &size) in sizes[..n].iter().enumerate() {
                     let body: Vec<u8> = (0..size).map(|b| (b * 31 + i) as u8).collect();
                     let m = Message::new(MessageId(i as u64 + 10), 5, body.into());
@@ -1260,7 +1275,7 @@ mod tests {
             &mut body,
             &Record::Fin {
                 key: 0,
-                id: MessageId(5),
+                ids: vec![MessageId(5)],
             },
         );
         put_legacy(&mut body, &msg(1000, b"FORGED"));
@@ -1269,7 +1284,7 @@ mod tests {
                 salt,
                 base: body_at,
             };
-            put_fin(&mut body, seal, 0, MessageId(5));
+            put_fin(&mut body, seal, 0, &[MessageId(5)]);
             put_pub(
                 &mut body,
                 seal,
@@ -1377,11 +1392,11 @@ mod tests {
     #[test]
     fn a_record_moved_or_in_another_segment_fails_its_check() {
         let mut b = Vec::new();
-        put_fin(&mut b, Seal { salt: S, base: 100 }, 1, MessageId(9));
+        put_fin(&mut b, Seal { salt: S, base: 100 }, 1, &[MessageId(9)]);
         let fin = (
             Record::Fin {
                 key: 1,
-                id: MessageId(9),
+                ids: vec![MessageId(9)],
             },
             b.len(),
         );

@@ -195,13 +195,13 @@ impl Store {
                             msg,
                         });
                     }
-                    record::Record::Fin { key, id } => {
+                    record::Record::Fin { key, ids } => {
                         max_key = max_key.max(Some(key));
                         if let Some(channel) = keys.get(&key) {
                             replay.apply(&StoreOp::Finished {
                                 topic: topic.clone(),
                                 channel: channel.clone(),
-                                ids: vec![id],
+                                ids,
                             });
                         }
                     }

@@ -192,7 +192,7 @@ fn a_legacy_segment_is_converted_when_the_store_opens() {
         msg(2),
         Record::Fin {
             key: 0,
-            id: MessageId(2),
+            ids: vec![MessageId(2)],
         },
         msg(3),
     ] {
@@ -759,4 +759,55 @@ fn a_run_of_fins_applied_together_does_what_one_at_a_time_does() {
     assert!(failed, "the topic the store does not have is an error");
     assert!(refs.len() > 2, "{refs:?}");
     assert_eq!(owed, 27);
+}
+
+/// A consumer's FINs of one commit are one FIN record (8 bytes an ID), at most
+/// `FINS_PER_RECORD` IDs each, and a restart honours every ID in each record: only the
+/// messages not FIN'd are owed.
+#[test]
+fn a_batch_of_fins_is_one_record_per_so_many_ids_and_a_restart_honours_each() {
+    let (mut store, _rx, dir) = store_with_sync_channel("fin-records");
+    let topic = new_topic(&mut store);
+    let c: Name = Arc::from("c");
+    store.apply(StoreOp::ChannelCreated {
+        topic: topic.clone(),
+        channel: c.clone(),
+        start: MessageId(0),
+    });
+    let per = record::FINS_PER_RECORD as u64;
+    let n = per + 100;
+    for id in 1..=n {
+        store.apply(StoreOp::Publish {
+            ticket: 0,
+            topic: topic.clone(),
+            held: false,
+            copies: 1,
+            due: None,
+            msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 10].into()),
+        });
+    }
+    store.commit().unwrap();
+    // Every ID but 7, 8 and the last 10, out of order.
+    let mut ids: Vec<MessageId> = (1..=n - 10)
+        .filter(|id| ![7, 8].contains(id))
+        .map(MessageId)
+        .collect();
+    ids.swap(0, 100);
+    let fins = ids.len();
+    store.apply(StoreOp::Finished {
+        topic: topic.clone(),
+        channel: c.clone(),
+        ids,
+    });
+    let pending = store.topics[&topic].pending.len();
+    assert_eq!(
+        pending,
+        2 * (record::HEADER + 1 + 4) + 8 * fins,
+        "two FIN records for {fins} IDs"
+    );
+    store.commit().unwrap();
+    store.close();
+    let (store, recovered) = open_in(&dir, 100 << 20);
+    assert_eq!(recovered.messages, 12, "7, 8 and the last 10 are owed");
+    close_and_remove(store, &dir);
 }

@@ -66,15 +66,20 @@ fn fin_target(ts: &TopicStore, channel: &str) -> (record::Seal, Option<u32>) {
     (ts.seal(), ts.meta.channels.get(channel).map(|c| c.key))
 }
 
-/// Message `id` is finished on the channel whose key is `key` (none: a channel the store
-/// does not know, whose FIN is not recorded): its FIN record, and its copy released.
-fn fin(ts: &mut TopicStore, seal: record::Seal, key: Option<u32>, id: MessageId) {
+/// Messages `ids` are finished on the channel whose key is `key` (none: a channel the store
+/// does not know, whose FINs are not recorded): their FIN records (one for up to
+/// [`record::FINS_PER_RECORD`] of them), and their copies released.
+fn fin(ts: &mut TopicStore, seal: record::Seal, key: Option<u32>, ids: &[MessageId]) {
     if let Some(key) = key {
         let before = ts.pending.len();
-        record::put_fin(&mut ts.pending, seal, key, id);
+        for some in ids.chunks(record::FINS_PER_RECORD) {
+            record::put_fin(&mut ts.pending, seal, key, some);
+        }
         ts.pending_fins += ts.pending.len() - before;
     }
-    add_ref(ts, id, -1);
+    for &id in ids {
+        add_ref(ts, id, -1);
+    }
 }
 
 pub(super) fn write_meta(ts: &TopicStore) -> Result<(), StoreError> {
@@ -310,9 +315,7 @@ impl Store {
             let (seal, key) = fin_target(ts, &channel);
             let mut ids = ids;
             loop {
-                for id in ids {
-                    fin(ts, seal, key, id);
-                }
+                fin(ts, seal, key, &ids);
                 match ops.next_if(|op| {
                     matches!(op, StoreOp::Finished { topic: t, channel: c, .. }
                         if Arc::ptr_eq(t, &topic) && Arc::ptr_eq(c, &channel))
@@ -442,9 +445,7 @@ impl Store {
             } => {
                 let ts = self.topic(&topic)?;
                 let (seal, key) = fin_target(ts, &channel);
-                for id in ids {
-                    fin(ts, seal, key, id);
-                }
+                fin(ts, seal, key, &ids);
                 Ok(())
             }
             StoreOp::Requeued {
