@@ -41,6 +41,10 @@ pub struct Index {
     /// (`[FINS]`): consumers go through a backlog in ID order, and the loads run ahead of the
     /// FINs by the consumers' in-flight messages, so each keeps its own place.
     hints: [usize; 2],
+    /// The entry each place last found, with the ID of the entry after it (`u64::MAX`: none
+    /// yet): a lookup between the two is answered without touching `entries`. Forgotten
+    /// whenever `entries` changes.
+    found: [Option<(Entry, u64)>; 2],
 }
 
 const LOADS: usize = 0;
@@ -53,6 +57,7 @@ impl Index {
         let new_segment = self.entries.back().is_none_or(|e| e.seg != seg);
         if new_segment || exact || self.since_msgs >= EVERY || self.since_bytes >= BYTES {
             self.entries.push_back(Entry { id, seg, off });
+            self.found = [None; 2];
             self.since_msgs = 0;
             self.since_bytes = 0;
         }
@@ -71,6 +76,7 @@ impl Index {
         {
             self.entries.pop_back();
         }
+        self.found = [None; 2];
         // What follows gets an entry of its own (counting from one that may be gone).
         self.since_msgs = EVERY;
         if from <= to {
@@ -88,6 +94,7 @@ impl Index {
         for h in &mut self.hints {
             *h = h.saturating_sub(n);
         }
+        self.found = [None; 2];
         if let Some(first) = self.entries.front() {
             let first = first.id;
             self.unwritten.retain(|&(_, to)| to >= first);
@@ -104,6 +111,11 @@ impl Index {
         if id > self.last || self.unwritten.iter().any(|&(a, b)| (a..=b).contains(&id)) {
             return None;
         }
+        if let Some((e, next)) = self.found[hint] {
+            if e.id <= id && id < next {
+                return Some(e);
+            }
+        }
         let at = |i: usize| self.entries.get(i).copied();
         let covers = |i: usize| {
             at(i).is_some_and(|e| e.id <= id) && at(i + 1).is_none_or(|next| next.id > id)
@@ -117,7 +129,9 @@ impl Index {
                 .checked_sub(1)?,
         };
         self.hints[hint] = i;
-        at(i)
+        let e = at(i)?;
+        self.found[hint] = Some((e, at(i + 1).map_or(u64::MAX, |next| next.id)));
+        Some(e)
     }
 
     /// The segment message `id` is in, if it was recorded and its segment is still there
@@ -222,6 +236,31 @@ mod tests {
         let at = ix.hints[LOADS];
         assert_eq!(ix.segment_of(10), Some(0));
         assert_eq!(ix.hints[LOADS], at);
+    }
+
+    /// What a place last found is not reused once entries come or go.
+    #[test]
+    fn a_lookup_after_the_index_changed_sees_the_change() {
+        let mut ix = index_of(10, 100, u64::MAX);
+        // The last entry (message 10) covers everything up to the last ID...
+        assert_eq!(ix.locate(100).map(|e| e.id), Some(10));
+        assert_eq!(ix.segment_of(100), Some(0));
+        // ...until a new segment starts: its messages are found there.
+        ix.push(110, 1, 48, 100, false);
+        ix.push(120, 1, 148, 100, false);
+        assert_eq!(ix.locate(120).map(|e| (e.id, e.seg)), Some((110, 1)));
+        assert_eq!(ix.segment_of(120), Some(1));
+        assert_eq!(ix.locate(100).map(|e| e.id), Some(10));
+        // Segment 0 gone: its messages are not found, from either place.
+        ix.drop_segment(0);
+        assert_eq!(ix.locate(100), None);
+        assert_eq!(ix.segment_of(50), None);
+        assert_eq!(ix.locate(110).map(|e| e.seg), Some(1));
+        // Segment 1's records from offset 148 on were not written: 120 is not recorded.
+        ix.unwritten(120, 120, 1, 148);
+        assert_eq!(ix.locate(120), None);
+        ix.push(130, 1, 148, 100, false);
+        assert_eq!(ix.locate(130).map(|e| (e.id, e.off)), Some((130, 148)));
     }
 
     #[test]
