@@ -288,7 +288,7 @@ fn decode_payload(p: &[u8], body: bool) -> Option<Record> {
                 msg,
             }
         }
-        FIN if p.len() >= 13 && (p.len() - 5) % 8 == 0 => Record::Fin {
+        FIN if p.len() >= 13 && (p.len() - 5).is_multiple_of(8) => Record::Fin {
             key: u32_at(p, 1)?,
             ids: p[5..]
                 .chunks_exact(8)

@@ -139,6 +139,19 @@ fn publish_body(store: &mut Store, topic: &Name, id: u64, body: Vec<u8>) {
     });
 }
 
+/// Publish message `id` (`size` bytes) to topic `topic`'s channels, `copies` of them (not
+/// held by the topic: as the broker publishes to a topic with channels).
+fn publish_to_channels(store: &mut Store, topic: &Name, id: u64, copies: u32, size: usize) {
+    store.apply(StoreOp::Publish {
+        ticket: 0,
+        topic: topic.clone(),
+        held: false,
+        copies,
+        due: None,
+        msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; size].into()),
+    });
+}
+
 /// The end of a test's store: stop it, then remove its directory.
 fn close_and_remove(store: Store, dir: &Path) {
     drop(store);
@@ -616,17 +629,7 @@ fn fins_alone_are_written_in_batches_or_when_due() {
         start: MessageId(0),
     });
     let n = 2 * FIN_BATCH as u64 / 25;
-    // (Not held by the topic: its channel's, as the broker publishes with a channel.)
-    let publish = |store: &mut Store, id: u64| {
-        store.apply(StoreOp::Publish {
-            ticket: 0,
-            topic: topic.clone(),
-            held: false,
-            copies: 1,
-            due: None,
-            msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 10].into()),
-        })
-    };
+    let publish = |store: &mut Store, id: u64| publish_to_channels(store, &topic, id, 1, 10);
     for id in 1..=n {
         publish(&mut store, id);
     }
@@ -703,14 +706,7 @@ fn a_run_of_fins_applied_together_does_what_one_at_a_time_does() {
             });
         }
         for id in 1..=30 {
-            store.apply(StoreOp::Publish {
-                ticket: 0,
-                topic: topic.clone(),
-                held: false,
-                copies: 2,
-                due: None,
-                msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 200].into()),
-            });
+            publish_to_channels(&mut store, &topic, id, 2, 200);
         }
         store.commit().unwrap();
         let fin = |topic: &Name, channel: &Name, id: u64| StoreOp::Finished {
@@ -777,14 +773,7 @@ fn a_batch_of_fins_is_one_record_per_so_many_ids_and_a_restart_honours_each() {
     let per = record::FINS_PER_RECORD as u64;
     let n = per + 100;
     for id in 1..=n {
-        store.apply(StoreOp::Publish {
-            ticket: 0,
-            topic: topic.clone(),
-            held: false,
-            copies: 1,
-            due: None,
-            msg: nsqlab_core::Message::new(MessageId(id), 0, vec![b'a'; 10].into()),
-        });
+        publish_to_channels(&mut store, &topic, id, 1, 10);
     }
     store.commit().unwrap();
     // Every ID but 7, 8 and the last 10, out of order.
