@@ -34,8 +34,11 @@ declare -A SERVER=(
   [nsqlab-mem]="$B nsqd --durable=false --mem-queue-size=1000000"
   [nsqd-mq1M]="$NSQ_BIN/nsqd --mem-queue-size=1000000"
   [null]="$B bench null-server"
+  [null-log]="$B bench null-server --log"
 )
-ORDER=(nsqlab nsqlab-mq1M nsqlab-mem nsqd-mq1M null)
+ORDER=(nsqlab nsqlab-mq1M nsqlab-mem nsqd-mq1M null null-log)
+# The stand-ins answer publishes and have no consumers.
+stand_in() { [[ $1 == null* ]]; }
 
 start() {
   if curl -sf http://$HTTP/ping >/dev/null 2>&1; then
@@ -44,6 +47,7 @@ start() {
   rm -rf "${DATA:?}"/*
   case $1 in
     null) ${SERVER[$1]} --tcp-address=$TCP --http-address=$HTTP >"$RES/$1.log" 2>&1 & ;;
+    null-log) ${SERVER[$1]} "$DATA/null.log" --tcp-address=$TCP --http-address=$HTTP >"$RES/$1.log" 2>&1 & ;;
     *) ${SERVER[$1]} --tcp-address=$TCP --http-address=$HTTP --data-path="$DATA" >"$RES/$1.log" 2>&1 & ;;
   esac
   pid=$!
@@ -56,14 +60,14 @@ ops() { sed -nE 's/.* - ([0-9.]+)ops\/s.*/\1/p' | tail -1 | awk '{printf "%.0f",
 for round in $(seq "$ROUNDS"); do
   for s in "${ORDER[@]}"; do
     start "$s"
-    if [ "$s" != null ]; then
+    if ! stand_in "$s"; then
       curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
       curl -sf -X POST "http://$HTTP/channel/create?topic=sub_bench&channel=ch" >/dev/null
     fi
     w=$("$NSQ_BIN/bench_writer" -nsqd-tcp-address=$TCP -runfor=$RUNFOR 2>&1 | ops)
     echo "$w" >>"$RES/$s.pub"
     # The reader drains the backlog the writer left (most of it past --mem-queue-size).
-    if [ "$s" != null ]; then
+    if ! stand_in "$s"; then
       r=$("$NSQ_BIN/bench_reader" -nsqd-tcp-address=$TCP -runfor=$READFOR 2>&1 | ops)
       echo "$r" >>"$RES/$s.sub"
     fi
@@ -91,6 +95,8 @@ done
 row "drain: durable / --durable=false (target >= 0.90)" "$(ratio "${SUB[nsqlab]}" "${SUB[nsqlab-mem]}") (mq1M: $(ratio "${SUB[nsqlab-mq1M]}" "${SUB[nsqlab-mem]}"))"
 row "drain: durable / nsqd v1.3.0 mq1M (target >= 2)" "$(ratio "${SUB[nsqlab]}" "${SUB[nsqd-mq1M]}") (mq1M: $(ratio "${SUB[nsqlab-mq1M]}" "${SUB[nsqd-mq1M]}"))"
 row "PUB: durable / null-server (target >= 0.70)" "$(ratio "${PUB[nsqlab]}" "${PUB[null]}")"
+row "PUB: null-server --log (writes, syncs, keeps nothing else) / null-server" "$(ratio "${PUB[null-log]}" "${PUB[null]}")"
+row "PUB: durable / null-server --log" "$(ratio "${PUB[nsqlab]}" "${PUB[null-log]}")"
 row "PUB: --durable=false / durable mq1M (target >= 1)" "$(ratio "${PUB[nsqlab-mem]}" "${PUB[nsqlab-mq1M]}")"
 row "PUB: durable / nsqd v1.3.0 mq1M" "$(ratio "${PUB[nsqlab]}" "${PUB[nsqd-mq1M]}")"
 

@@ -8,11 +8,20 @@
 //! without looking at the body; `NOP` gets nothing. Anything else, a line longer than 1 KiB or
 //! a body over 64 MiB gets an `E_INVALID` error frame, and the connection closes. Over HTTP,
 //! every request gets `200 OK` (so `/ping` works).
+//!
+//! With `--log FILE`, the publishes of each read are first written to `FILE` with one
+//! `pwrite` (a ring of `--log-size` bytes, so its page-cache pages are reused, and its size
+//! stays put), and a thread `fdatasync`s it every `--log-sync` (2 ms) while written to:
+//! about the least a server that keeps what it is sent can do, for how close a durable
+//! server could come to the plain null server.
 
 use clap::Args;
 use nsqlab_core::protocol::{encode_frame, FRAME_TYPE_ERROR, FRAME_TYPE_RESPONSE};
 use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, Args)]
 pub struct NullServerArgs {
@@ -20,6 +29,62 @@ pub struct NullServerArgs {
     pub tcp_address: String,
     #[arg(long, default_value = "127.0.0.1:4151")]
     pub http_address: String,
+    /// write what is published to this file before answering (see the module docs)
+    #[arg(long)]
+    pub log: Option<std::path::PathBuf>,
+    /// the size of the --log file's ring, in bytes
+    #[arg(long, default_value_t = 1 << 30)]
+    pub log_size: u64,
+    /// how often the --log file is synced while written to (0: never)
+    #[arg(long, default_value = "2ms", value_parser = crate::cli::duration_arg)]
+    pub log_sync: std::time::Duration,
+}
+
+/// The `--log` file: a ring written at reserved offsets, synced by a thread of its own.
+struct Log {
+    file: std::fs::File,
+    size: u64,
+    next: AtomicU64,
+    dirty: AtomicBool,
+}
+
+impl Log {
+    fn open(path: &std::path::Path, size: u64, every: Duration) -> io::Result<Arc<Log>> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)?;
+        file.set_len(size.max(MAX_BODY as u64 * 2))?;
+        let log = Arc::new(Log {
+            size: file.metadata()?.len(),
+            file,
+            next: AtomicU64::new(0),
+            dirty: AtomicBool::new(false),
+        });
+        let syncer = log.clone();
+        if !every.is_zero() {
+            std::thread::spawn(move || loop {
+                std::thread::sleep(every);
+                if syncer.dirty.swap(false, Ordering::AcqRel) {
+                    let _ = syncer.file.sync_data();
+                }
+            });
+        }
+        Ok(log)
+    }
+
+    /// Append `b` (wrapping to the start of the ring where it would not fit).
+    fn write(&self, b: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let len = b.len() as u64;
+        let at = self.next.fetch_add(len, Ordering::Relaxed) % self.size;
+        let at = if at + len > self.size { 0 } else { at };
+        self.file.write_all_at(b, at)?;
+        self.dirty.store(true, Ordering::Release);
+        Ok(())
+    }
 }
 
 const MAX_LINE: usize = 1024;
@@ -29,10 +94,19 @@ const MAX_BODY: usize = 64 << 20;
 pub fn run(a: NullServerArgs) -> anyhow::Result<()> {
     let tcp = TcpListener::bind(&a.tcp_address)?;
     let http = TcpListener::bind(&a.http_address)?;
+    let log = a
+        .log
+        .as_deref()
+        .map(|p| Log::open(p, a.log_size, a.log_sync))
+        .transpose()?;
     eprintln!(
-        "null-server: TCP {} HTTP {} (answers OK, keeps nothing)",
+        "null-server: TCP {} HTTP {} (answers OK, {})",
         tcp.local_addr()?,
-        http.local_addr()?
+        http.local_addr()?,
+        match &a.log {
+            Some(p) => format!("writes publishes to {}", p.display()),
+            None => "keeps nothing".into(),
+        }
     );
     std::thread::spawn(move || {
         for s in http.incoming().flatten() {
@@ -40,8 +114,9 @@ pub fn run(a: NullServerArgs) -> anyhow::Result<()> {
         }
     });
     for s in tcp.incoming().flatten() {
+        let log = log.clone();
         std::thread::spawn(move || {
-            let _ = serve(s);
+            let _ = serve(s, log.as_deref());
         });
     }
     Ok(())
@@ -99,7 +174,7 @@ fn next(b: &[u8]) -> Step {
     }
 }
 
-fn serve(mut s: TcpStream) -> io::Result<()> {
+fn serve(mut s: TcpStream, log: Option<&Log>) -> io::Result<()> {
     s.set_nodelay(true)?;
     let mut magic = [0u8; 4];
     s.read_exact(&mut magic)?;
@@ -118,11 +193,14 @@ fn serve(mut s: TcpStream) -> io::Result<()> {
         }
         filled += n;
         let mut at = 0;
+        // The publishes of this read, written before they are answered.
+        let mut published: Option<(usize, usize)> = None;
         loop {
             match next(&buf[at..filled]) {
                 Step::Incomplete => break,
                 Step::Ok(len) => {
                     encode_frame(&mut out, FRAME_TYPE_RESPONSE, b"OK");
+                    published = Some((published.map_or(at, |p| p.0), at + len));
                     at += len;
                 }
                 Step::Quiet(len) => at += len,
@@ -131,6 +209,9 @@ fn serve(mut s: TcpStream) -> io::Result<()> {
                     return s.write_all(&out);
                 }
             }
+        }
+        if let (Some(log), Some((from, to))) = (log, published) {
+            log.write(&buf[from..to])?;
         }
         buf.copy_within(at..filled, 0);
         filled -= at;
@@ -150,7 +231,7 @@ mod tests {
     fn publishes_get_ok_in_pieces_and_anything_else_closes() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
-        std::thread::spawn(move || serve(l.accept().unwrap().0));
+        std::thread::spawn(move || serve(l.accept().unwrap().0, None));
         let mut c = TcpStream::connect(addr).unwrap();
         let mut input = b"  V2".to_vec();
         for cmd in [
@@ -186,6 +267,38 @@ mod tests {
         c.read_to_end(&mut rest).unwrap();
         assert_eq!(&rest[8..], b"E_INVALID invalid command");
         assert_eq!(&rest[4..8], &[0, 0, 0, 1]);
+    }
+
+    #[test]
+    fn with_a_log_the_publishes_are_written_before_the_ok() {
+        let path = std::env::temp_dir().join(format!("nsqlab-nulllog-{}", std::process::id()));
+        let log = Log::open(&path, 1 << 20, Duration::from_millis(2)).unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server_log = log.clone();
+        std::thread::spawn(move || serve(l.accept().unwrap().0, Some(&server_log)));
+        let mut c = TcpStream::connect(addr).unwrap();
+        let mut publish = Vec::new();
+        Command::Pub {
+            topic: "t".into(),
+            body: b"kept".into(),
+        }
+        .encode(&mut publish);
+        c.write_all(&[b"  V2".as_slice(), &publish, b"NOP\n"].concat())
+            .unwrap();
+        let mut ok = [0u8; 10];
+        c.read_exact(&mut ok).unwrap();
+        assert_eq!(&ok[8..], b"OK");
+        let mut got = vec![0u8; publish.len() + 4];
+        use std::os::unix::fs::FileExt;
+        log.file.read_exact_at(&mut got, 0).unwrap();
+        assert_eq!(&got[..publish.len()], publish.as_slice());
+        assert_eq!(
+            &got[publish.len()..],
+            [0; 4],
+            "the NOP after it is not a publish"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
