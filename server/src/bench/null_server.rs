@@ -9,9 +9,9 @@
 //! a body over 64 MiB gets an `E_INVALID` error frame, and the connection closes. Over HTTP,
 //! every request gets `200 OK` (so `/ping` works).
 //!
-//! With `--log FILE`, the publishes of each read are first written to `FILE` with one
-//! `pwrite` (a ring of `--log-size` bytes, so its page-cache pages are reused, and its size
-//! stays put), and a thread `fdatasync`s it every `--log-sync` (2 ms) while written to:
+//! With `--log FILE`, each read's publishes (the bytes from the first to the end of the last)
+//! are first written to `FILE` with one `pwrite` (a ring of `--log-size` bytes, at least
+//! 128 MiB, so its page-cache pages are reused, and its size stays put), and a thread `fdatasync`s it every `--log-sync` (2 ms) while written to:
 //! about the least a server that keeps what it is sent can do, for how close a durable
 //! server could come to the plain null server.
 
@@ -32,7 +32,7 @@ pub struct NullServerArgs {
     /// write what is published to this file before answering (see the module docs)
     #[arg(long)]
     pub log: Option<std::path::PathBuf>,
-    /// the size of the --log file's ring, in bytes
+    /// the size of the --log file's ring, in bytes (at least 128 MiB: twice the largest body)
     #[arg(long, default_value_t = 1 << 30)]
     pub log_size: u64,
     /// how often the --log file is synced while written to (0: never)
@@ -193,7 +193,8 @@ fn serve(mut s: TcpStream, log: Option<&Log>) -> io::Result<()> {
         }
         filled += n;
         let mut at = 0;
-        // The publishes of this read, written before they are answered.
+        // This read's publishes (from the first to the end of the last), written before
+        // they are answered.
         let mut published: Option<(usize, usize)> = None;
         loop {
             match next(&buf[at..filled]) {
