@@ -54,6 +54,11 @@
 //! [`store::Replay`] gives back what the store kept. [`Broker::poll_registry`] reports topics
 //! and channels as they come and go (for nsqlookupd, whose own state machine is [`lookup`]).
 //!
+//! A host that runs several partitions (one broker each, see [`partition`]) wraps each broker
+//! in a [`partition::Partition`], which routes clients and publishes between them; it then
+//! drains one output, [`partition::Partition::poll_output`], in place of the transmit, auth,
+//! event and registry polls.
+//!
 //! Determinism: message IDs come from the configured node id, `now` and a sequence; any
 //! randomness (`sample_rate`, the optional scan-loop strategy) from the seed. The same inputs
 //! give the same outputs and events, byte for byte.

@@ -1,26 +1,58 @@
-//! Partitions (see `nsqlab_core::partition`), wired by a small host as a server wires them:
-//! clients move to the partition that owns their topic, publishes of clients that stay are
-//! forwarded, and every client sees its answers in the order it sent its commands — in set
-//! scenarios, and over random interleavings (`PARTITION_SEEDS=N`, default 5 000).
+//! Partitions (see `nsqlab_core::partition`), run by a small host that carries messages as the
+//! server's broker tasks do — each connection's input to the partition it was last told it is
+//! in, each partition's messages to the others, each connection's output, all in order —
+//! around the core's own routing ([`Partition`]): clients move to the partition that owns
+//! their topic, publishes of clients that stay are forwarded, and every client sees its
+//! answers in the order it sent its commands — in set scenarios, and over random
+//! interleavings of those queues (`PARTITION_SEEDS=N`, default 5 000).
 
+use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
 use nsqlab_core::protocol::{decode_frame, Command, Frame, MAGIC_V2};
 use nsqlab_core::stats::Stats;
-use nsqlab_core::{partition_of, Broker, ClientId, Options, StatsFilter, Transmit};
-use std::collections::HashMap;
+use nsqlab_core::{partition_of, ClientId, Options, StatsFilter, Transmit};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::{HashMap, VecDeque};
 
-struct Host {
-    b: Vec<Broker>,
-    /// Where each client's connection sends its input.
-    at: HashMap<ClientId, usize>,
-    inbox: HashMap<ClientId, Vec<u8>>,
-    frames: HashMap<ClientId, Vec<Frame>>,
-    closed: Vec<ClientId>,
+/// No connection handle: the host finds a connection by its client's ID.
+type Part = Partition<Vec<u8>, ()>;
+type Peer = PeerMsg<Vec<u8>, ()>;
+
+/// What a connection reads from its output queue (the server's `Out`).
+#[derive(Debug)]
+enum Out {
+    Data(Vec<u8>),
+    /// Its client is now in this partition.
+    Moved(usize),
+    Close,
+}
+
+/// A connection: where it sends, and what it has been sent.
+struct Conn {
+    /// The partition it sends its input to.
+    target: usize,
+    out: VecDeque<Out>,
+    wire: Vec<u8>,
+    frames: Vec<Frame>,
+    closed: bool,
+    /// Told it moved, it has not yet told the partition it left ([`Net::hold_drained`]).
+    undrained: Option<usize>,
+}
+
+/// Partitions and connections, with the queues between them.
+struct Net {
+    parts: Vec<Part>,
+    /// Per partition: connections' input, in the order it was sent.
+    inbox: Vec<VecDeque<(ClientId, ClientInput<Vec<u8>>)>>,
+    /// Per partition: other partitions' messages, in the order they were sent.
+    peers: Vec<VecDeque<Peer>>,
+    conns: HashMap<ClientId, Conn>,
     now: u64,
-    /// Acknowledge store writes at once (durable brokers).
+    /// Commit (acknowledge the store's writes) at every wake-up.
     auto_store: bool,
-    /// Report a moved client settled at once.
-    auto_settle: bool,
-    unsettled: Vec<(usize, ClientId)>,
+    /// A connection told it moved waits for [`Net::settle`] before it says so to the
+    /// partition it left.
+    hold_drained: bool,
 }
 
 fn names() -> (String, String) {
@@ -34,42 +66,202 @@ fn names() -> (String, String) {
     (a.unwrap(), b.unwrap())
 }
 
-impl Host {
-    fn new(durable: bool) -> Host {
-        let b = (0..2)
+impl Net {
+    fn new(n: u32, durable: bool, seed: u64) -> Net {
+        let parts = (0..n)
             .map(|p| {
                 let opts = Options {
                     partition: p,
-                    partitions: 2,
+                    partitions: n,
                     durable,
                     ..Options::default()
                 };
-                Broker::new(opts, 7 + p as u64, 1)
+                Partition::new(opts, seed ^ p as u64, 1)
             })
             .collect();
-        Host {
-            b,
-            at: HashMap::new(),
-            inbox: HashMap::new(),
-            frames: HashMap::new(),
-            closed: Vec::new(),
+        Net {
+            parts,
+            inbox: (0..n).map(|_| VecDeque::new()).collect(),
+            peers: (0..n).map(|_| VecDeque::new()).collect(),
+            conns: HashMap::new(),
             now: 1,
             auto_store: true,
-            auto_settle: true,
-            unsettled: Vec::new(),
+            hold_drained: false,
         }
     }
 
     fn connect(&mut self, p: usize) -> ClientId {
-        let id = self.b[p].connect(self.now, "10.0.0.1:5000");
-        self.at.insert(id, p);
-        self.send(id, MAGIC_V2);
+        let id = self.parts[p].connect(self.now, "10.0.0.1:5000", ());
+        self.conns.insert(
+            id,
+            Conn {
+                target: p,
+                out: VecDeque::new(),
+                wire: Vec::new(),
+                frames: Vec::new(),
+                closed: false,
+                undrained: None,
+            },
+        );
+        self.input(id, ClientInput::Bytes(MAGIC_V2.to_vec()));
         id
     }
 
+    /// The connection sends `input` to the partition it believes its client is in.
+    fn input(&mut self, c: ClientId, input: ClientInput<Vec<u8>>) {
+        let target = self.conns[&c].target;
+        self.inbox[target].push_back((c, input));
+    }
+
+    /// Partition `p` takes every message from the other partitions, then at most `n` inputs
+    /// (each after any peer message that came meanwhile), as a broker task does.
+    fn take(&mut self, p: usize, n: usize) -> bool {
+        let now = self.now;
+        let mut any = false;
+        while let Some(m) = self.peers[p].pop_front() {
+            self.parts[p].handle_peer(now, m);
+            any = true;
+        }
+        for _ in 0..n {
+            let Some((c, input)) = self.inbox[p].pop_front() else {
+                break;
+            };
+            self.parts[p].handle_client(now, c, input);
+            any = true;
+        }
+        any
+    }
+
+    /// Partition `p`'s store acknowledges everything it was given; whether there was any.
+    fn commit(&mut self, p: usize) -> bool {
+        let b = self.parts[p].broker_mut();
+        let mut wrote = false;
+        while b.poll_store().is_some() {
+            wrote = true;
+        }
+        if b.options().durable {
+            let t = b.last_ticket();
+            b.handle_stored(self.now, t, Ok(()));
+        }
+        self.parts[p].handle_committed(Ok(()));
+        wrote
+    }
+
+    /// Partition `p`'s output, carried to the connections and the other partitions.
+    fn flush(&mut self, p: usize) -> bool {
+        let mut any = false;
+        while let Some(o) = self.parts[p].poll_output() {
+            any = true;
+            match o {
+                Output::Moved { client } => {
+                    assert!(self.parts[p].conn(client).is_some());
+                    self.conns
+                        .get_mut(&client)
+                        .unwrap()
+                        .out
+                        .push_back(Out::Moved(p));
+                }
+                Output::Transmit(t) => {
+                    let (client, out) = match t {
+                        Transmit::Data { client, data } => (client, Out::Data(data)),
+                        Transmit::Close { client } => (client, Out::Close),
+                        Transmit::Upgrade { .. } => panic!("no upgrades here"),
+                        Transmit::WriteTimeout { .. } => continue,
+                    };
+                    assert!(
+                        self.parts[p].conn(client).is_some(),
+                        "output for {client:?} from partition {p}, which has no connection for it"
+                    );
+                    for (q, other) in self.parts.iter().enumerate() {
+                        assert!(
+                            q == p || other.broker().client(client).is_none(),
+                            "{client:?} in partitions {p} and {q}"
+                        );
+                    }
+                    self.conns.get_mut(&client).unwrap().out.push_back(out);
+                }
+                Output::Peer { to, msg } => self.peers[to as usize].push_back(msg),
+                Output::Registry(_) | Output::Event(_) => {}
+                Output::Auth(_) => panic!("no auth here"),
+            }
+        }
+        any
+    }
+
+    /// One wake-up of partition `p`: take what waits, commit, flush.
+    fn wake(&mut self, p: usize) -> bool {
+        let mut any = self.take(p, usize::MAX);
+        if self.auto_store {
+            any |= self.commit(p);
+        }
+        any | self.flush(p)
+    }
+
+    /// Connection `c` reads one thing from its output; whether there was one.
+    fn read(&mut self, c: ClientId) -> bool {
+        let conn = self.conns.get_mut(&c).unwrap();
+        let Some(o) = conn.out.pop_front() else {
+            return false;
+        };
+        match o {
+            Out::Data(d) => {
+                assert!(!conn.closed, "{c:?}: data after its close");
+                conn.wire.extend_from_slice(&d);
+                let mut used = 0;
+                while let Ok(Some((f, n))) = decode_frame(&conn.wire[used..]) {
+                    conn.frames.push(f);
+                    used += n;
+                }
+                conn.wire.drain(..used);
+            }
+            Out::Close => conn.closed = true,
+            Out::Moved(to) => {
+                let from = std::mem::replace(&mut conn.target, to);
+                if self.hold_drained {
+                    conn.undrained = Some(from);
+                } else {
+                    self.inbox[from].push_back((c, ClientInput::Drained));
+                }
+            }
+        }
+        true
+    }
+
+    /// Connections told they moved say so to the partitions they left.
+    fn settle(&mut self) {
+        let mut ids: Vec<ClientId> = self.conns.keys().copied().collect();
+        ids.sort();
+        for c in ids {
+            if let Some(from) = self.conns.get_mut(&c).unwrap().undrained.take() {
+                self.inbox[from].push_back((c, ClientInput::Drained));
+            }
+        }
+        self.drive();
+    }
+
+    /// Everything, until nothing moves.
+    fn drive(&mut self) {
+        for _ in 0..10_000 {
+            let mut any = false;
+            for p in 0..self.parts.len() {
+                any |= self.wake(p);
+            }
+            let mut ids: Vec<ClientId> = self.conns.keys().copied().collect();
+            ids.sort();
+            for c in ids {
+                while self.read(c) {
+                    any = true;
+                }
+            }
+            if !any {
+                return;
+            }
+        }
+        panic!("did not settle");
+    }
+
     fn send(&mut self, c: ClientId, bytes: &[u8]) {
-        let p = self.at[&c];
-        self.b[p].handle_bytes(self.now, c, bytes);
+        self.input(c, ClientInput::Bytes(bytes.to_vec()));
         self.drive();
     }
 
@@ -82,82 +274,21 @@ impl Host {
     }
 
     fn store_ack(&mut self, p: usize) {
-        while self.b[p].poll_store().is_some() {}
-        let t = self.b[p].last_ticket();
-        self.b[p].handle_stored(self.now, t, Ok(()));
+        self.commit(p);
         self.drive();
     }
 
-    fn settle(&mut self) {
-        for (p, c) in std::mem::take(&mut self.unsettled) {
-            self.b[p].settled(self.now, c);
-        }
-        self.drive();
-    }
-
-    /// Run every partition's outputs until nothing moves.
-    fn drive(&mut self) {
-        loop {
-            let mut any = false;
-            for p in 0..2 {
-                if self.auto_store {
-                    let mut wrote = false;
-                    while self.b[p].poll_store().is_some() {
-                        wrote = true;
-                    }
-                    if wrote {
-                        let t = self.b[p].last_ticket();
-                        self.b[p].handle_stored(self.now, t, Ok(()));
-                    }
-                }
-                while let Some(t) = self.b[p].poll_transmit() {
-                    any = true;
-                    match t {
-                        Transmit::Data { client, data } => {
-                            let inbox = self.inbox.entry(client).or_default();
-                            inbox.extend_from_slice(&data);
-                            let mut used = 0;
-                            while let Ok(Some((f, n))) = decode_frame(&inbox[used..]) {
-                                self.frames.entry(client).or_default().push(f);
-                                used += n;
-                            }
-                            inbox.drain(..used);
-                        }
-                        Transmit::Close { client } => self.closed.push(client),
-                        Transmit::Upgrade { .. } | Transmit::WriteTimeout { .. } => {}
-                    }
-                }
-                // After the transmits, as a server does.
-                while let Some(m) = self.b[p].poll_migration() {
-                    any = true;
-                    let (c, to) = (m.client, m.to as usize);
-                    assert_ne!(to, p);
-                    self.at.insert(c, to);
-                    self.b[to].adopt(self.now, m);
-                    if self.auto_settle {
-                        self.b[to].settled(self.now, c);
-                    } else {
-                        self.unsettled.push((to, c));
-                    }
-                }
-                while let Some(f) = self.b[p].poll_forward() {
-                    any = true;
-                    let to = f.to as usize;
-                    let r = self.b[to].publish(self.now, &f.topic, f.bodies, f.defer);
-                    let r = r
-                        .map(|_| ())
-                        .map_err(|_| self.b[to].health().unwrap_or("refused").to_string());
-                    self.b[p].handle_forwarded(self.now, f.client, r);
-                }
-            }
-            if !any {
-                break;
-            }
-        }
+    /// The partition whose broker has client `c`.
+    fn at(&self, c: ClientId) -> usize {
+        let homes: Vec<usize> = (0..self.parts.len())
+            .filter(|&p| self.parts[p].broker().client(c).is_some())
+            .collect();
+        assert_eq!(homes.len(), 1, "{c:?} in partitions {homes:?}");
+        homes[0]
     }
 
     fn frames(&mut self, c: ClientId) -> Vec<Frame> {
-        self.frames.remove(&c).unwrap_or_default()
+        std::mem::take(&mut self.conns.get_mut(&c).unwrap().frames)
     }
 
     fn stats(&self) -> Stats {
@@ -165,7 +296,12 @@ impl Host {
             include_clients: true,
             ..StatsFilter::default()
         };
-        Stats::merge(self.b.iter().map(|b| b.stats_part(&f)).collect())
+        Stats::merge(
+            self.parts
+                .iter()
+                .map(|p| p.broker().stats_part(&f))
+                .collect(),
+        )
     }
 }
 
@@ -200,7 +336,7 @@ fn bodies(frames: &[Frame]) -> Vec<String> {
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn client_ids_are_unique_across_partitions() {
-    let mut h = Host::new(false);
+    let mut h = Net::new(2, false, 7);
     let ids: Vec<ClientId> = (0..6).map(|i| h.connect(i % 2)).collect();
     let mut sorted = ids.clone();
     sorted.sort();
@@ -212,7 +348,7 @@ fn client_ids_are_unique_across_partitions() {
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_client_moves_to_its_topic_and_its_pipelined_answers_stay_in_order() {
     let (ta, tb) = names();
-    let mut h = Host::new(false);
+    let mut h = Net::new(2, false, 7);
     let c = h.connect(0);
     // All in one piece: the first publish moves it to partition 1; the publish to partition
     // 0's topic is then forwarded (it moved once already); the SUB is local there.
@@ -225,13 +361,13 @@ fn a_client_moves_to_its_topic_and_its_pipelined_answers_stay_in_order() {
             Command::Rdy(5),
         ],
     );
-    assert_eq!(h.at[&c], 1);
+    assert_eq!(h.at(c), 1);
     let frames = h.frames(c);
     assert_eq!(frames[..3], [ok(), ok(), ok()], "{frames:?}");
     assert_eq!(bodies(&frames), ["to-b"]);
-    assert_eq!(h.b[0].topic(&ta).unwrap().message_count, 1);
-    assert!(h.b[0].topic(&tb).is_none());
-    assert!(h.b[1].topic(&ta).is_none());
+    assert_eq!(h.parts[0].broker().topic(&ta).unwrap().message_count, 1);
+    assert!(h.parts[0].broker().topic(&tb).is_none());
+    assert!(h.parts[1].broker().topic(&ta).is_none());
 
     // Merged stats: each topic once, the producer once with its count.
     let s = h.stats();
@@ -254,10 +390,10 @@ fn a_client_moves_to_its_topic_and_its_pipelined_answers_stay_in_order() {
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_subscriber_publishing_elsewhere_is_forwarded_and_waits_for_the_answer() {
     let (ta, tb) = names();
-    let mut h = Host::new(false);
+    let mut h = Net::new(2, false, 7);
     let c = h.connect(1);
     h.send_cmds(c, &[sub(&ta), Command::Rdy(10)]);
-    assert_eq!(h.at[&c], 0);
+    assert_eq!(h.at(c), 0);
     assert_eq!(h.frames(c), [ok()]);
     // Three pipelined publishes to partition 1's topic, one to its own.
     h.send_cmds(
@@ -269,7 +405,7 @@ fn a_subscriber_publishing_elsewhere_is_forwarded_and_waits_for_the_answer() {
             publish(&tb, "3"),
         ],
     );
-    assert_eq!(h.at[&c], 0, "a subscriber stays with its channel");
+    assert_eq!(h.at(c), 0, "a subscriber stays with its channel");
     let frames = h.frames(c);
     assert_eq!(
         frames.iter().filter(|f| **f == ok()).count(),
@@ -277,32 +413,32 @@ fn a_subscriber_publishing_elsewhere_is_forwarded_and_waits_for_the_answer() {
         "{frames:?}"
     );
     assert_eq!(bodies(&frames), ["own"]);
-    assert_eq!(h.b[1].topic(&tb).unwrap().message_count, 3);
+    assert_eq!(h.parts[1].broker().topic(&tb).unwrap().message_count, 3);
 
     // A failing store there fails the publish here, as a local one would.
-    h.b[1].set_health(Some("disk full".into()));
+    h.parts[1].broker_mut().set_health(Some("disk full".into()));
     h.send_cmds(c, &[publish(&tb, "4"), Command::Nop]);
     let frames = h.frames(c);
     assert_eq!(
         frames,
         [Frame::Error(b"E_PUB_FAILED PUB failed disk full".to_vec())]
     );
-    assert!(h.closed.contains(&c));
+    assert!(h.conns[&c].closed);
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_client_with_held_output_moves_only_once_it_went_out() {
     let (ta, tb) = names();
-    let mut h = Host::new(true);
+    let mut h = Net::new(2, true, 7);
     h.auto_store = false;
     let c = h.connect(0);
     h.send_cmds(c, &[publish(&ta, "x"), sub(&tb)]);
     // The OK waits for the store, so the client waits here.
-    assert_eq!(h.at[&c], 0);
+    assert_eq!(h.at(c), 0);
     assert!(h.frames(c).is_empty());
     h.store_ack(0);
-    assert_eq!(h.at[&c], 1);
+    assert_eq!(h.at(c), 1);
     assert_eq!(h.frames(c), [ok(), ok()]);
 }
 
@@ -310,64 +446,49 @@ fn a_client_with_held_output_moves_only_once_it_went_out() {
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_moved_client_moves_again_only_once_settled() {
     let (ta, tb) = names();
-    let mut h = Host::new(false);
-    h.auto_settle = false;
+    let mut h = Net::new(2, false, 7);
+    h.hold_drained = true;
     let c = h.connect(0);
     h.send_cmds(c, &[publish(&tb, "x"), sub(&ta), Command::Rdy(1)]);
     // Moved to 1 for the publish; the SUB for partition 0's topic waits for the settle.
-    assert_eq!(h.at[&c], 1);
+    assert_eq!(h.at(c), 1);
     assert_eq!(h.frames(c), [ok()]);
     h.settle();
-    assert_eq!(h.at[&c], 0);
+    assert_eq!(h.at(c), 0);
     assert_eq!(h.frames(c), [ok()]);
     // It consumes there.
     let p = h.connect(1);
     h.send_cmds(p, &[publish(&ta, "m")]);
     assert_eq!(h.frames(p), [ok()]);
     assert_eq!(bodies(&h.frames(c)), ["m"]);
-    // Disconnecting where it is now forgets it there.
-    h.b[0].disconnect(h.now, c);
-    assert!(h.b.iter().all(|b| b.client(c).is_none()));
+    // Closing the connection (once it said it left partition 1) forgets it where it is now.
+    h.settle();
+    h.input(c, ClientInput::Closed);
+    h.drive();
+    assert!(h.parts.iter().all(|p| p.broker().client(c).is_none()));
 }
 
 // ------------------------------------------------------------------ random interleavings
 
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::VecDeque;
-
 /// One client of the random model: what it will send, what it must get back.
 struct Script {
     id: ClientId,
-    at: usize,
     /// Bytes not yet sent.
     rest: VecDeque<u8>,
     /// Responses it must see, in order (messages interleave freely).
     want: Vec<Frame>,
     /// The topic it subscribes to, if it does.
     sub: Option<String>,
-    got: Vec<Frame>,
-    inbox: Vec<u8>,
-    /// Leaving its partition (the core let it go; the host has not handed it over yet):
-    /// input sent meanwhile, for the new partition.
-    late: Option<Vec<u8>>,
 }
 
-/// A host that runs everything in a random order: pieces of each client's input, store
-/// acknowledgements, answers to forwarded publishes and settles.
+/// The host's queues served in a random order: a connection sends a piece of its input or
+/// reads one thing from its output; a partition takes its peers' messages and a few inputs,
+/// commits, or flushes its output. Each queue stays in order, as the server's channels do.
 struct RandomHost {
-    b: Vec<Broker>,
+    net: Net,
     rng: Xoshiro256PlusPlus,
-    durable: bool,
-    clients: Vec<Script>,
-    /// Forwarded publishes waiting to run: (from, forward).
-    forwards: Vec<(usize, nsqlab_core::Forward)>,
-    /// Run, waiting for the owner's store: (owner, from, client, result).
-    stored_answers: Vec<(usize, usize, ClientId, Result<(), String>)>,
-    unsettled: Vec<(usize, ClientId)>,
+    scripts: Vec<Script>,
     published: HashMap<String, u64>,
-    /// Migrations taken from a partition, handed over at its next drain.
-    leaving: Vec<(usize, nsqlab_core::Migration)>,
 }
 
 impl RandomHost {
@@ -375,49 +496,14 @@ impl RandomHost {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
         let n = 2 + (rng.next_u32() % 2);
         let durable = rng.next_u32() % 2 == 0;
-        let b = (0..n)
-            .map(|p| {
-                let opts = Options {
-                    partition: p,
-                    partitions: n,
-                    durable,
-                    ..Options::default()
-                };
-                Broker::new(opts, seed ^ p as u64, 1)
-            })
-            .collect();
+        let mut net = Net::new(n, durable, seed);
+        net.auto_store = false;
         RandomHost {
-            b,
+            net,
             rng,
-            durable,
-            clients: Vec::new(),
-            forwards: Vec::new(),
-            stored_answers: Vec::new(),
-            unsettled: Vec::new(),
+            scripts: Vec::new(),
             published: HashMap::new(),
-            leaving: Vec::new(),
         }
-    }
-
-    /// After any input to partition `p`: the clients it let go start leaving (their input
-    /// waits for the hand-over, as a server's does).
-    fn after(&mut self, p: usize) {
-        while let Some(m) = self.b[p].poll_migration() {
-            let i = self.idx(m.client);
-            self.clients[i].late = Some(Vec::new());
-            self.leaving.push((p, m));
-        }
-    }
-
-    fn input(&mut self, i: usize, piece: &[u8]) {
-        let c = &mut self.clients[i];
-        if let Some(late) = &mut c.late {
-            late.extend_from_slice(piece);
-            return;
-        }
-        let (at, id) = (c.at, c.id);
-        self.b[at].handle_bytes(1, id, piece);
-        self.after(at);
     }
 
     fn pick(&mut self, n: usize) -> usize {
@@ -425,9 +511,9 @@ impl RandomHost {
     }
 
     fn add_client(&mut self, topics: &[&str]) {
-        let at = self.pick(self.b.len());
-        let id = self.b[at].connect(1, "10.0.0.1:5000");
-        let mut bytes = MAGIC_V2.to_vec();
+        let at = self.pick(self.net.parts.len());
+        let id = self.net.connect(at);
+        let mut bytes = Vec::new();
         let mut want = Vec::new();
         let mut sub_topic = None;
         let n = 1 + self.pick(12);
@@ -467,194 +553,72 @@ impl RandomHost {
             }
             cmd.encode(&mut bytes);
         }
-        self.clients.push(Script {
+        self.scripts.push(Script {
             id,
-            at,
             rest: bytes.into(),
             want,
             sub: sub_topic,
-            got: Vec::new(),
-            inbox: Vec::new(),
-            late: None,
         });
     }
 
-    fn idx(&self, id: ClientId) -> usize {
-        self.clients.iter().position(|c| c.id == id).unwrap()
-    }
-
-    /// One random step; false when there was nothing left to do.
+    /// One random step; false when nothing was left to do.
     fn step(&mut self) -> bool {
-        let mut options = Vec::new();
-        if self.clients.iter().any(|c| !c.rest.is_empty()) {
-            options.push(0);
-        }
-        if self.durable {
-            options.push(1);
-        }
-        if !self.forwards.is_empty() {
-            options.push(2);
-        }
-        if !self.unsettled.is_empty() {
-            options.push(3);
-        }
-        options.push(4);
-        let k = options[self.pick(options.len())];
-        match k {
+        let parts = self.net.parts.len();
+        match self.pick(6) {
             0 => {
-                let ready: Vec<usize> = (0..self.clients.len())
-                    .filter(|&i| !self.clients[i].rest.is_empty())
+                let ready: Vec<usize> = (0..self.scripts.len())
+                    .filter(|&i| !self.scripts[i].rest.is_empty())
                     .collect();
+                if ready.is_empty() {
+                    return self.busy();
+                }
                 let i = ready[self.pick(ready.len())];
                 let n = 1 + self.pick(60);
-                let c = &mut self.clients[i];
-                let piece: Vec<u8> = c.rest.drain(..n.min(c.rest.len())).collect();
-                self.input(i, &piece);
+                let s = &mut self.scripts[i];
+                let piece: Vec<u8> = s.rest.drain(..n.min(s.rest.len())).collect();
+                let id = s.id;
+                self.net.input(id, ClientInput::Bytes(piece));
             }
             1 => {
-                let p = self.pick(self.b.len());
-                self.store_ack(p);
+                let i = self.pick(self.scripts.len());
+                let id = self.scripts[i].id;
+                self.net.read(id);
             }
             2 => {
-                let i = self.pick(self.forwards.len());
-                let (from, f) = self.forwards.swap_remove(i);
-                self.run_forward(from, f);
+                let p = self.pick(parts);
+                let n = 1 + self.pick(3);
+                self.net.take(p, n);
             }
             3 => {
-                let i = self.pick(self.unsettled.len());
-                let (p, c) = self.unsettled.swap_remove(i);
-                self.b[p].settled(1, c);
-                self.after(p);
+                let p = self.pick(parts);
+                self.net.commit(p);
             }
             _ => {
-                let p = self.pick(self.b.len());
-                self.drain(p);
+                let p = self.pick(parts);
+                self.net.flush(p);
             }
         }
-        k != 4 || self.busy()
-    }
-
-    /// Run a forwarded publish on its topic's partition; answered at once, or (durable) once
-    /// that partition's store has it.
-    fn run_forward(&mut self, from: usize, f: nsqlab_core::Forward) {
-        let to = f.to as usize;
-        let r = self.b[to].publish(1, &f.topic, f.bodies, f.defer);
-        let r = r.map(|_| ()).map_err(|e| e.to_string());
-        if self.durable {
-            self.stored_answers.push((to, from, f.client, r));
-        } else {
-            self.b[from].handle_forwarded(1, f.client, r);
-            self.after(from);
-        }
+        self.busy()
     }
 
     fn busy(&self) -> bool {
-        self.clients.iter().any(|c| !c.rest.is_empty())
-            || !self.forwards.is_empty()
-            || !self.stored_answers.is_empty()
-            || !self.unsettled.is_empty()
-            || !self.leaving.is_empty()
+        self.scripts.iter().any(|s| !s.rest.is_empty())
+            || self.net.inbox.iter().any(|q| !q.is_empty())
+            || self.net.peers.iter().any(|q| !q.is_empty())
+            || self.net.conns.values().any(|c| !c.out.is_empty())
     }
 
-    /// Acknowledge partition `p`'s store writes; whether there were any (or answers waiting).
-    fn store_ack(&mut self, p: usize) -> bool {
-        let mut any = self.stored_answers.iter().any(|a| a.0 == p);
-        while self.b[p].poll_store().is_some() {
-            any = true;
-        }
-        let t = self.b[p].last_ticket();
-        self.b[p].handle_stored(1, t, Ok(()));
-        self.after(p);
-        // Forwarded publishes run here are stored now: answer them.
-        let (done, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.stored_answers)
-            .into_iter()
-            .partition(|a| a.0 == p);
-        self.stored_answers = keep;
-        for (_, from, client, r) in done {
-            self.b[from].handle_forwarded(1, client, r);
-            self.after(from);
-        }
-        any
-    }
-
-    /// Partition `p`'s outputs: transmits, then the clients that leave, then forwards;
-    /// whether there were any.
-    fn drain(&mut self, p: usize) -> bool {
-        let mut any = false;
-        while let Some(t) = self.b[p].poll_transmit() {
-            any = true;
-            match t {
-                Transmit::Data { client, data } => {
-                    let i = self.idx(client);
-                    let c = &mut self.clients[i];
-                    assert_eq!(c.at, p, "output for {client:?} from a partition it left");
-                    c.inbox.extend_from_slice(&data);
-                    let mut used = 0;
-                    while let Ok(Some((f, n))) = decode_frame(&c.inbox[used..]) {
-                        c.got.push(f);
-                        used += n;
-                    }
-                    c.inbox.drain(..used);
-                }
-                Transmit::Close { client } => panic!("{client:?} closed"),
-                Transmit::Upgrade { .. } => panic!("no upgrades here"),
-                Transmit::WriteTimeout { .. } => {}
-            }
-        }
-        self.after(p);
-        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.leaving)
-            .into_iter()
-            .partition(|(from, _)| *from == p);
-        self.leaving = others;
-        for (_, m) in mine {
-            any = true;
-            let (id, to) = (m.client, m.to as usize);
-            let i = self.idx(id);
-            assert_eq!(self.clients[i].at, p);
-            self.clients[i].at = to;
-            self.b[to].adopt(1, m);
-            // What it sent while leaving reaches the new partition before the settle.
-            let late = self.clients[i].late.take().unwrap();
-            self.b[to].handle_bytes(1, id, &late);
-            self.after(to);
-            self.unsettled.push((to, id));
-        }
-        while let Some(f) = self.b[p].poll_forward() {
-            any = true;
-            self.forwards.push((p, f));
-        }
-        any
-    }
-
-    /// Everything left, until a whole round changes nothing.
+    /// Everything left: the rest of each client's input, then every queue until quiet.
     fn finish(&mut self) {
-        for _ in 0..10_000 {
-            let mut any = false;
-            for p in 0..self.b.len() {
-                any |= self.drain(p);
-                if self.durable {
-                    any |= self.store_ack(p);
-                }
-            }
-            for (p, c) in std::mem::take(&mut self.unsettled) {
-                any = true;
-                self.b[p].settled(1, c);
-                self.after(p);
-            }
-            for (from, f) in std::mem::take(&mut self.forwards) {
-                any = true;
-                self.run_forward(from, f);
-            }
-            if let Some(i) = self.clients.iter().position(|c| !c.rest.is_empty()) {
-                any = true;
-                let rest: Vec<u8> = self.clients[i].rest.drain(..).collect();
-                self.input(i, &rest);
-            }
-            if !any && !self.busy() {
-                return;
+        for i in 0..self.scripts.len() {
+            let rest: Vec<u8> = self.scripts[i].rest.drain(..).collect();
+            if !rest.is_empty() {
+                let id = self.scripts[i].id;
+                self.net.input(id, ClientInput::Bytes(rest));
             }
         }
-        panic!("did not settle");
+        self.net.auto_store = true;
+        self.net.drive();
     }
 }
 
@@ -665,10 +629,10 @@ fn seeds() -> u64 {
         .unwrap_or(5_000)
 }
 
-/// Random clients, random input pieces, and store acknowledgements, forwarded answers and
-/// settles in random order: every client sees its answers in order and only messages of its
+/// Random clients, random input pieces, and every queue between connections and partitions
+/// served in a random order: every client sees its answers in order and only messages of its
 /// topic, each once; every published message is counted once, by its topic's partition; each
-/// client is in exactly one partition.
+/// client is in exactly one partition, the one its connection sends to.
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn random_interleavings_keep_answers_in_order_and_lose_nothing() {
@@ -681,20 +645,22 @@ fn random_interleavings_keep_answers_in_order_and_lose_nothing() {
         }
         while h.step() {}
         h.finish();
-        for c in &h.clients {
+        for s in &h.scripts {
+            let c = &h.net.conns[&s.id];
+            assert!(!c.closed, "seed {seed}: {:?} closed", s.id);
             let responses: Vec<&Frame> = c
-                .got
+                .frames
                 .iter()
                 .filter(|f| !matches!(f, Frame::Message(_)))
                 .collect();
-            let want: Vec<&Frame> = c.want.iter().collect();
-            assert_eq!(responses, want, "seed {seed}, client {:?}", c.id);
-            let bodies = bodies(&c.got);
+            let want: Vec<&Frame> = s.want.iter().collect();
+            assert_eq!(responses, want, "seed {seed}, client {:?}", s.id);
+            let bodies = bodies(&c.frames);
             let mut unique = bodies.clone();
             unique.sort();
             unique.dedup();
             assert_eq!(unique.len(), bodies.len(), "seed {seed}: a message twice");
-            if let Some(t) = &c.sub {
+            if let Some(t) = &s.sub {
                 assert!(
                     bodies.iter().all(|b| b.starts_with(&format!("{t}/"))),
                     "seed {seed}: {bodies:?} for {t}"
@@ -702,19 +668,20 @@ fn random_interleavings_keep_answers_in_order_and_lose_nothing() {
             } else {
                 assert!(bodies.is_empty());
             }
-            let homes: Vec<usize> = (0..h.b.len())
-                .filter(|&p| h.b[p].client(c.id).is_some())
-                .collect();
-            assert_eq!(homes, [c.at], "seed {seed}: where is {:?}", c.id);
+            assert_eq!(h.net.at(s.id), c.target, "seed {seed}: where is {:?}", s.id);
         }
-        for (t, &n) in &h.published {
-            let owner = partition_of(t, h.b.len() as u32) as usize;
-            for (p, b) in h.b.iter().enumerate() {
-                let count = b.topic(t).map_or(0, |x| x.message_count);
+        let n = h.net.parts.len();
+        for (t, &count) in &h.published {
+            let owner = partition_of(t, n as u32) as usize;
+            for (p, part) in h.net.parts.iter().enumerate() {
+                let got = part.broker().topic(t).map_or(0, |x| x.message_count);
                 if p == owner {
-                    assert_eq!(count, n, "seed {seed}: {t} published");
+                    assert_eq!(got, count, "seed {seed}: {t} published");
                 } else {
-                    assert!(b.topic(t).is_none(), "seed {seed}: {t} in partition {p}");
+                    assert!(
+                        part.broker().topic(t).is_none(),
+                        "seed {seed}: {t} in partition {p}"
+                    );
                 }
             }
         }

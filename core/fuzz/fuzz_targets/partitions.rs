@@ -1,104 +1,107 @@
-//! Arbitrary byte streams from several clients against two partitions wired as a server
-//! wires them (clients move, publishes are forwarded), with store acknowledgements, failures,
-//! timer jumps and settles in an order the input picks: no panic, each client in at most one
-//! partition, output only from the partition a client is in.
+//! Arbitrary byte streams from several clients against two partitions, their messages
+//! carried as a server's broker tasks carry them (each connection's input to the partition
+//! it was last told it is in, each partition's messages to the other, each connection's
+//! output, all in order) around the core's own routing (`Partition`), with store
+//! acknowledgements, store failures, timer jumps and closes, served in an order the input
+//! picks: no panic, each client in at most one partition, output only from the partition a
+//! client is in.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nsqlab_core::{Broker, ClientId, Forward, Migration, Options, Transmit};
-use std::collections::HashMap;
+use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
+use nsqlab_core::{ClientId, Options, Transmit};
+use std::collections::{HashMap, VecDeque};
+
+type Part = Partition<Vec<u8>, ()>;
+
+enum Out {
+    Data,
+    Moved(usize),
+    Close,
+}
+
+struct Conn {
+    target: usize,
+    out: VecDeque<Out>,
+    closed: bool,
+}
 
 struct Host {
-    b: [Broker; 2],
+    parts: [Part; 2],
     now: u64,
-    /// Where each live client's connection sends its input; `None` while it is leaving.
-    at: HashMap<ClientId, Option<usize>>,
-    late: HashMap<ClientId, Vec<u8>>,
-    leaving: Vec<(usize, Migration)>,
-    forwards: Vec<(usize, Forward)>,
-    unsettled: Vec<(usize, ClientId)>,
+    inbox: [VecDeque<(ClientId, ClientInput<Vec<u8>>)>; 2],
+    peers: [VecDeque<PeerMsg<Vec<u8>, ()>>; 2],
+    conns: HashMap<ClientId, Conn>,
     fail: [bool; 2],
-    /// Connections that closed while their client was leaving.
-    closed: std::collections::HashSet<ClientId>,
 }
 
 impl Host {
-    fn after(&mut self, p: usize) {
-        while let Some(m) = self.b[p].poll_migration() {
-            assert_eq!(self.at.get(&m.client), Some(&Some(p)), "moved from where it is not");
-            self.at.insert(m.client, None);
-            self.leaving.push((p, m));
+    fn input(&mut self, c: ClientId, input: ClientInput<Vec<u8>>) {
+        let conn = &self.conns[&c];
+        if !conn.closed {
+            self.inbox[conn.target].push_back((c, input));
         }
     }
 
-    fn input(&mut self, c: ClientId, bytes: &[u8]) {
-        match self.at.get(&c) {
-            Some(Some(p)) => {
-                let p = *p;
-                self.b[p].handle_bytes(self.now, c, bytes);
-                self.after(p);
-            }
-            Some(None) => self.late.entry(c).or_default().extend_from_slice(bytes),
-            None => {}
+    fn take(&mut self, p: usize, n: usize) {
+        while let Some(m) = self.peers[p].pop_front() {
+            self.parts[p].handle_peer(self.now, m);
+        }
+        for _ in 0..n {
+            let Some((c, input)) = self.inbox[p].pop_front() else { break };
+            self.parts[p].handle_client(self.now, c, input);
         }
     }
 
-    fn drain(&mut self, p: usize) {
-        while let Some(t) = self.b[p].poll_transmit() {
-            let client = match t {
-                Transmit::Data { client, .. }
-                | Transmit::Upgrade { client, .. }
-                | Transmit::WriteTimeout { client, .. } => client,
-                Transmit::Close { client } => {
-                    self.at.remove(&client);
-                    client
+    fn commit(&mut self, p: usize) {
+        let b = self.parts[p].broker_mut();
+        while b.poll_store().is_some() {}
+        let r = if self.fail[p] { Err("disk full".to_string()) } else { Ok(()) };
+        if b.options().durable {
+            let t = b.last_ticket();
+            b.handle_stored(self.now, t, r.clone());
+        }
+        self.parts[p].handle_committed(r);
+    }
+
+    fn flush(&mut self, p: usize) {
+        while let Some(o) = self.parts[p].poll_output() {
+            let (client, out) = match o {
+                Output::Moved { client } => (client, Out::Moved(p)),
+                Output::Transmit(Transmit::Close { client }) => (client, Out::Close),
+                Output::Transmit(Transmit::Data { client, .. } | Transmit::Upgrade { client, .. }) => {
+                    (client, Out::Data)
                 }
+                Output::Transmit(Transmit::WriteTimeout { .. }) => continue,
+                Output::Peer { to, msg } => {
+                    self.peers[to as usize].push_back(msg);
+                    continue;
+                }
+                Output::Registry(_) | Output::Event(_) | Output::Auth(_) => continue,
             };
-            assert!(self.b[1 - p].client(client).is_none(), "a client in two partitions");
-        }
-        self.after(p);
-        while let Some(f) = self.b[p].poll_forward() {
-            self.forwards.push((p, f));
+            assert!(self.parts[p].conn(client).is_some(), "output without a connection");
+            assert!(self.parts[1 - p].broker().client(client).is_none(), "a client in two partitions");
+            self.conns.get_mut(&client).unwrap().out.push_back(out);
         }
     }
 
-    fn hand_over(&mut self, i: usize) {
-        if self.leaving.is_empty() {
-            return;
-        }
-        let (from, m) = self.leaving.remove(i % self.leaving.len());
-        // Its partition's transmits go out first.
-        self.drain(from);
-        let (c, to) = (m.client, m.to as usize);
-        self.b[to].adopt(self.now, m);
-        self.at.insert(c, Some(to));
-        if let Some(late) = self.late.remove(&c) {
-            self.b[to].handle_bytes(self.now, c, &late);
-        }
-        if self.closed.remove(&c) {
-            self.b[to].disconnect(self.now, c);
-            self.at.remove(&c);
-        }
-        self.after(to);
-        self.unsettled.push((to, c));
-    }
-
-    fn store(&mut self, p: usize) {
-        let mut wrote = false;
-        while self.b[p].poll_store().is_some() {
-            wrote = true;
-        }
-        if wrote {
-            let r = if self.fail[p] { Err("disk full".to_string()) } else { Ok(()) };
-            let t = self.b[p].last_ticket();
-            self.b[p].handle_stored(self.now, t, r);
-            self.after(p);
+    fn read(&mut self, c: ClientId) {
+        let conn = self.conns.get_mut(&c).unwrap();
+        match conn.out.pop_front() {
+            Some(Out::Moved(to)) => {
+                let from = std::mem::replace(&mut conn.target, to);
+                if !conn.closed {
+                    self.inbox[from].push_back((c, ClientInput::Drained));
+                }
+            }
+            Some(Out::Close) => conn.closed = true,
+            Some(Out::Data) | None => {}
         }
     }
 }
 
 fuzz_target!(|data: &[u8]| {
     let durable = data.len() % 2 == 1;
-    let b = [0, 1].map(|p| {
+    let parts = [0, 1].map(|p| {
         let opts = Options {
             mem_queue_size: 3,
             max_msg_size: 256,
@@ -108,23 +111,20 @@ fuzz_target!(|data: &[u8]| {
             partitions: 2,
             ..Options::default()
         };
-        Broker::new(opts, data.len() as u64, 1)
+        Partition::new(opts, data.len() as u64, 1)
     });
     let mut h = Host {
-        b,
+        parts,
         now: 1,
-        at: HashMap::new(),
-        late: HashMap::new(),
-        leaving: Vec::new(),
-        forwards: Vec::new(),
-        unsettled: Vec::new(),
+        inbox: Default::default(),
+        peers: Default::default(),
+        conns: HashMap::new(),
         fail: [false; 2],
-        closed: Default::default(),
     };
     let mut clients = Vec::new();
     for i in 0..3 {
-        let c = h.b[i % 2].connect(1, "10.0.0.1:1");
-        h.at.insert(c, Some(i % 2));
+        let c = h.parts[i % 2].connect(1, "10.0.0.1:1", ());
+        h.conns.insert(c, Conn { target: i % 2, out: VecDeque::new(), closed: false });
         clients.push(c);
     }
     let mut rest = data;
@@ -133,59 +133,34 @@ fuzz_target!(|data: &[u8]| {
         let chunk = tail.get(1..1 + n).unwrap_or(&[]);
         rest = tail.get(1 + n..).unwrap_or(&[]);
         let p = (op as usize >> 4) & 1;
+        let c = clients[op as usize % 3];
         match op % 12 {
-            0..=3 => h.input(clients[op as usize % 3], chunk),
-            4 => h.drain(p),
-            5 => h.hand_over(op as usize >> 4),
-            6 => {
-                if !h.unsettled.is_empty() {
-                    let (q, c) = h.unsettled.remove((op as usize >> 4) % h.unsettled.len());
-                    h.b[q].settled(h.now, c);
-                    h.after(q);
-                }
-            }
-            7 => {
-                if !h.forwards.is_empty() {
-                    let (from, f) = h.forwards.remove((op as usize >> 4) % h.forwards.len());
-                    let to = f.to as usize;
-                    let r = h.b[to].publish(h.now, &f.topic, f.bodies, f.defer);
-                    h.after(to);
-                    let r = if op & 0x40 != 0 { Err("disk full".into()) } else { r.map(|_| ()).map_err(|e| e.to_string()) };
-                    h.b[from].handle_forwarded(h.now, f.client, r);
-                    h.after(from);
-                }
-            }
-            8 if durable => h.store(p),
-            9 if durable => {
+            0..=3 => h.input(c, ClientInput::Bytes(chunk.to_vec())),
+            4 => h.take(p, 1 + (op as usize >> 5)),
+            5 => h.flush(p),
+            6 => h.read(c),
+            7 => h.commit(p),
+            8 if durable => {
                 h.fail[p] = !h.fail[p];
                 if !h.fail[p] {
-                    h.b[p].set_health(None);
+                    h.parts[p].broker_mut().set_health(None);
                 }
             }
+            9 => h.input(c, ClientInput::Eof),
             10 => {
                 h.now += op as u64 * 10_000_000;
                 for q in 0..2 {
-                    h.b[q].handle_timeout(h.now);
-                    h.after(q);
+                    h.parts[q].broker_mut().handle_timeout(h.now);
                 }
             }
             _ => {
-                let c = clients[op as usize % 3];
-                match h.at.get(&c).copied() {
-                    Some(Some(q)) => {
-                        h.b[q].disconnect(h.now, c);
-                        h.at.remove(&c);
-                    }
-                    Some(None) => {
-                        h.closed.insert(c);
-                    }
-                    None => {}
-                }
+                h.input(c, ClientInput::Closed);
+                h.conns.get_mut(&c).unwrap().closed = true;
             }
         }
     }
     for c in &clients {
-        let homes = (0..2).filter(|&q| h.b[q].client(*c).is_some()).count();
+        let homes = (0..2).filter(|&q| h.parts[q].broker().client(*c).is_some()).count();
         assert!(homes <= 1, "{c:?} in {homes} partitions");
     }
 });

@@ -17,19 +17,19 @@ impl Broker {
     /// before anything the new partition sends. Input for it that arrives meanwhile goes to
     /// the new partition too (this one no longer knows it).
     #[must_use]
-    pub fn poll_migration(&mut self) -> Option<Migration> {
+    pub(crate) fn poll_migration(&mut self) -> Option<Migration> {
         self.migrations.pop_front()
     }
 
     /// The next publish to run on another partition; answer with
     /// [`Broker::handle_forwarded`].
     #[must_use]
-    pub fn poll_forward(&mut self) -> Option<Forward> {
+    pub(crate) fn poll_forward(&mut self) -> Option<Forward> {
         self.forwards.pop_front()
     }
 
     /// Take in a client from another partition and run the input it brought.
-    pub fn adopt(&mut self, now: Time, m: Migration) {
+    pub(crate) fn adopt(&mut self, now: Time, m: Migration) {
         let now = self.clock.advance(now);
         let mut c = *m.state;
         let id = c.id;
@@ -41,7 +41,7 @@ impl Broker {
     }
 
     /// Everything the client sent to the partition it left has arrived here: it may move again.
-    pub fn settled(&mut self, now: Time, client: ClientId) {
+    pub(crate) fn settled(&mut self, now: Time, client: ClientId) {
         let now = self.clock.advance(now);
         let Some(c) = self.clients.get_mut(&client) else {
             return;
@@ -54,7 +54,12 @@ impl Broker {
 
     /// The other partition's answer to a forwarded publish: `Err` says why storing it failed
     /// (the client gets nsqd's fatal `E_PUB_FAILED`, as for a local store failure).
-    pub fn handle_forwarded(&mut self, now: Time, client: ClientId, result: Result<(), String>) {
+    pub(crate) fn handle_forwarded(
+        &mut self,
+        now: Time,
+        client: ClientId,
+        result: Result<(), String>,
+    ) {
         let now = self.clock.advance(now);
         let Some(cmd) = self
             .clients

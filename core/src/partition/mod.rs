@@ -2,24 +2,19 @@
 //! names hash to it (see [`partition_of`]). Clients move between them, sans-IO like the rest.
 //!
 //! # What a host does
-//! - Give each broker its [`Options::partition`](crate::Options::partition) and the same
-//!   [`Options::partitions`](crate::Options::partitions). Client IDs are then unique across
-//!   them (partition `p` of `n` numbers its clients `p+1, p+1+n, …`), and so are message IDs
-//!   (a topic lives in one partition).
-//! - Connect a new client to any partition.
-//! - [`Broker::poll_migration`](crate::Broker::poll_migration): a client subscribed to (or,
-//!   the first time, published to) a topic another partition owns. Drain the broker's
-//!   transmits first (they come before the migration on that connection), then give the
-//!   migration to the owner with [`Broker::adopt`](crate::Broker::adopt), and point the
-//!   connection there. Input that still reaches the old partition goes to the new one, in
-//!   order, before any that the connection sends there directly; once it has, call
-//!   [`Broker::settled`](crate::Broker::settled) on the new one (a client does not move on
-//!   until then).
-//! - [`Broker::poll_forward`](crate::Broker::poll_forward): a publish to a topic another
-//!   partition owns, from a client that stays (subscribed, or that moved once already). Run
-//!   it there with [`Broker::publish`](crate::Broker::publish) and, once stored, answer with
-//!   [`Broker::handle_forwarded`](crate::Broker::handle_forwarded). The client's next command
-//!   waits for the answer, so its responses stay in order.
+//! - Run one [`Partition`] per partition, each with its [`Options::partition`](crate::Options::partition)
+//!   and the same [`Options::partitions`](crate::Options::partitions). Client IDs are then
+//!   unique across them (partition `p` of `n` numbers its clients `p+1, p+1+n, …`), and so
+//!   are message IDs (a topic lives in one partition).
+//! - Connect a new client to any partition; send each connection's input to the partition it
+//!   was last told it is in ([`Output::Moved`]), and each [`Output::Peer`] to its partition,
+//!   in order. [`Partition`] does the rest: which partition a topic lives on, moving a client
+//!   there, forwarding the publishes of clients that stay, and keeping every client's input
+//!   and output in order while it moves (see [`routing`](Partition)).
+
+mod routing;
+
+pub use routing::{ClientInput, Output, Partition, PeerMsg};
 
 use crate::client::Client;
 use crate::message::Body;

@@ -6,22 +6,16 @@
 //! client's connection task. No lock is held on the per-message path.
 //!
 //! # Moving a client
-//! A partition's core hands over a client that subscribes to (or first publishes to) a topic
-//! another partition owns. After this wake-up's output, the old partition sends the client's
-//! state to the new one ([`Peer::Adopt`]), which tells the connection ([`Out::Moved`], on the
-//! connection's output after everything the old partition sent it); the connection confirms
-//! to the old partition ([`ToDriver::Drained`]) and sends to the new one from then on. Input
-//! that reached the old partition meanwhile follows as [`Peer::Late`]; the new partition
-//! holds what the connection sends it directly until [`Peer::Drained`] says nothing else is on
-//! its way, so the client's input stays in order. A forwarded publish ([`Peer::Publish`]) is
-//! answered ([`Peer::Published`]) after the owner's store has it.
+//! The routing between partitions (which partition owns a topic, moving a client there,
+//! forwarding a publish, keeping a moving client's input in order) is the core's
+//! [`nsqlab_core::partition::Partition`]; this file only carries its messages: a
+//! connection's input to the partition it was last told it is in ([`Out::Moved`]), and
+//! [`Peer`] messages between partitions, each in order.
 
 use bytes::Bytes;
+use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
 use nsqlab_core::stats::{Stats, StatsFilter};
-use nsqlab_core::{
-    partition_of, Broker, ClientId, Event, Forward, Migration, Time, Transmit, Upgrade,
-};
-use std::collections::HashMap;
+use nsqlab_core::{partition_of, Broker, ClientId, Event, Time, Transmit, Upgrade};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -104,24 +98,9 @@ pub enum ToDriver {
     },
 }
 
-/// From one partition to another.
-pub enum Peer {
-    /// A client moving here, with its connection's output.
-    Adopt {
-        migration: Migration,
-        out: mpsc::UnboundedSender<Out>,
-    },
-    /// Input for a client that moved here, which reached the partition it left.
-    Late(ToDriver),
-    /// Nothing more for this client comes through the partition it left.
-    Drained { client: ClientId },
-    /// A publish for a client of partition `from`; answer with `Published`.
-    Publish { from: u32, forward: Forward },
-    Published {
-        client: ClientId,
-        result: Result<(), String>,
-    },
-}
+/// From one partition to another: the core's routing messages, a moving client's
+/// connection with it.
+pub type Peer = PeerMsg<Bytes, mpsc::UnboundedSender<Out>>;
 
 /// One partition's broker task, for a connection.
 #[derive(Clone, Debug)]
@@ -267,8 +246,8 @@ async fn call_on<R: Send + 'static>(
     answer.await.ok()
 }
 
-/// One partition's broker and its store.
-pub struct Partition {
+/// One partition's broker and its store, to start a task with.
+pub struct Opened {
     pub broker: Broker,
     pub store: Option<super::store::Store>,
 }
@@ -276,7 +255,7 @@ pub struct Partition {
 /// Start one broker task per partition (partition `i` is `parts[i]`); they end when every
 /// handle is dropped.
 pub fn spawn(
-    parts: Vec<Partition>,
+    parts: Vec<Opened>,
     auth: super::auth::AuthConfig,
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
 ) -> (DriverHandle, Vec<tokio::task::JoinHandle<Broker>>) {
@@ -323,16 +302,14 @@ pub fn spawn(
             let ctx = Ctx {
                 index: i as u32,
                 links: links.clone(),
-                conns: HashMap::new(),
                 after_store: Vec::new(),
-                moved: HashMap::new(),
-                arriving: HashMap::new(),
-                leaving: HashMap::new(),
-                migrations: Vec::new(),
                 events: events.clone(),
                 registry: registry.clone(),
+                auth: auth.clone(),
+                auth_start: 0,
             };
-            tokio::spawn(run(p.broker, rx, peer_rx, ctx, auth.clone(), p.store))
+            let part = Partition::with_broker(p.broker);
+            tokio::spawn(run(part, rx, peer_rx, ctx, p.store))
         })
         .collect();
     let handle = DriverHandle {
@@ -352,23 +329,18 @@ struct Link {
     peer: mpsc::UnboundedSender<Peer>,
 }
 
+/// A partition's broker and routing, with connections' output senders as their handles.
+type Core = Partition<Bytes, mpsc::UnboundedSender<Out>>;
+
 /// A partition task's host state (what the core does not own).
 struct Ctx {
     index: u32,
     links: Arc<[Link]>,
-    conns: HashMap<ClientId, mpsc::UnboundedSender<Out>>,
     after_store: Vec<AfterStore>,
-    /// Clients that moved from here, to which partition, until their connection confirms it
-    /// sends nothing more here.
-    moved: HashMap<ClientId, u32>,
-    /// Clients that moved here, with what their connection sent directly while input may
-    /// still come through the partition they left.
-    arriving: HashMap<ClientId, Vec<ToDriver>>,
-    /// Clients leaving (handed over after this wake-up's transmits), with their input since.
-    leaving: HashMap<ClientId, Vec<ToDriver>>,
-    migrations: Vec<Migration>,
     events: broadcast::Sender<Event>,
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
+    auth: Arc<super::auth::AuthConfig>,
+    auth_start: usize,
 }
 
 impl Ctx {
@@ -400,23 +372,22 @@ fn handle_loaded(broker: &mut Broker, batch: Vec<super::store::Loaded>) {
 }
 
 async fn run(
-    mut broker: Broker,
+    mut part: Core,
     mut rx: mpsc::Receiver<ToDriver>,
     mut peer_rx: mpsc::UnboundedReceiver<Peer>,
     mut ctx: Ctx,
-    auth: Arc<super::auth::AuthConfig>,
     mut store: Option<super::store::Store>,
 ) -> Broker {
-    let mut auth_start = 0usize;
     let me = ctx.me();
     let alarm = Alarm::start(me.clone());
     let mut last_probe = std::time::Instant::now();
     loop {
-        broker.set_events(ctx.events.receiver_count() > 0);
+        part.broker_mut()
+            .set_events(ctx.events.receiver_count() > 0);
         // The alarm thread wakes us (with a Tick) when the next timer is due.
-        alarm.set(broker.poll_timeout());
+        alarm.set(part.broker().poll_timeout());
         // While storage is failing, wake every second to see whether it works again.
-        let unhealthy = store.is_some() && broker.health().is_some();
+        let unhealthy = store.is_some() && part.broker().health().is_some();
         // FINs a commit left unwritten are written when they are due (see `Store::commit`).
         let fins_due = store.as_ref().and_then(|s| s.fins_due());
         let fins = async {
@@ -436,12 +407,12 @@ async fn run(
             biased;
             p = peer_rx.recv() => {
                 if let Some(p) = p {
-                    handle_peer(&mut broker, &mut ctx, p);
+                    part.handle_peer(crate::clock::now(), p);
                 }
                 Some(ToDriver::Tick)
             }
             batch = loaded(&mut store) => {
-                handle_loaded(&mut broker, batch);
+                handle_loaded(part.broker_mut(), batch);
                 Some(ToDriver::Tick)
             }
             m = rx.recv() => m,
@@ -452,46 +423,49 @@ async fn run(
         // What other partitions sent comes first: a client moving here is adopted before
         // its connection's first direct input is read.
         while let Ok(p) = peer_rx.try_recv() {
-            handle_peer(&mut broker, &mut ctx, p);
+            part.handle_peer(crate::clock::now(), p);
         }
-        handle(&mut broker, &mut ctx, m);
+        handle(&mut part, &mut ctx, m);
         // Take what else is waiting before writing anything out: one wake-up, many inputs.
         for _ in 0..1024 {
             match rx.try_recv() {
                 Ok(m) => {
                     while let Ok(p) = peer_rx.try_recv() {
-                        handle_peer(&mut broker, &mut ctx, p);
+                        part.handle_peer(crate::clock::now(), p);
                     }
-                    handle(&mut broker, &mut ctx, m)
+                    handle(&mut part, &mut ctx, m)
                 }
                 Err(_) => break,
             }
         }
         let now = crate::clock::now();
-        if broker.poll_timeout().is_some_and(|t| t <= now) {
-            broker.handle_timeout(now);
+        if part.broker().poll_timeout().is_some_and(|t| t <= now) {
+            part.broker_mut().handle_timeout(now);
         }
         // Group commit: everything this wake-up changed, in one write per topic; the
         // publishers' OKs go out only after it.
         let stored = match store.as_mut() {
-            Some(s) => commit(&mut broker, s),
+            Some(s) => commit(part.broker_mut(), s),
             None => Ok(()),
         };
         for reply in ctx.after_store.drain(..) {
             reply(stored.clone());
         }
+        part.handle_committed(stored);
         // Evicted bodies (deferred messages coming due, a backlog past --mem-queue-size) are
         // read back on the loader thread; they arrive as a wake-up of their own.
         if let Some(s) = store.as_mut() {
+            let broker = part.broker_mut();
             loop {
                 let failed = s.request_loads(std::iter::from_fn(|| broker.poll_load_run()));
                 if failed.is_empty() {
                     break;
                 }
-                handle_loaded(&mut broker, failed);
+                handle_loaded(broker, failed);
             }
         }
         if let Some(s) = store.as_mut() {
+            let broker = part.broker_mut();
             if broker.health().is_some() && last_probe.elapsed() >= PROBE_INTERVAL {
                 last_probe = std::time::Instant::now();
                 match s.probe() {
@@ -503,29 +477,13 @@ async fn run(
                 }
             }
         }
-        flush_outputs(&mut broker, &mut ctx);
-        while let Some(req) = broker.poll_auth_request() {
-            // The HTTP query runs on its own task; the answer comes back as input.
-            let (cfg, me) = (auth.clone(), me.clone());
-            auth_start = auth_start.wrapping_add(1);
-            let start = auth_start;
-            tokio::spawn(async move {
-                let answer = super::auth::query(&cfg, &req, start).await;
-                if let Some(tx) = me.upgrade() {
-                    let _ = tx
-                        .send(ToDriver::Auth {
-                            client: req.client,
-                            answer,
-                        })
-                        .await;
-                }
-            });
-        }
+        flush_outputs(&mut part, &mut ctx);
         // More work is due at once (a large MPUB's next step): let the tasks this wake-up
         // woke run first. A task woken from here waits in this worker's LIFO slot, which no
         // other worker takes, and a loop that always finds input yields only when its
         // cooperative budget runs out, 128 wake-ups later: another client's OK waited 70 ms.
-        if broker
+        if part
+            .broker()
             .poll_timeout()
             .is_some_and(|t| t <= crate::clock::now())
         {
@@ -533,6 +491,7 @@ async fn run(
         }
     }
     alarm.stop();
+    let mut broker = part.into_broker();
     if let Some(mut s) = store {
         let _ = commit(&mut broker, &mut s);
         s.close();
@@ -540,53 +499,61 @@ async fn run(
     broker
 }
 
-/// Hand the core's output to the connections; then move the clients that leave (after what
-/// this partition sent them) and forward publishes to their topics' partitions.
-fn flush_outputs(broker: &mut Broker, ctx: &mut Ctx) {
-    while let Some(t) = broker.poll_transmit() {
-        let (client, out) = match t {
-            Transmit::Data { client, data } => (client, Out::Data(data)),
-            Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
-            Transmit::Close { client } => (client, Out::Close),
-            Transmit::WriteTimeout { client, timeout } => {
-                (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
+/// Carry out what the partition asks, in its order: each client's output to its
+/// connection, registry changes to the nsqlookupd task, events to the `/ws/events`
+/// broadcast, messages to other partitions, questions to the auth server.
+fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
+    while let Some(o) = part.poll_output() {
+        match o {
+            Output::Moved { client } => {
+                let Some(out) = part.conn(client) else {
+                    continue;
+                };
+                // On the connection's output: what the old partition sent, this, then ours.
+                let _ = match ctx.me().upgrade() {
+                    Some(tx) => out.send(Out::Moved(Part { tx })),
+                    // Shutting down.
+                    None => out.send(Out::Close),
+                };
             }
-        };
-        let close = matches!(out, Out::Close);
-        if let Some(tx) = ctx.conns.get(&client) {
-            let _ = tx.send(out);
+            Output::Transmit(t) => {
+                let (client, out) = match t {
+                    Transmit::Data { client, data } => (client, Out::Data(data)),
+                    Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+                    Transmit::Close { client } => (client, Out::Close),
+                    Transmit::WriteTimeout { client, timeout } => {
+                        (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
+                    }
+                };
+                if let Some(tx) = part.conn(client) {
+                    let _ = tx.send(out);
+                }
+            }
+            Output::Registry(c) => {
+                let _ = ctx.registry.send(c);
+            }
+            Output::Event(e) => {
+                let _ = ctx.events.send(e);
+            }
+            Output::Peer { to, msg } => ctx.to_peer(to, msg),
+            Output::Auth(req) => {
+                // The HTTP query runs on its own task; the answer comes back as input.
+                let (cfg, me) = (ctx.auth.clone(), ctx.me());
+                ctx.auth_start = ctx.auth_start.wrapping_add(1);
+                let start = ctx.auth_start;
+                tokio::spawn(async move {
+                    let answer = super::auth::query(&cfg, &req, start).await;
+                    if let Some(tx) = me.upgrade() {
+                        let _ = tx
+                            .send(ToDriver::Auth {
+                                client: req.client,
+                                answer,
+                            })
+                            .await;
+                    }
+                });
+            }
         }
-        if close {
-            ctx.conns.remove(&client);
-        }
-    }
-    // Events too, before a client that leaves has any elsewhere.
-    while let Some(c) = broker.poll_registry() {
-        let _ = ctx.registry.send(c);
-    }
-    while let Some(e) = broker.poll_event() {
-        let _ = ctx.events.send(e);
-    }
-    // After the transmits: what this partition sent a moving client goes out first.
-    take_leavers(broker, ctx);
-    for m in std::mem::take(&mut ctx.migrations) {
-        let (client, to) = (m.client, m.to);
-        let since = ctx.leaving.remove(&client).unwrap_or_default();
-        let Some(out) = ctx.conns.remove(&client) else {
-            continue;
-        };
-        // The new partition tells the connection (before anything it sends the client).
-        ctx.to_peer(to, Peer::Adopt { migration: m, out });
-        ctx.moved.insert(client, to);
-        // Its input since follows it.
-        for m in since {
-            handle(broker, ctx, m);
-        }
-    }
-    while let Some(forward) = broker.poll_forward() {
-        let to = forward.to;
-        let from = ctx.index;
-        ctx.to_peer(to, Peer::Publish { from, forward });
     }
 }
 
@@ -693,137 +660,28 @@ impl Alarm {
     }
 }
 
-/// The client a connection's message is about (none for calls and ticks).
-fn client_of(m: &ToDriver) -> Option<ClientId> {
-    match m {
-        ToDriver::Bytes { client, .. }
-        | ToDriver::Closed { client }
-        | ToDriver::Eof { client }
-        | ToDriver::TlsPeer { client, .. }
-        | ToDriver::Drained { client } => Some(*client),
-        _ => None,
-    }
-}
-
-fn handle(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
-    take_leavers(broker, ctx);
-    let moving = !(ctx.leaving.is_empty() && ctx.moved.is_empty() && ctx.arriving.is_empty());
-    if let Some(client) = client_of(&m).filter(|_| moving) {
-        // It is leaving: its input waits to follow it.
-        if let Some(waiting) = ctx.leaving.get_mut(&client) {
-            waiting.push(m);
-            return;
-        }
-        // It moved from here: its input follows it.
-        if let Some(&to) = ctx.moved.get(&client) {
-            match m {
-                ToDriver::Drained { client } => {
-                    ctx.moved.remove(&client);
-                    ctx.to_peer(to, Peer::Drained { client });
-                }
-                m => {
-                    if matches!(m, ToDriver::Closed { .. }) {
-                        ctx.moved.remove(&client);
-                    }
-                    ctx.to_peer(to, Peer::Late(m));
-                }
-            }
-            return;
-        }
-        // It moved here and input may still come through where it was: after that.
-        if let Some(waiting) = ctx.arriving.get_mut(&client) {
-            waiting.push(m);
-            return;
-        }
-    }
-    run_input(broker, ctx, m);
-    take_leavers(broker, ctx);
-}
-
-fn handle_peer(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
-    handle_peer_inner(broker, ctx, p);
-    take_leavers(broker, ctx);
-}
-
-/// Clients the core let go: their next input (maybe in this same batch) waits with them until
-/// [`flush_outputs`] hands them over.
-fn take_leavers(broker: &mut Broker, ctx: &mut Ctx) {
-    while let Some(m) = broker.poll_migration() {
-        ctx.leaving.insert(m.client, Vec::new());
-        ctx.migrations.push(m);
-    }
-}
-
-fn handle_peer_inner(broker: &mut Broker, ctx: &mut Ctx, p: Peer) {
+/// One input from a connection, an HTTP handler or the alarm.
+fn handle(part: &mut Core, ctx: &mut Ctx, m: ToDriver) {
     let now = crate::clock::now();
-    match p {
-        Peer::Adopt { migration, out } => {
-            let client = migration.client;
-            let Some(tx) = ctx.me().upgrade() else {
-                // Shutting down.
-                let _ = out.send(Out::Close);
-                return;
-            };
-            // On the connection's output: what the old partition sent, this, then ours.
-            let _ = out.send(Out::Moved(Part { tx }));
-            ctx.conns.insert(client, out);
-            ctx.arriving.insert(client, Vec::new());
-            broker.adopt(now, migration);
-        }
-        Peer::Late(m) => {
-            if let ToDriver::Closed { client } = &m {
-                ctx.arriving.remove(client);
-            }
-            run_input(broker, ctx, m);
-        }
-        Peer::Drained { client } => {
-            broker.settled(now, client);
-            // Settled, it may move on at once (a command was waiting for that): then what
-            // it sent here directly follows it.
-            take_leavers(broker, ctx);
-            for m in ctx.arriving.remove(&client).unwrap_or_default() {
-                // May move it on again (it has settled): then this routes the rest on.
-                handle(broker, ctx, m);
-            }
-        }
-        Peer::Publish { from, forward } => {
-            let client = forward.client;
-            let r = broker
-                .publish(now, &forward.topic, forward.bodies, forward.defer)
-                .map(|_| ())
-                .map_err(|e| broker.health().map_or_else(|| e.to_string(), str::to_owned));
-            let peer = ctx.links[from as usize].peer.clone();
-            ctx.after_store.push(Box::new(move |stored| {
-                let result = r.and(stored);
-                let _ = peer.send(Peer::Published { client, result });
-            }));
-        }
-        Peer::Published { client, result } => broker.handle_forwarded(now, client, result),
-    }
-}
-
-fn run_input(broker: &mut Broker, ctx: &mut Ctx, m: ToDriver) {
-    let now = crate::clock::now();
-    match m {
+    let (client, input) = match m {
         ToDriver::Connect { remote, out, reply } => {
-            let id = broker.connect(now, remote);
-            ctx.conns.insert(id, out);
+            let id = part.connect(now, remote, out);
             let _ = reply.send(id);
+            return;
         }
-        ToDriver::Bytes { client, data } => broker.handle_bytes(now, client, &data),
-        ToDriver::Eof { client } => broker.handle_eof(now, client),
-        ToDriver::Closed { client } => {
-            ctx.conns.remove(&client);
-            broker.disconnect(now, client);
+        ToDriver::Call(f) => return f(part.broker_mut(), now),
+        ToDriver::CallStored(f) => return ctx.after_store.push(f(part.broker_mut(), now)),
+        ToDriver::Tick => return,
+        ToDriver::Auth { client, answer } => {
+            return part.broker_mut().handle_auth_response(now, client, answer)
         }
-        // Not moved from here (any more): nothing to do.
-        ToDriver::Drained { .. } => {}
-        ToDriver::Call(f) => f(broker, now),
-        ToDriver::CallStored(f) => ctx.after_store.push(f(broker, now)),
-        ToDriver::Tick => {}
-        ToDriver::Auth { client, answer } => broker.handle_auth_response(now, client, answer),
-        ToDriver::TlsPeer { client, peer } => broker.handle_tls_peer(client, peer),
-    }
+        ToDriver::Bytes { client, data } => (client, ClientInput::Bytes(data)),
+        ToDriver::Eof { client } => (client, ClientInput::Eof),
+        ToDriver::Closed { client } => (client, ClientInput::Closed),
+        ToDriver::TlsPeer { client, peer } => (client, ClientInput::Tls(peer)),
+        ToDriver::Drained { client } => (client, ClientInput::Drained),
+    };
+    part.handle_client(now, client, input);
 }
 
 #[cfg(test)]
@@ -861,7 +719,7 @@ mod tests {
         async fn open(tb: &str) -> Conn {
             let now = crate::clock::now();
             let parts = (0..2)
-                .map(|p| Partition {
+                .map(|p| Opened {
                     broker: Broker::new(
                         Options {
                             partition: p,

@@ -132,7 +132,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         };
         // What the restore created is registered on connect; only later changes are news.
         while broker.poll_registry().is_some() {}
-        parts.push(driver::Partition { broker, store });
+        parts.push(driver::Opened { broker, store });
     }
     tracing::info!("{count} partition(s)");
     if args.durable {

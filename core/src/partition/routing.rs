@@ -1,0 +1,371 @@
+//! [`Partition`]: one partition's broker with the routing around it, so that every host (the
+//! server's broker tasks, the tests, the fuzzer) moves clients and forwards publishes with
+//! the same code.
+//!
+//! # Messages between partitions
+//! A host runs one [`Partition`] per partition and carries two kinds of message, each in the
+//! order it was sent: a connection's [`ClientInput`] to the partition it believes its client
+//! is in, and [`PeerMsg`]s from one partition to another ([`Output::Peer`]).
+//!
+//! A client moves like this. Its partition's broker lets it go (it subscribed to, or first
+//! published to, a topic another partition owns); after everything this partition had for
+//! its connection has gone out, [`PeerMsg::Adopt`] takes its state and its connection handle
+//! to the new partition, which says [`Output::Moved`] before anything else it sends the
+//! connection. The connection answers [`ClientInput::Drained`] to the partition it left and
+//! sends everything else to the new one. Input that reached the old partition meanwhile
+//! follows as [`PeerMsg::Late`]; the new partition keeps what the connection sends it directly
+//! until [`PeerMsg::Drained`] says nothing more comes the other way. So a client's input runs
+//! in the order it was sent, wherever it was sent.
+//!
+//! A client that stays (subscribed, or moved once already) has its publishes to other
+//! partitions' topics forwarded ([`PeerMsg::Publish`]); the owner answers
+//! ([`PeerMsg::Published`]) once its store has them (at once without storage).
+//!
+//! # The run loop
+//! ```
+//! use nsqlab_core::partition::{ClientInput, Output, Partition};
+//! use nsqlab_core::{Options, Transmit};
+//!
+//! // One partition of one; the connection handle is whatever the host writes to.
+//! let mut p: Partition<Vec<u8>, &str> = Partition::new(Options::default(), 1, 0);
+//! let c = p.connect(0, "127.0.0.1:5000", "socket 1");
+//! p.handle_client(1_000, c, ClientInput::Bytes(b"  V2PUB t\n\x00\x00\x00\x02hi".to_vec()));
+//! // (with storage: commit the broker's store ops here, then `handle_committed`)
+//! while let Some(out) = p.poll_output() {
+//!     match out {
+//!         Output::Transmit(Transmit::Data { client, data }) => {
+//!             assert_eq!(p.conn(client), Some(&"socket 1"));
+//!             assert_eq!(&data[8..], b"OK");
+//!         }
+//!         _ => {} // other transmits, events, registry changes, peers, auth
+//!     }
+//! }
+//! // then sleep until `p.broker().poll_timeout()` or the next input
+//! ```
+
+use super::{Forward, Migration};
+use crate::auth::AuthRequest;
+use crate::broker::{Broker, TlsPeer, Transmit};
+use crate::event::Event;
+use crate::options::Options;
+use crate::store::RegistryChange;
+use crate::time::Time;
+use crate::ClientId;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+
+/// Input from a client's connection (`B`: its bytes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientInput<B> {
+    Bytes(B),
+    /// The client closed its sending side: the broker answers what it owes (or the error for a
+    /// command cut short) and then closes the connection.
+    Eof,
+    /// The connection is gone.
+    Closed,
+    /// The client's TLS handshake finished.
+    Tls(TlsPeer),
+    /// After [`Output::Moved`]: the connection sends nothing more to this (the old) partition.
+    Drained,
+}
+
+/// From one partition to another (`C`: the host's connection handle, which moves with its
+/// client).
+#[derive(Debug)]
+pub enum PeerMsg<B, C> {
+    /// A client moving to the receiver, with its connection.
+    Adopt { migration: Migration, conn: C },
+    /// Input for a client that moved to the receiver, which reached the partition it left.
+    Late {
+        client: ClientId,
+        input: ClientInput<B>,
+    },
+    /// Nothing more for this client comes through the partition it left.
+    Drained { client: ClientId },
+    /// A publish for a client of partition `from`; answered with `Published`.
+    Publish { from: u32, forward: Forward },
+    /// The answer to a forwarded publish: `Err` says why storing it failed.
+    Published {
+        client: ClientId,
+        result: Result<(), String>,
+    },
+}
+
+/// What a partition asks its host to do, in the order [`Partition::poll_output`] gives it.
+#[derive(Debug)]
+pub enum Output<B, C> {
+    /// A client moved here: tell its connection ([`Partition::conn`]) to send
+    /// [`ClientInput::Drained`] to the partition it left and everything else here. Comes
+    /// before anything else this partition sends that connection.
+    Moved { client: ClientId },
+    /// Bytes, an upgrade, a close or a write deadline for a client's connection
+    /// ([`Partition::conn`]; after a close the handle is forgotten at the next poll).
+    Transmit(Transmit),
+    /// A topic or channel came or went (for nsqlookupd).
+    Registry(RegistryChange),
+    /// An event (only with [`Options::events`]).
+    Event(Event),
+    /// A message for partition `to`.
+    Peer { to: u32, msg: PeerMsg<B, C> },
+    /// A question for the auth server; answer with [`Broker::handle_auth_response`].
+    Auth(AuthRequest),
+}
+
+/// One partition: its [`Broker`] and the routing of clients and publishes to and from the
+/// others (see the [module docs](self)). `B` is the bytes a connection sends, `C` the host's
+/// handle for a connection.
+pub struct Partition<B, C> {
+    broker: Broker,
+    index: u32,
+    conns: FxHashMap<ClientId, C>,
+    /// A connection closed by the last transmit: forgotten at the next poll.
+    closing: Option<ClientId>,
+    /// Clients that moved from here, to which partition, until their connection confirms it
+    /// sends nothing more here.
+    moved: FxHashMap<ClientId, u32>,
+    /// Clients that moved here, with what their connection sent directly while input may
+    /// still come through the partition they left.
+    arriving: FxHashMap<ClientId, Vec<ClientInput<B>>>,
+    /// Clients the broker let go, handed over after this partition's transmits, with their
+    /// input since.
+    leaving: FxHashMap<ClientId, Vec<ClientInput<B>>>,
+    handovers: VecDeque<Migration>,
+    /// Clients adopted here whose connection has not been told.
+    adopted: VecDeque<ClientId>,
+    peers: VecDeque<(u32, PeerMsg<B, C>)>,
+    /// Forwarded publishes run here, answered once the store has them: (from, client, result).
+    unstored: Vec<(u32, ClientId, Result<(), String>)>,
+}
+
+impl<B: AsRef<[u8]>, C> Partition<B, C> {
+    /// Partition [`Options::partition`] of [`Options::partitions`].
+    pub fn new(opts: Options, seed: u64, now: Time) -> Self {
+        Self::with_broker(Broker::new(opts, seed, now))
+    }
+
+    /// Around a broker made elsewhere (restored from storage, say).
+    pub fn with_broker(broker: Broker) -> Self {
+        Partition {
+            index: broker.options().partition,
+            broker,
+            conns: FxHashMap::default(),
+            closing: None,
+            moved: FxHashMap::default(),
+            arriving: FxHashMap::default(),
+            leaving: FxHashMap::default(),
+            handovers: VecDeque::new(),
+            adopted: VecDeque::new(),
+            peers: VecDeque::new(),
+            unstored: Vec::new(),
+        }
+    }
+
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    pub fn broker(&self) -> &Broker {
+        &self.broker
+    }
+
+    /// The broker, for inputs that are not a client's (HTTP calls, timers, the store, auth
+    /// answers).
+    pub fn broker_mut(&mut self) -> &mut Broker {
+        &mut self.broker
+    }
+
+    pub fn into_broker(self) -> Broker {
+        self.broker
+    }
+
+    /// A client's connection handle, while the client is here.
+    pub fn conn(&self, client: ClientId) -> Option<&C> {
+        self.conns.get(&client)
+    }
+
+    /// A new connection, starting here.
+    pub fn connect(&mut self, now: Time, remote: impl Into<String>, conn: C) -> ClientId {
+        let id = self.broker.connect(now, remote);
+        self.conns.insert(id, conn);
+        id
+    }
+
+    /// Input from a client's connection: run here, or kept for a client on its way, or
+    /// passed on to where the client went.
+    pub fn handle_client(&mut self, now: Time, client: ClientId, input: ClientInput<B>) {
+        self.take_leavers();
+        let moving =
+            !(self.leaving.is_empty() && self.moved.is_empty() && self.arriving.is_empty());
+        if moving {
+            // Leaving: its input waits to follow it.
+            if let Some(waiting) = self.leaving.get_mut(&client) {
+                waiting.push(input);
+                return;
+            }
+            // Moved from here: its input follows it.
+            if let Some(&to) = self.moved.get(&client) {
+                let msg = match input {
+                    ClientInput::Drained => {
+                        self.moved.remove(&client);
+                        PeerMsg::Drained { client }
+                    }
+                    input => {
+                        if matches!(input, ClientInput::Closed) {
+                            self.moved.remove(&client);
+                        }
+                        PeerMsg::Late { client, input }
+                    }
+                };
+                self.peers.push_back((to, msg));
+                return;
+            }
+            // Moved here, and input may still come through where it was: after that.
+            if let Some(waiting) = self.arriving.get_mut(&client) {
+                waiting.push(input);
+                return;
+            }
+        }
+        self.run(now, client, input);
+        self.take_leavers();
+    }
+
+    /// A message from another partition.
+    pub fn handle_peer(&mut self, now: Time, msg: PeerMsg<B, C>) {
+        self.take_leavers();
+        match msg {
+            PeerMsg::Adopt { migration, conn } => {
+                let client = migration.client;
+                self.conns.insert(client, conn);
+                self.arriving.insert(client, Vec::new());
+                self.adopted.push_back(client);
+                self.broker.adopt(now, migration);
+            }
+            PeerMsg::Late { client, input } => {
+                if matches!(input, ClientInput::Closed) {
+                    self.arriving.remove(&client);
+                }
+                self.run(now, client, input);
+            }
+            PeerMsg::Drained { client } => {
+                self.broker.settled(now, client);
+                // Settled, it may move on at once (a command was waiting for that): then
+                // what it sent here directly follows it.
+                self.take_leavers();
+                for input in self.arriving.remove(&client).unwrap_or_default() {
+                    self.handle_client(now, client, input);
+                }
+            }
+            PeerMsg::Publish { from, forward } => {
+                let client = forward.client;
+                let result = self
+                    .broker
+                    .publish(now, &forward.topic, forward.bodies, forward.defer)
+                    .map(|_| ())
+                    .map_err(|e| {
+                        self.broker
+                            .health()
+                            .map_or_else(|| e.to_string(), str::to_owned)
+                    });
+                if self.broker.options().durable {
+                    self.unstored.push((from, client, result));
+                } else {
+                    self.peers
+                        .push_back((from, PeerMsg::Published { client, result }));
+                }
+            }
+            PeerMsg::Published { client, result } => {
+                self.broker.handle_forwarded(now, client, result)
+            }
+        }
+        self.take_leavers();
+    }
+
+    /// The store wrote (or failed to write) everything the broker gave it so far: answer the
+    /// publishes forwarded here since the last commit.
+    pub fn handle_committed(&mut self, result: Result<(), String>) {
+        for (from, client, r) in self.unstored.drain(..) {
+            let result = r.and(result.clone());
+            self.peers
+                .push_back((from, PeerMsg::Published { client, result }));
+        }
+        self.take_leavers();
+    }
+
+    /// The next thing for the host to do, in this order: tell adopted clients' connections
+    /// they moved; write each client's output (in order per client); report registry
+    /// changes and events; hand over clients that leave (after what this partition sent
+    /// them) and pass on the input that followed them; forward publishes and send answers;
+    /// ask the auth server. (With storage, commit the broker's store ops and call
+    /// [`Partition::handle_committed`] before, so that the output they held can go.)
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<Output<B, C>> {
+        if let Some(c) = self.closing.take() {
+            self.conns.remove(&c);
+        }
+        if let Some(client) = self.adopted.pop_front() {
+            return Some(Output::Moved { client });
+        }
+        if let Some(t) = self.broker.poll_transmit() {
+            if let Transmit::Close { client } = t {
+                self.closing = Some(client);
+            }
+            return Some(Output::Transmit(t));
+        }
+        if let Some(c) = self.broker.poll_registry() {
+            return Some(Output::Registry(c));
+        }
+        if let Some(e) = self.broker.poll_event() {
+            return Some(Output::Event(e));
+        }
+        self.take_leavers();
+        while let Some(m) = self.handovers.pop_front() {
+            let (client, to) = (m.client, m.to);
+            let since = self.leaving.remove(&client).unwrap_or_default();
+            // A connection already gone has nobody to move.
+            let Some(conn) = self.conns.remove(&client) else {
+                continue;
+            };
+            self.peers
+                .push_back((to, PeerMsg::Adopt { migration: m, conn }));
+            self.moved.insert(client, to);
+            let now = self.broker.now();
+            for input in since {
+                self.handle_client(now, client, input);
+            }
+        }
+        if let Some(forward) = self.broker.poll_forward() {
+            let from = self.index;
+            return Some(Output::Peer {
+                to: forward.to,
+                msg: PeerMsg::Publish { from, forward },
+            });
+        }
+        if let Some((to, msg)) = self.peers.pop_front() {
+            return Some(Output::Peer { to, msg });
+        }
+        self.broker.poll_auth_request().map(Output::Auth)
+    }
+
+    /// Clients the broker let go: their next input (maybe in this same batch) waits with
+    /// them until they are handed over.
+    fn take_leavers(&mut self) {
+        while let Some(m) = self.broker.poll_migration() {
+            self.leaving.insert(m.client, Vec::new());
+            self.handovers.push_back(m);
+        }
+    }
+
+    fn run(&mut self, now: Time, client: ClientId, input: ClientInput<B>) {
+        match input {
+            ClientInput::Bytes(b) => self.broker.handle_bytes(now, client, b.as_ref()),
+            ClientInput::Eof => self.broker.handle_eof(now, client),
+            ClientInput::Closed => {
+                self.conns.remove(&client);
+                self.broker.disconnect(now, client);
+            }
+            ClientInput::Tls(peer) => self.broker.handle_tls_peer(client, peer),
+            // Not moved from here (any more): nothing to do.
+            ClientInput::Drained => {}
+        }
+    }
+}
