@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughpu
 use nsqlab_core::message::{Message, MessageId};
 use nsqlab_core::pqueue::PQueue;
 use nsqlab_core::protocol::Command;
-use nsqlab_core::{Body, Broker, Options, Transmit};
+use nsqlab_core::{Body, Broker, Options, Output, Transmit};
 use std::hint::black_box;
 
 const BATCH: usize = 1000;
@@ -30,7 +30,7 @@ fn publish_deliver_fin(c: &mut Criterion) {
         b.handle_bytes(1, cons, b"  V2SUB t c\nRDY 2500\n");
         let prod = b.connect(1, "p");
         b.handle_bytes(1, prod, b"  V2");
-        while b.poll_transmit().is_some() {}
+        while b.poll_output().is_some() {}
         let body: Body = vec![b'x'; 200].into();
         let mut pubs = Vec::new();
         if mpub {
@@ -60,8 +60,8 @@ fn publish_deliver_fin(c: &mut Criterion) {
                 b.handle_bytes(now, prod, &pubs);
                 fins.clear();
                 let mut delivered = 0;
-                while let Some(t) = b.poll_transmit() {
-                    if let Transmit::Data { client, data } = t {
+                while let Some(o) = b.poll_output() {
+                    if let Output::Transmit(Transmit::Data { client, data }) = o {
                         if client == cons {
                             // Walk the message frames and FIN each ID.
                             let mut at = 0;
@@ -79,8 +79,7 @@ fn publish_deliver_fin(c: &mut Criterion) {
                 }
                 assert_eq!(delivered, BATCH);
                 b.handle_bytes(now, cons, &fins);
-                while b.poll_transmit().is_some() {}
-                while b.poll_event().is_some() {}
+                while b.poll_output().is_some() {}
             })
         });
         g.finish();

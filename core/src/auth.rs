@@ -1,6 +1,6 @@
 //! AUTH against an nsqauthd-compatible server, sans-IO.
 //!
-//! `AUTH` makes the broker emit an [`AuthRequest`] ([`crate::Broker::poll_auth_request`]) and
+//! `AUTH` makes the broker emit an [`AuthRequest`] ([`crate::Output::Auth`]) and
 //! hold the client's later input until the caller answers with
 //! [`crate::Broker::handle_auth_response`]. When the answer's TTL has passed, the next SUB,
 //! PUB, MPUB or DPUB triggers a refresh the same way, as nsqd's `IsAuthorized` does.

@@ -42,7 +42,7 @@ pub struct Client {
     /// The topic this client published to last, so that the next publish to it needs no
     /// name check and no search.
     pub(crate) last_pub: Option<LastPub>,
-    /// Frames waiting for the next `poll_transmit`.
+    /// Frames waiting for the next transmit (`Broker::poll_output`).
     pub(crate) out: Vec<u8>,
     /// How much output the last transmit carried: the next buffer starts that big (up to
     /// [`OUT_HINT_MAX`]) instead of doubling its way there.

@@ -1,7 +1,7 @@
 //! What happened inside the broker, as a serialisable stream.
 //!
 //! Stats, the live stream and the visualiser are built from these. Events are produced only
-//! when [`crate::Options::events`] is on, and drained with [`crate::Broker::poll_event`].
+//! when [`crate::Options::events`] is on, and drained as [`crate::Output::Event`].
 
 use crate::message::MessageId;
 use crate::pqueue::HeapOp;

@@ -20,44 +20,44 @@
 //! ## The run loop
 //!
 //! ```
-//! use nsqlab_core::{Broker, Options, Transmit};
+//! use nsqlab_core::{Broker, Options, Output, Transmit};
 //!
 //! let mut broker = Broker::new(Options::default(), /* seed */ 1, /* now */ 0);
 //! let c = broker.connect(0, "127.0.0.1:5000");
 //! broker.handle_bytes(1_000, c, b"  V2PUB t\n\x00\x00\x00\x02hi");
-//! // 1. write what the broker produced, in order
-//! while let Some(t) = broker.poll_transmit() {
-//!     match t {
-//!         Transmit::Data { client, data } => assert_eq!(&data[8..], b"OK"),
-//!         _ => {} // upgrades, closes, write timeouts
+//! // 1. do what the broker asks, in order
+//! while let Some(o) = broker.poll_output() {
+//!     match o {
+//!         Output::Transmit(Transmit::Data { client, data }) => assert_eq!(&data[8..], b"OK"),
+//!         Output::Transmit(_) => {} // upgrades, closes, write deadlines
+//!         Output::Auth(_) => {}     // ask the auth server; answer with handle_auth_response
+//!         Output::Registry(_) => {} // tell nsqlookupd
+//!         Output::Event(_) => {}    // stats, logs, the visualiser
 //!     }
 //! }
-//! // 2. drain events (for stats, logs, the visualiser)
-//! while let Some(_e) = broker.poll_event() {}
-//! // 3. sleep until the next timer or input; on the timer call handle_timeout(now)
+//! // 2. sleep until the next timer or input; on the timer call handle_timeout(now)
 //! if let Some(at) = broker.poll_timeout() {
 //!     broker.handle_timeout(at);
 //! }
 //! ```
 //!
 //! Inputs: [`Broker::connect`], [`Broker::handle_bytes`], [`Broker::disconnect`],
-//! [`Broker::handle_timeout`], [`Broker::handle_auth_response`], and the HTTP-style calls ([`Broker::publish`],
-//! [`Broker::create_topic`], [`Broker::pause_channel`], …). After any of them drain
-//! [`Broker::poll_transmit`] first (client-visible bytes, upgrades and closes, in order per
-//! client), then [`Broker::poll_auth_request`] (questions for the auth server), then
-//! [`Broker::poll_event`], then re-read [`Broker::poll_timeout`].
+//! [`Broker::handle_timeout`], [`Broker::handle_auth_response`], and the HTTP-style calls
+//! ([`Broker::publish`], [`Broker::create_topic`], [`Broker::pause_channel`], …). After any of
+//! them drain the one output, [`Broker::poll_output`] ([`Output`]: each client's transmits in
+//! order, questions for the auth server, registry changes for nsqlookupd, events), then
+//! re-read [`Broker::poll_timeout`].
 //!
-//! With durable storage ([`Options::durable`], see [`store`]) two more steps come before the
-//! transmits: drain [`Broker::poll_store`] into the store, write it, and answer with
+//! With durable storage ([`Options::durable`], see [`store`]) the storage hand-off comes
+//! first: drain [`Broker::poll_store`] into the store, write it, and answer with
 //! [`Broker::handle_stored`] (publishers' `OK`s wait for it); then answer each
-//! [`Broker::poll_load_run`] (bodies evicted to the store) with [`Broker::handle_loaded`]. At start,
-//! [`store::Replay`] gives back what the store kept. [`Broker::poll_registry`] reports topics
-//! and channels as they come and go (for nsqlookupd, whose own state machine is [`lookup`]).
+//! [`Broker::poll_load_run`] (bodies evicted to the store) with [`Broker::handle_loaded`]. At
+//! start, [`store::Replay`] gives back what the store kept.
 //!
 //! A host that runs several partitions (one broker each, see [`partition`]) wraps each broker
-//! in a [`partition::Partition`], which routes clients and publishes between them; it then
-//! drains one output, [`partition::Partition::poll_output`], in place of the transmit, auth,
-//! event and registry polls.
+//! in a [`partition::Partition`], which routes clients and publishes between them, and drains
+//! [`partition::Partition::poll_output`] instead: the same [`Output`], with
+//! [`Output::Route`]s for moves and for the other partitions.
 //!
 //! Determinism: message IDs come from the configured node id, `now` and a sequence; any
 //! randomness (`sample_rate`, the optional scan-loop strategy) from the seed. The same inputs
@@ -84,7 +84,7 @@ pub mod time;
 pub mod topic;
 
 pub use auth::{AuthRequest, AuthResponse, Authorization};
-pub use broker::{AdminError, Broker, Restore, TlsPeer, Transmit, Upgrade};
+pub use broker::{AdminError, Broker, Output, Restore, TlsPeer, Transmit, Upgrade};
 pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};

@@ -86,7 +86,7 @@ pub struct Options {
     /// in a queue (nsqd's disk backend), leave memory (the store has them); the broker asks for
     /// one back with a [`crate::store::LoadRun`] just before it is sent.
     pub evict_bodies: bool,
-    /// Report topics and channels as they come and go ([`crate::Broker::poll_registry`]), for
+    /// Report topics and channels as they come and go ([`crate::Output::Registry`]), for
     /// nsqlookupd registration.
     pub registry: bool,
     /// `--e2e-processing-latency-percentile`, highest first (none: not tracked).

@@ -19,7 +19,7 @@
 //! assert_eq!(sim.messages(c)[0].body[..], b"hi"[..]);
 //! ```
 
-use crate::broker::{Broker, Transmit};
+use crate::broker::{Broker, Output, Transmit};
 use crate::event::Event;
 use crate::message::Message;
 use crate::options::Options;
@@ -54,6 +54,8 @@ pub struct Sim {
     pub record_events: bool,
     /// Questions for the auth server, waiting for [`Sim::answer_auth`].
     pub auth_requests: Vec<crate::auth::AuthRequest>,
+    /// Topics and channels that came or went (with [`Options::registry`]), not yet taken.
+    pub registry: Vec<crate::store::RegistryChange>,
     /// The simulated disk (with [`Options::durable`]).
     pub store: SimStore,
 }
@@ -92,6 +94,7 @@ impl Sim {
             events: Vec::new(),
             record_events: true,
             auth_requests: Vec::new(),
+            registry: Vec::new(),
             store: SimStore::default(),
         }
     }
@@ -108,6 +111,7 @@ impl Sim {
             events: Vec::new(),
             record_events: self.record_events,
             auth_requests: Vec::new(),
+            registry: Vec::new(),
             store: SimStore {
                 replay: self.store.replay.clone(),
                 ..SimStore::default()
@@ -249,9 +253,9 @@ impl Sim {
         if !loaded.is_empty() {
             self.broker.handle_loaded(self.now, loaded);
         }
-        while let Some(t) = self.broker.poll_transmit() {
-            match t {
-                Transmit::Data { client, data } => {
+        while let Some(o) = self.broker.poll_output() {
+            match o {
+                Output::Transmit(Transmit::Data { client, data }) => {
                     if let Some(e) = self.ends.get_mut(&client) {
                         e.inbox.extend_from_slice(&data);
                         let mut used = 0;
@@ -262,26 +266,25 @@ impl Sim {
                         e.inbox.drain(..used);
                     }
                 }
-                Transmit::Upgrade { client, upgrade } => {
+                Output::Transmit(Transmit::Upgrade { client, upgrade }) => {
                     if let Some(e) = self.ends.get_mut(&client) {
                         e.upgrades.push(upgrade);
                     }
                 }
-                Transmit::Close { client } => {
+                Output::Transmit(Transmit::Close { client }) => {
                     if let Some(e) = self.ends.get_mut(&client) {
                         e.closed = true;
                     }
                 }
                 // The simulated transport never blocks.
-                Transmit::WriteTimeout { .. } => {}
-            }
-        }
-        while let Some(r) = self.broker.poll_auth_request() {
-            self.auth_requests.push(r);
-        }
-        while let Some(ev) = self.broker.poll_event() {
-            if self.record_events {
-                self.events.push(ev);
+                Output::Transmit(Transmit::WriteTimeout { .. }) => {}
+                Output::Auth(r) => self.auth_requests.push(r),
+                Output::Registry(c) => self.registry.push(c),
+                Output::Event(ev) => {
+                    if self.record_events {
+                        self.events.push(ev);
+                    }
+                }
             }
         }
     }

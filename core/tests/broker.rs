@@ -1047,7 +1047,7 @@ fn attempts_wrap_as_a_uint16() {
 /// IDENTIFY changes it from the default, and only then.
 #[test]
 fn identify_gives_the_transport_a_new_write_deadline() {
-    use nsqlab_core::{Broker, Transmit};
+    use nsqlab_core::{Broker, Output, Transmit};
     let mut b = Broker::new(Options::default(), 1, 0);
     let c = b.connect(0, "127.0.0.1:5000");
     let identify = |hb: i64| {
@@ -1055,8 +1055,8 @@ fn identify_gives_the_transport_a_new_write_deadline() {
     };
     let deadlines = |b: &mut Broker| {
         let mut got = Vec::new();
-        while let Some(t) = b.poll_transmit() {
-            if let Transmit::WriteTimeout { client, timeout } = t {
+        while let Some(o) = b.poll_output() {
+            if let Output::Transmit(Transmit::WriteTimeout { client, timeout }) = o {
                 assert_eq!(client, c);
                 got.push(timeout);
             }

@@ -6,10 +6,10 @@
 //! answers in the order it sent its commands — in set scenarios, and over random
 //! interleavings of those queues (`PARTITION_SEEDS=N`, default 5 000).
 
-use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
+use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
 use nsqlab_core::protocol::{decode_frame, Command, Frame, MAGIC_V2};
 use nsqlab_core::stats::Stats;
-use nsqlab_core::{partition_of, ClientId, Options, StatsFilter, Transmit};
+use nsqlab_core::{partition_of, ClientId, Options, Output, StatsFilter, Transmit};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
@@ -153,7 +153,7 @@ impl Net {
         while let Some(o) = self.parts[p].poll_output() {
             any = true;
             match o {
-                Output::Moved { client } => {
+                Output::Route(Route::Moved { client }) => {
                     assert!(self.parts[p].conn(client).is_some());
                     self.conns
                         .get_mut(&client)
@@ -180,7 +180,7 @@ impl Net {
                     }
                     self.conns.get_mut(&client).unwrap().out.push_back(out);
                 }
-                Output::Peer { to, msg } => self.peers[to as usize].push_back(msg),
+                Output::Route(Route::Peer { to, msg }) => self.peers[to as usize].push_back(msg),
                 Output::Registry(_) | Output::Event(_) => {}
                 Output::Auth(_) => panic!("no auth here"),
             }

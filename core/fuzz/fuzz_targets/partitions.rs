@@ -7,8 +7,8 @@
 //! client is in.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
-use nsqlab_core::{ClientId, Options, Transmit};
+use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
+use nsqlab_core::{ClientId, Options, Output, Transmit};
 use std::collections::{HashMap, VecDeque};
 
 type Part = Partition<Vec<u8>, ()>;
@@ -66,13 +66,13 @@ impl Host {
     fn flush(&mut self, p: usize) {
         while let Some(o) = self.parts[p].poll_output() {
             let (client, out) = match o {
-                Output::Moved { client } => (client, Out::Moved(p)),
+                Output::Route(Route::Moved { client }) => (client, Out::Moved(p)),
                 Output::Transmit(Transmit::Close { client }) => (client, Out::Close),
                 Output::Transmit(Transmit::Data { client, .. } | Transmit::Upgrade { client, .. }) => {
                     (client, Out::Data)
                 }
                 Output::Transmit(Transmit::WriteTimeout { .. }) => continue,
-                Output::Peer { to, msg } => {
+                Output::Route(Route::Peer { to, msg }) => {
                     self.peers[to as usize].push_back(msg);
                     continue;
                 }

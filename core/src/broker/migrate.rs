@@ -13,18 +13,18 @@ use crate::ClientId;
 
 impl Broker {
     /// The next client leaving for another partition (see [`crate::partition`]). Hand it over
-    /// after draining [`Broker::poll_transmit`]: what that gives for this client goes out
+    /// after draining its transmits ([`Broker::poll_output`]): what that gives for this client goes out
     /// before anything the new partition sends. Input for it that arrives meanwhile goes to
     /// the new partition too (this one no longer knows it).
     #[must_use]
-    pub(crate) fn poll_migration(&mut self) -> Option<Migration> {
+    pub(crate) fn take_migration(&mut self) -> Option<Migration> {
         self.migrations.pop_front()
     }
 
     /// The next publish to run on another partition; answer with
     /// [`Broker::handle_forwarded`].
     #[must_use]
-    pub(crate) fn poll_forward(&mut self) -> Option<Forward> {
+    pub(crate) fn take_forward(&mut self) -> Option<Forward> {
         self.forwards.pop_front()
     }
 

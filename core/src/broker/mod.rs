@@ -53,6 +53,40 @@ pub enum Transmit {
     },
 }
 
+/// What a broker (or a [`crate::partition::Partition`]) asks its host to do, from its one
+/// output path: [`Broker::poll_output`] gives them in this order, every client's in the
+/// order it was produced.
+///
+/// `R` is what a partition adds ([`crate::partition::Route`]: moves and messages for other
+/// partitions); a broker on its own never gives one, so a host of one broker matches no
+/// `Route` arm.
+#[derive(Debug)]
+pub enum Output<R = std::convert::Infallible> {
+    /// Bytes, an upgrade, a close or a write deadline for a client's transport.
+    Transmit(Transmit),
+    /// A question for the auth server (after AUTH, or to refresh an expired TTL); answer
+    /// with [`Broker::handle_auth_response`]. The client's input waits until then.
+    Auth(AuthRequest),
+    /// A topic or channel came or went (only with [`Options::registry`]), for nsqlookupd.
+    Registry(RegistryChange),
+    /// What happened (only with [`Options::events`]), for stats, logs and the visualiser.
+    Event(Event),
+    /// Partitions only.
+    Route(R),
+}
+
+impl Output {
+    /// The same output, in a host's type that also has routes.
+    pub fn routed<R>(self) -> Output<R> {
+        match self {
+            Output::Transmit(t) => Output::Transmit(t),
+            Output::Auth(a) => Output::Auth(a),
+            Output::Registry(r) => Output::Registry(r),
+            Output::Event(e) => Output::Event(e),
+        }
+    }
+}
+
 /// A client's TLS session, once its handshake is done.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TlsPeer {
@@ -182,9 +216,26 @@ impl Broker {
         self.clock.now()
     }
 
-    /// The next thing to do on a client's transport.
+    /// The next thing for the host to do: each client's transmits, then questions for the
+    /// auth server, registry changes and events (see [`Output`]). Drain it after every
+    /// input (with storage, after [`Broker::handle_stored`], so that what the store held can
+    /// go), then re-read [`Broker::poll_timeout`].
     #[must_use]
-    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+    pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some(t) = self.next_transmit() {
+            return Some(Output::Transmit(t));
+        }
+        if let Some(a) = self.auth_requests.pop_front() {
+            return Some(Output::Auth(a));
+        }
+        if let Some(r) = self.out.pop_registry() {
+            return Some(Output::Registry(r));
+        }
+        self.out.pop_event().map(Output::Event)
+    }
+
+    /// The next thing to do on a client's transport.
+    fn next_transmit(&mut self) -> Option<Transmit> {
         if let Some(t) = self.transmits.pop_front() {
             return Some(t);
         }
@@ -202,30 +253,11 @@ impl Broker {
         None
     }
 
-    /// The next event (only with [`Options::events`]).
-    #[must_use]
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.out.pop_event()
-    }
-
-    /// The next question for the auth server (after AUTH, or to refresh an expired TTL).
-    /// Answer it with [`Broker::handle_auth_response`]; the client's input waits until then.
-    #[must_use]
-    pub fn poll_auth_request(&mut self) -> Option<AuthRequest> {
-        self.auth_requests.pop_front()
-    }
-
     /// The next change for durable storage (only with [`Options::durable`]); see
     /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
     #[must_use]
     pub fn poll_store(&mut self) -> Option<StoreOp> {
         self.out.pop_store()
-    }
-
-    /// The next topic or channel that came or went (only with [`Options::registry`]).
-    #[must_use]
-    pub fn poll_registry(&mut self) -> Option<RegistryChange> {
-        self.out.pop_registry()
     }
 
     /// The next run of evicted bodies to fetch (only with [`Options::evict_bodies`]); answer

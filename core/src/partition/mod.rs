@@ -7,14 +7,14 @@
 //!   unique across them (partition `p` of `n` numbers its clients `p+1, p+1+n, …`), and so
 //!   are message IDs (a topic lives in one partition).
 //! - Connect a new client to any partition; send each connection's input to the partition it
-//!   was last told it is in ([`Output::Moved`]), and each [`Output::Peer`] to its partition,
+//!   was last told it is in ([`Route::Moved`]), and each [`Route::Peer`] to its partition,
 //!   in order. [`Partition`] does the rest: which partition a topic lives on, moving a client
 //!   there, forwarding the publishes of clients that stay, and keeping every client's input
 //!   and output in order while it moves (see [`routing`](Partition)).
 
 mod routing;
 
-pub use routing::{ClientInput, Output, Partition, PeerMsg};
+pub use routing::{ClientInput, Partition, PeerMsg, Route};
 
 use crate::client::Client;
 use crate::message::Body;

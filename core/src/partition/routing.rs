@@ -5,12 +5,12 @@
 //! # Messages between partitions
 //! A host runs one [`Partition`] per partition and carries two kinds of message, each in the
 //! order it was sent: a connection's [`ClientInput`] to the partition it believes its client
-//! is in, and [`PeerMsg`]s from one partition to another ([`Output::Peer`]).
+//! is in, and [`PeerMsg`]s from one partition to another ([`Route::Peer`]).
 //!
 //! A client moves like this. Its partition's broker lets it go (it subscribed to, or first
 //! published to, a topic another partition owns); after everything this partition had for
 //! its connection has gone out, [`PeerMsg::Adopt`] takes its state and its connection handle
-//! to the new partition, which says [`Output::Moved`] before anything else it sends the
+//! to the new partition, which says [`Route::Moved`] before anything else it sends the
 //! connection. The connection answers [`ClientInput::Drained`] to the partition it left and
 //! sends everything else to the new one. Input that reached the old partition meanwhile
 //! follows as [`PeerMsg::Late`]; the new partition keeps what the connection sends it directly
@@ -23,8 +23,8 @@
 //!
 //! # The run loop
 //! ```
-//! use nsqlab_core::partition::{ClientInput, Output, Partition};
-//! use nsqlab_core::{Options, Transmit};
+//! use nsqlab_core::partition::{ClientInput, Partition};
+//! use nsqlab_core::{Options, Output, Transmit};
 //!
 //! // One partition of one; the connection handle is whatever the host writes to.
 //! let mut p: Partition<Vec<u8>, &str> = Partition::new(Options::default(), 1, 0);
@@ -37,18 +37,15 @@
 //!             assert_eq!(p.conn(client), Some(&"socket 1"));
 //!             assert_eq!(&data[8..], b"OK");
 //!         }
-//!         _ => {} // other transmits, events, registry changes, peers, auth
+//!         _ => {} // other transmits, auth, registry changes, events, routes
 //!     }
 //! }
 //! // then sleep until `p.broker().poll_timeout()` or the next input
 //! ```
 
 use super::{Forward, Migration};
-use crate::auth::AuthRequest;
-use crate::broker::{Broker, TlsPeer, Transmit};
-use crate::event::Event;
+use crate::broker::{Broker, Output, TlsPeer, Transmit};
 use crate::options::Options;
-use crate::store::RegistryChange;
 use crate::time::Time;
 use crate::ClientId;
 use rustc_hash::FxHashMap;
@@ -65,7 +62,7 @@ pub enum ClientInput<B> {
     Closed,
     /// The client's TLS handshake finished.
     Tls(TlsPeer),
-    /// After [`Output::Moved`]: the connection sends nothing more to this (the old) partition.
+    /// After [`Route::Moved`]: the connection sends nothing more to this (the old) partition.
     Drained,
 }
 
@@ -91,24 +88,15 @@ pub enum PeerMsg<B, C> {
     },
 }
 
-/// What a partition asks its host to do, in the order [`Partition::poll_output`] gives it.
+/// What only a partition asks its host to do (in [`Output::Route`]).
 #[derive(Debug)]
-pub enum Output<B, C> {
+pub enum Route<B, C> {
     /// A client moved here: tell its connection ([`Partition::conn`]) to send
     /// [`ClientInput::Drained`] to the partition it left and everything else here. Comes
     /// before anything else this partition sends that connection.
     Moved { client: ClientId },
-    /// Bytes, an upgrade, a close or a write deadline for a client's connection
-    /// ([`Partition::conn`]; after a close the handle is forgotten at the next poll).
-    Transmit(Transmit),
-    /// A topic or channel came or went (for nsqlookupd).
-    Registry(RegistryChange),
-    /// An event (only with [`Options::events`]).
-    Event(Event),
     /// A message for partition `to`.
     Peer { to: u32, msg: PeerMsg<B, C> },
-    /// A question for the auth server; answer with [`Broker::handle_auth_response`].
-    Auth(AuthRequest),
 }
 
 /// One partition: its [`Broker`] and the routing of clients and publishes to and from the
@@ -292,30 +280,26 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
     }
 
     /// The next thing for the host to do, in this order: tell adopted clients' connections
-    /// they moved; write each client's output (in order per client); report registry
-    /// changes and events; hand over clients that leave (after what this partition sent
-    /// them) and pass on the input that followed them; forward publishes and send answers;
-    /// ask the auth server. (With storage, commit the broker's store ops and call
-    /// [`Partition::handle_committed`] before, so that the output they held can go.)
+    /// they moved; then the broker's output ([`Broker::poll_output`]: each client's
+    /// transmits, auth questions, registry changes, events); then hand over the clients that
+    /// leave (after what this partition sent them), pass on the input that followed them,
+    /// forward publishes and send answers. (With storage, commit the broker's store ops and
+    /// call [`Partition::handle_committed`] before, so that the output they held can go.)
+    /// A transmit goes to [`Partition::conn`]; after a close the handle is forgotten at the
+    /// next poll.
     #[must_use]
-    pub fn poll_output(&mut self) -> Option<Output<B, C>> {
+    pub fn poll_output(&mut self) -> Option<Output<Route<B, C>>> {
         if let Some(c) = self.closing.take() {
             self.conns.remove(&c);
         }
         if let Some(client) = self.adopted.pop_front() {
-            return Some(Output::Moved { client });
+            return Some(Output::Route(Route::Moved { client }));
         }
-        if let Some(t) = self.broker.poll_transmit() {
-            if let Transmit::Close { client } = t {
+        if let Some(o) = self.broker.poll_output() {
+            if let Output::Transmit(Transmit::Close { client }) = o {
                 self.closing = Some(client);
             }
-            return Some(Output::Transmit(t));
-        }
-        if let Some(c) = self.broker.poll_registry() {
-            return Some(Output::Registry(c));
-        }
-        if let Some(e) = self.broker.poll_event() {
-            return Some(Output::Event(e));
+            return Some(o.routed());
         }
         self.take_leavers();
         while let Some(m) = self.handovers.pop_front() {
@@ -333,23 +317,19 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
                 self.handle_client(now, client, input);
             }
         }
-        if let Some(forward) = self.broker.poll_forward() {
+        while let Some(forward) = self.broker.take_forward() {
             let from = self.index;
-            return Some(Output::Peer {
-                to: forward.to,
-                msg: PeerMsg::Publish { from, forward },
-            });
+            self.peers
+                .push_back((forward.to, PeerMsg::Publish { from, forward }));
         }
-        if let Some((to, msg)) = self.peers.pop_front() {
-            return Some(Output::Peer { to, msg });
-        }
-        self.broker.poll_auth_request().map(Output::Auth)
+        let (to, msg) = self.peers.pop_front()?;
+        Some(Output::Route(Route::Peer { to, msg }))
     }
 
     /// Clients the broker let go: their next input (maybe in this same batch) waits with
     /// them until they are handed over.
     fn take_leavers(&mut self) {
-        while let Some(m) = self.broker.poll_migration() {
+        while let Some(m) = self.broker.take_migration() {
             self.leaving.insert(m.client, Vec::new());
             self.handovers.push_back(m);
         }

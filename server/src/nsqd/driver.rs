@@ -13,9 +13,9 @@
 //! [`Peer`] messages between partitions, each in order.
 
 use bytes::Bytes;
-use nsqlab_core::partition::{ClientInput, Output, Partition, PeerMsg};
+use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
 use nsqlab_core::stats::{Stats, StatsFilter};
-use nsqlab_core::{partition_of, Broker, ClientId, Event, Time, Transmit, Upgrade};
+use nsqlab_core::{partition_of, Broker, ClientId, Event, Output, Time, Transmit, Upgrade};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -499,13 +499,13 @@ async fn run(
     broker
 }
 
-/// Carry out what the partition asks, in its order: each client's output to its
-/// connection, registry changes to the nsqlookupd task, events to the `/ws/events`
-/// broadcast, messages to other partitions, questions to the auth server.
+/// Carry out what the partition asks, in its order: moves and each client's output to its
+/// connection, questions to the auth server, registry changes to the nsqlookupd task, events
+/// to the `/ws/events` broadcast, messages to other partitions.
 fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
     while let Some(o) = part.poll_output() {
         match o {
-            Output::Moved { client } => {
+            Output::Route(Route::Moved { client }) => {
                 let Some(out) = part.conn(client) else {
                     continue;
                 };
@@ -535,7 +535,7 @@ fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
             Output::Event(e) => {
                 let _ = ctx.events.send(e);
             }
-            Output::Peer { to, msg } => ctx.to_peer(to, msg),
+            Output::Route(Route::Peer { to, msg }) => ctx.to_peer(to, msg),
             Output::Auth(req) => {
                 // The HTTP query runs on its own task; the answer comes back as input.
                 let (cfg, me) = (ctx.auth.clone(), ctx.me());

@@ -131,7 +131,8 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
             None
         };
         // What the restore created is registered on connect; only later changes are news.
-        while broker.poll_registry().is_some() {}
+        // (Nobody is connected yet: nothing else is waiting.)
+        while broker.poll_output().is_some() {}
         parts.push(driver::Opened { broker, store });
     }
     tracing::info!("{count} partition(s)");

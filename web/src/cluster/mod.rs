@@ -545,7 +545,8 @@ impl Cluster {
     fn after(&mut self, i: usize) {
         let now = self.now;
         let name = self.nodes[i].name;
-        while let Some(change) = self.nodes[i].sim.broker.poll_registry() {
+        let changes: Vec<RegistryChange> = self.nodes[i].sim.registry.drain(..).collect();
+        for change in changes {
             let (line, key, topic, channel) = match &change {
                 RegistryChange::Register { topic, channel } => (
                     "REGISTER",
