@@ -11,6 +11,7 @@
 //! frame type): `OK`, IDENTIFY's JSON, or an `E_…` error, after which the connection closes.
 
 pub mod db;
+pub mod register;
 
 use crate::protocol::is_valid_name;
 use crate::time::{Nanos, Time};

@@ -10,6 +10,7 @@
 //! ephemeral ones excepted.
 
 use super::driver::DriverHandle;
+use nsqlab_core::lookup::register::{NodeIdentity, PING};
 use nsqlab_core::RegistryChange;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -87,16 +88,15 @@ pub async fn run(
             _ = tick.tick() => {
                 for (addr, tx) in &peers {
                     tracing::debug!("LOOKUPD({addr}): sending heartbeat");
-                    let _ = tx.send(PeerMsg::Command("PING".into()));
+                    let _ = tx.send(PeerMsg::Command(PING.into()));
                 }
             }
             c = changes.recv() => {
                 let Some(c) = c else { break };
-                let (line, new_topic) = match &c {
-                    RegistryChange::Register { topic, channel: None } => (format!("REGISTER {topic}"), Some(topic.to_string())),
-                    RegistryChange::Register { topic, channel: Some(ch) } => (format!("REGISTER {topic} {ch}"), None),
-                    RegistryChange::Unregister { topic, channel: None } => (format!("UNREGISTER {topic}"), None),
-                    RegistryChange::Unregister { topic, channel: Some(ch) } => (format!("UNREGISTER {topic} {ch}"), None),
+                let line = c.command();
+                let new_topic = match &c {
+                    RegistryChange::Register { topic, channel: None } => Some(topic.to_string()),
+                    _ => None,
                 };
                 for tx in peers.values() {
                     let _ = tx.send(PeerMsg::Command(line.clone()));
@@ -177,7 +177,7 @@ async fn peer(
         let (Some(c), Some(cmd)) = (conn.as_mut(), cmd) else {
             continue;
         };
-        if cmd != "PING" {
+        if cmd != PING {
             tracing::info!("LOOKUPD({addr}): {cmd}");
         }
         if let Err(e) = command(c, &cmd).await {
@@ -238,18 +238,13 @@ async fn connect(
         }
     };
     let _ = c.set_nodelay(true);
-    // A Go map, so the keys come sorted.
-    let body = nsqlab_core::protocol::to_go_json(&serde_json::json!({
-        "broadcast_address": node.broadcast_address,
-        "hostname": node.hostname,
-        "http_port": node.http_port,
-        "tcp_port": node.tcp_port,
-        "version": nsqlab_core::VERSION,
-    }))
-    .expect("identify serialises");
-    let mut b = b"  V1IDENTIFY\n".to_vec();
-    b.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    b.extend_from_slice(&body);
+    let b = nsqlab_core::lookup::register::hello(&NodeIdentity {
+        broadcast_address: node.broadcast_address.clone(),
+        hostname: node.hostname.clone(),
+        http_port: node.http_port,
+        tcp_port: node.tcp_port,
+        version: nsqlab_core::VERSION.into(),
+    });
     let resp = match async {
         timed(c.write_all(&b)).await?;
         read_response(&mut c).await

@@ -16,6 +16,7 @@ pub mod picture;
 use crate::i18n::Text;
 use crate::lab::Step;
 use nsqlab_core::event::EventKind;
+use nsqlab_core::lookup::register::{self, NodeIdentity};
 use nsqlab_core::lookup::{Lookupd, LookupdOptions, PeerId};
 use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::sim::Sim;
@@ -103,18 +104,13 @@ pub struct Cluster {
 
 /// nsqd's V1 registration bytes: the magic and IDENTIFY.
 fn identify(name: &str) -> Vec<u8> {
-    let body = serde_json::json!({
-        "broadcast_address": name,
-        "hostname": name,
-        "tcp_port": 4150,
-        "http_port": HTTP_PORT,
-        "version": nsqlab_core::VERSION,
+    register::hello(&NodeIdentity {
+        broadcast_address: name.into(),
+        hostname: name.into(),
+        http_port: HTTP_PORT,
+        tcp_port: 4150,
+        version: nsqlab_core::VERSION.into(),
     })
-    .to_string();
-    let mut b = b"  V1IDENTIFY\n".to_vec();
-    b.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    b.extend_from_slice(body.as_bytes());
-    b
 }
 
 impl Cluster {
@@ -373,7 +369,11 @@ impl Cluster {
             Cue::Ping => {
                 for n in self.nodes.iter().filter(|n| n.up) {
                     for (f, &peer) in self.finders.iter_mut().zip(&n.peers) {
-                        f.lookupd.handle_bytes(now, peer, b"PING\n");
+                        f.lookupd.handle_bytes(
+                            now,
+                            peer,
+                            format!("{}\n", register::PING).as_bytes(),
+                        );
                         let _ = f.lookupd.take_output(peer);
                     }
                 }
@@ -547,24 +547,12 @@ impl Cluster {
         let name = self.nodes[i].name;
         let changes: Vec<RegistryChange> = self.nodes[i].sim.registry.drain(..).collect();
         for change in changes {
-            let (line, key, topic, channel) = match &change {
-                RegistryChange::Register { topic, channel } => (
-                    "REGISTER",
-                    "cl.register",
-                    topic.to_string(),
-                    channel.as_ref().map(|c| c.to_string()),
-                ),
-                RegistryChange::Unregister { topic, channel } => (
-                    "UNREGISTER",
-                    "cl.unregister",
-                    topic.to_string(),
-                    channel.as_ref().map(|c| c.to_string()),
-                ),
+            let cmd = format!("{}\n", change.command());
+            let (register, topic, channel) = match change {
+                RegistryChange::Register { topic, channel } => (true, topic, channel),
+                RegistryChange::Unregister { topic, channel } => (false, topic, channel),
             };
-            let cmd = match &channel {
-                Some(c) => format!("{line} {topic} {c}\n"),
-                None => format!("{line} {topic}\n"),
-            };
+            let (topic, channel) = (topic.to_string(), channel.map(|c| c.to_string()));
             for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
                 f.lookupd.handle_bytes(now, peer, cmd.as_bytes());
                 let _ = f.lookupd.take_output(peer);
@@ -573,9 +561,9 @@ impl Cluster {
                 Some(c) => format!("{topic}/{c}"),
                 None => topic,
             };
-            let d = match key {
-                "cl.register" => Delta::Register(i, channel),
-                _ => Delta::Unregister(i, channel),
+            let (key, d) = match register {
+                true => ("cl.register", Delta::Register(i, channel)),
+                false => ("cl.unregister", Delta::Unregister(i, channel)),
             };
             self.say(now, Text::new(key).arg("node", name).arg("what", what), d);
         }
