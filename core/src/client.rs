@@ -6,6 +6,17 @@ use crate::protocol::identify::{ClientSettings, IdentifyData};
 use crate::time::Time;
 use crate::{ChannelId, ClientId};
 
+/// A client's TLS session, once its handshake is done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TlsPeer {
+    /// The subject common name of the client's certificate; empty without one.
+    pub common_name: String,
+    /// The protocol version's number (0x0303: TLS 1.2, 0x0304: TLS 1.3).
+    pub version: u16,
+    /// The cipher suite's IANA number (0xc02f: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256).
+    pub cipher_suite: u16,
+}
+
 #[derive(Debug, Clone)]
 pub struct Client {
     pub id: ClientId,
@@ -33,7 +44,7 @@ pub struct Client {
     /// The TLS session once its handshake is done (all empty and 0 before): the subject
     /// common name of the client's certificate, which nsqd sends to the auth server as
     /// `common_name`, and the version and cipher suite `/stats` shows.
-    pub tls_peer: crate::broker::TlsPeer,
+    pub tls_peer: TlsPeer,
     pub tls: bool,
     pub snappy: bool,
     pub deflate: bool,

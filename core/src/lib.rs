@@ -84,7 +84,8 @@ pub mod time;
 pub mod topic;
 
 pub use auth::{AuthRequest, AuthResponse, Authorization};
-pub use broker::{AdminError, Broker, Output, Restore, TlsPeer, Transmit, Upgrade};
+pub use broker::{AdminError, Broker, Output, Restore, Transmit, Upgrade};
+pub use client::TlsPeer;
 pub use event::{CloseReason, Event, EventKind, Name, Place};
 pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};

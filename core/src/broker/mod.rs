@@ -6,12 +6,12 @@ use crate::channel::Channel;
 use crate::client::Client;
 use crate::event::{Event, EventKind, Name};
 use crate::options::{Options, TimerStrategy};
-use crate::partition::{Forward, Migration};
 use crate::protocol::is_valid_name;
 use crate::store::{LoadRun, RegistryChange, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time};
 use crate::topic::{Topic, Topics};
 use crate::{ChannelId, ClientId};
+use migrate::{Forward, Migration};
 use rand_core::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 mod admin;
 mod command;
 mod delivery;
-mod migrate;
+pub(crate) mod migrate;
 mod outbox;
 mod restore;
 mod scan;
@@ -85,17 +85,6 @@ impl Output {
             Output::Event(e) => Output::Event(e),
         }
     }
-}
-
-/// A client's TLS session, once its handshake is done.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TlsPeer {
-    /// The subject common name of the client's certificate; empty without one.
-    pub common_name: String,
-    /// The protocol version's number (0x0303: TLS 1.2, 0x0304: TLS 1.3).
-    pub version: u16,
-    /// The cipher suite's IANA number (0xc02f: TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256).
-    pub cipher_suite: u16,
 }
 
 /// A transport upgrade negotiated by IDENTIFY.

@@ -1,12 +1,13 @@
 //! Client sessions: connections, their input, auth, output ordering and closing.
 
+use super::migrate::Forward;
 use super::migrate::Routed;
 use super::timer::arm_read;
-use super::{Broker, TlsPeer, Transmit};
+use super::{Broker, Transmit};
 use crate::auth::{AuthRequest, AuthResponse, AuthState};
+use crate::client::TlsPeer;
 use crate::client::{Client, MpubPending};
 use crate::event::{CloseReason, EventKind};
-use crate::partition::Forward;
 use crate::protocol::decode::{decode, ClientState, DecodeContext, Decoded};
 use crate::protocol::identify::ClientSettings;
 use crate::protocol::{

@@ -16,46 +16,8 @@ mod routing;
 
 pub use routing::{ClientInput, Partition, PeerMsg, Route};
 
-use crate::client::Client;
-use crate::message::Body;
-use crate::time::Nanos;
-use crate::ClientId;
-
-/// The partition (of `partitions`) that owns `topic`: FNV-1a of the name, so it is the same
-/// in every process and after a restart with the same count.
-pub fn partition_of(topic: &str, partitions: u32) -> u32 {
-    if partitions <= 1 {
-        return 0;
-    }
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in topic.as_bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    (h % partitions as u64) as u32
-}
-
-/// A client leaving this partition for partition `to`, with its state and the input it sent
-/// that this partition did not run (starting with the command that made it move).
-#[derive(Debug, Clone)]
-pub struct Migration {
-    pub client: ClientId,
-    pub to: u32,
-    pub(crate) state: Box<Client>,
-}
-
-/// A publish to run on partition `to` on behalf of `client` (with no bodies it only makes the
-/// topic: an MPUB the client's partition refused for its messages).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forward {
-    pub client: ClientId,
-    pub to: u32,
-    pub topic: String,
-    pub bodies: Vec<Body>,
-    pub defer: Option<Nanos>,
-    /// `PUB`, `MPUB` or `DPUB` (the error code if it fails).
-    pub cmd: &'static str,
-}
+// What a broker hands over lives with the broker (which knows nothing of this module).
+pub use crate::broker::migrate::{partition_of, Forward, Migration};
 
 #[cfg(test)]
 mod tests {

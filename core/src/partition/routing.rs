@@ -44,7 +44,8 @@
 //! ```
 
 use super::{Forward, Migration};
-use crate::broker::{Broker, Output, TlsPeer, Transmit};
+use crate::broker::{Broker, Output, Transmit};
+use crate::client::TlsPeer;
 use crate::options::Options;
 use crate::time::Time;
 use crate::ClientId;
