@@ -146,7 +146,7 @@ pub fn go_flag_words(args: &[String], value_flags: &[String]) -> usize {
 
 /// What Go's `flag` package makes of each argument: stop at the first non-flag (or after
 /// `--`), and integer values in Go's forms rewritten as decimal for clap.
-fn go_args(cmd: &clap::Command, mut argv: Vec<String>) -> Result<Vec<String>, String> {
+pub(crate) fn go_args(cmd: &clap::Command, mut argv: Vec<String>) -> Result<Vec<String>, String> {
     let end = go_flag_words(&argv, &value_flags(cmd)).min(argv.len());
     let mut rest = argv.split_off(end);
     let mut out = Vec::with_capacity(argv.len() + rest.len() + 1);
@@ -500,23 +500,6 @@ mod tests {
         );
     }
 
-    /// The values of nsqd's flags start with a dash when Go's would: after a flag that takes
-    /// one, the next word; not after a boolean.
-    #[test]
-    fn a_value_may_start_with_a_dash() {
-        use clap::CommandFactory;
-        let flags = value_flags(&crate::nsqd::NsqdArgs::command());
-        assert!(flags.contains(&"log-prefix".to_string()));
-        assert!(!flags.contains(&"snappy".to_string()), "a boolean");
-        let argv = std::iter::once("nsqd".to_string()).chain(normalize(
-            ["-log-prefix", "-x-", "-snappy", "-mem-queue-size", "7"].map(String::from),
-            &flags,
-        ));
-        let a: crate::nsqd::NsqdArgs = parse(argv);
-        assert_eq!(a.log_prefix, "-x-");
-        assert_eq!(a.mem_queue_size, 7);
-    }
-
     /// Go's `strconv.ParseInt(s, 0, 64)`, as its `flag` package reads an int.
     #[test]
     fn ints_in_go_forms() {
@@ -542,54 +525,6 @@ mod tests {
         assert_eq!(
             go_parse_int("9223372036854775808"),
             Err("value out of range")
-        );
-    }
-
-    /// Go stops at the first argument that is not a flag; ints are rewritten for clap.
-    #[test]
-    fn go_stops_at_the_first_non_flag() {
-        use clap::CommandFactory;
-        let cmd = crate::nsqd::NsqdArgs::command();
-        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(
-            go_args(
-                &cmd,
-                argv(&[
-                    "nsqd",
-                    "--mem-queue-size",
-                    "0x10",
-                    "--snappy",
-                    "stray",
-                    "--bad"
-                ])
-            ),
-            Ok(argv(&["nsqd", "--mem-queue-size=16", "--snappy"]))
-        );
-        assert_eq!(
-            go_args(&cmd, argv(&["nsqd", "--max-rdy-count=1_0", "--", "--x"])),
-            Ok(argv(&["nsqd", "--max-rdy-count=10"]))
-        );
-        assert_eq!(
-            go_args(&cmd, argv(&["nsqd", "--sync-every=12z"])),
-            Err(r#"invalid value "12z" for flag -sync-every: parse error"#.to_string())
-        );
-        assert_eq!(
-            go_args(&cmd, argv(&["nsqd", "--sync-every"])),
-            Err("flag needs an argument: -sync-every".to_string())
-        );
-        // The first unknown flag is the error, before any later value's.
-        assert_eq!(
-            go_args(&cmd, argv(&["nsqd", "--bogus", "--mem-queue-size=0xZ"])),
-            Err("flag provided but not defined: -bogus".to_string())
-        );
-        let tail = crate::tools::tail::TailArgs::command();
-        assert_eq!(
-            go_args(&tail, argv(&["nsq_tail", "-n", "5"])),
-            Ok(argv(&["nsq_tail", "--n=5"]))
-        );
-        assert_eq!(
-            go_args(&tail, argv(&["nsq_tail", "-n5"])),
-            Err("flag provided but not defined: -n5".to_string())
         );
     }
 

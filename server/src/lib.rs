@@ -20,7 +20,9 @@ pub fn version_line(daemon: &str) -> String {
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod common;
 pub mod demo;
+pub mod http;
 pub mod logging;
 pub mod net;
 pub mod nsqd;

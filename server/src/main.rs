@@ -34,7 +34,12 @@ fn fatal(name: &str, msg: impl std::fmt::Display) -> ! {
 /// A daemon's arguments with its `--config` file folded in.
 fn daemon_argv(name: &str, rest: Vec<String>) -> Vec<String> {
     let argv = std::iter::once(name.to_string()).chain(rest).collect();
-    nsqlab::nsqd::options::with_config_file(argv).unwrap_or_else(|e| fatal(name, e))
+    // The program decides which options exist.
+    let command = match name {
+        "nsqlookupd" => <nsqlab::nsqlookupd::LookupdArgs as clap::CommandFactory>::command(),
+        _ => <nsqlab::nsqd::NsqdArgs as clap::CommandFactory>::command(),
+    };
+    nsqlab::nsqd::options::with_config_file(argv, &command).unwrap_or_else(|e| fatal(name, e))
 }
 
 /// `--version` (printed: nothing to run) or the logger; true when the daemon should run.
@@ -102,7 +107,7 @@ fn main() {
     let rest = nsqlab::cli::normalize(args.into_iter().skip(1), &value_flags);
     match program.as_str() {
         "nsqd" => {
-            let host = nsqlab::nsqd::options::hostname();
+            let host = nsqlab::common::hostname();
             let parsed: NsqdArgs = nsqlab::cli::parse_showing(
                 daemon_argv("nsqd", rest),
                 &[
@@ -133,7 +138,7 @@ fn main() {
         "nsqlookupd" => {
             let parsed = nsqlab::cli::parse_showing::<nsqlab::nsqlookupd::LookupdArgs>(
                 daemon_argv("nsqlookupd", rest),
-                &[("broadcast-address", nsqlab::nsqd::options::hostname())],
+                &[("broadcast-address", nsqlab::common::hostname())],
             );
             if daemon_setup(
                 "nsqlookupd",

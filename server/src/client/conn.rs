@@ -4,7 +4,7 @@
 //! the answer says `auth_required` (without a configured secret: go-nsq's "Auth Required").
 
 use super::ClientConfig;
-use crate::nsqd::codec::{Codec, Deflate};
+use crate::common::codec::{Codec, Deflate};
 use nsqlab_core::protocol::{decode_frame, Command, Frame};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -53,8 +53,8 @@ impl Handshake {
     fn new(cfg: &ClientConfig) -> Self {
         Handshake {
             identify: serde_json::json!({
-                "client_id": crate::nsqd::options::hostname(),
-                "hostname": crate::nsqd::options::hostname(),
+                "client_id": crate::common::hostname(),
+                "hostname": crate::common::hostname(),
                 "feature_negotiation": true,
                 "heartbeat_interval": cfg.heartbeat_interval.as_millis() as i64,
                 "user_agent": cfg.user_agent,

@@ -4,11 +4,9 @@
 //! `tls_min_version`. The server name checked is the host of the nsqd address, as go-nsq
 //! fills in `ServerName`.
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
-use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use crate::common::tls::{system_roots_file, webpki_roots, Verifier};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use std::sync::Arc;
 
 /// go-nsq's `tls_config` settings.
@@ -57,7 +55,7 @@ impl TlsOptions {
             None
         } else {
             let file = match self.root_ca_file.as_str() {
-                "" => crate::nsqd::tls::system_roots_file(),
+                "" => system_roots_file(),
                 f => f.to_string(),
             };
             let pem = std::fs::read(&file).map_err(|e| crate::cli::go_read_error(&file, &e))?;
@@ -102,122 +100,6 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
     };
     let host = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))
-}
-
-type WebPki = (
-    Arc<rustls::client::WebPkiServerVerifier>,
-    Vec<CertificateDer<'static>>,
-);
-
-/// WebPKI verification against `ders` (those WebPKI cannot use refused when `strict`, else
-/// skipped), keeping the roots for [`Verifier`]'s own-root rule.
-fn webpki_roots(
-    provider: &Arc<CryptoProvider>,
-    ders: Vec<CertificateDer<'static>>,
-    strict: bool,
-) -> Result<WebPki, String> {
-    let mut roots = RootCertStore::empty();
-    let mut kept = Vec::new();
-    for c in ders {
-        match roots.add(c.clone()) {
-            Ok(()) => kept.push(c),
-            Err(e) if strict => return Err(e.to_string()),
-            Err(_) => {}
-        }
-    }
-    let inner =
-        rustls::client::WebPkiServerVerifier::builder_with_provider(roots.into(), provider.clone())
-            .build()
-            .map_err(|e| e.to_string())?;
-    Ok((inner, kept))
-}
-
-/// A server certificate verifier for `ders` as Go verifies against a root pool ([`Verifier`]),
-/// for nsqd's own HTTPS requests (its auth servers).
-pub fn go_verifier(
-    provider: Arc<CryptoProvider>,
-    ders: Vec<CertificateDer<'static>>,
-) -> Result<Arc<dyn ServerCertVerifier>, String> {
-    let webpki = Some(webpki_roots(&provider, ders, false)?);
-    Ok(Arc::new(Verifier { provider, webpki }))
-}
-
-/// How nsqd's certificate is checked.
-///
-/// With roots: WebPKI verification against them, except that a certificate which is itself
-/// one of the roots is accepted for the names it carries while it is valid, as Go's verifier
-/// accepts it: a self-signed certificate made as NSQ's docs make one (`openssl req -x509 …`,
-/// a CA certificate) and given as `tls_root_ca_file`, which WebPKI refuses as "CA used as
-/// end entity". Without (go-nsq's `tls_insecure_skip_verify`): any certificate. Either way
-/// the handshake's signatures are checked, so the peer holds the certificate's key.
-#[derive(Debug)]
-struct Verifier {
-    provider: Arc<CryptoProvider>,
-    /// `None`: skip verification.
-    webpki: Option<WebPki>,
-}
-
-impl ServerCertVerifier for Verifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        let Some((inner, roots)) = &self.webpki else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        let refused =
-            match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-                Ok(v) => return Ok(v),
-                Err(e) => e,
-            };
-        if !roots.iter().any(|r| r.as_ref() == end_entity.as_ref()) {
-            return Err(refused);
-        }
-        let parsed = rustls::server::ParsedCertificate::try_from(end_entity)?;
-        rustls::client::verify_server_name(&parsed, server_name)?;
-        let valid = x509_parser::parse_x509_certificate(end_entity.as_ref())
-            .ok()
-            .and_then(|(_, c)| {
-                let at = x509_parser::time::ASN1Time::from_timestamp(now.as_secs() as i64).ok()?;
-                Some(c.validity().is_valid_at(at))
-            });
-        match valid {
-            Some(true) => Ok(ServerCertVerified::assertion()),
-            _ => Err(rustls::Error::InvalidCertificate(
-                rustls::CertificateError::Expired,
-            )),
-        }
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algs)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algs = &self.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algs)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 #[cfg(test)]

@@ -95,5 +95,5 @@ async fn one(cfg: &AuthConfig, endpoint: &str, form: &str) -> Result<AuthRespons
         hyper::Request::get(format!("{endpoint}?{form}")).body(Full::new(Bytes::new()))
     }
     .map_err(|e| e.to_string())?;
-    crate::client::fetch_json(&client, request, cfg.request_timeout).await
+    crate::common::http_client::fetch_json(&client, request, cfg.request_timeout).await
 }

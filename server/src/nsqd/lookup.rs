@@ -290,7 +290,7 @@ async fn connect(
     } else {
         http_addrs.lock().expect("lookupd addrs").insert(
             addr.to_string(),
-            crate::client::join_host_port(&info.broadcast_address, info.http_port),
+            crate::common::http_client::join_host_port(&info.broadcast_address, info.http_port),
         );
     }
     // Everything this node has: a topic with channels is registered through them.
@@ -329,9 +329,14 @@ async fn precreate_channels(
     topic: String,
 ) {
     let mut names = std::collections::BTreeSet::new();
-    let path = format!("/channels?topic={}", crate::client::urlencode(&topic));
+    let path = format!(
+        "/channels?topic={}",
+        crate::common::http_client::urlencode(&topic)
+    );
     for addr in http {
-        let got = crate::client::http_get_json(&addr, &path, node.http_request_timeout).await;
+        let got =
+            crate::common::http_client::http_get_json(&addr, &path, node.http_request_timeout)
+                .await;
         match got.and_then(|v| {
             serde_json::from_value::<Vec<String>>(v["channels"].clone()).map_err(|e| e.to_string())
         }) {

@@ -2,10 +2,9 @@
 //! shuts down cleanly on SIGINT/SIGTERM.
 
 pub mod auth;
-pub mod codec;
+
 pub mod driver;
 pub mod http;
-mod http_conn;
 pub mod lookup;
 pub mod options;
 pub mod statsd;
@@ -42,7 +41,7 @@ impl Bound {
 pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
     // Catch SIGTERM/SIGINT before anything is bound: a harness may signal as soon as it reads
     // the listening lines.
-    let signals = Signals::new()?;
+    let signals = crate::common::Signals::new()?;
     crate::net::raise_open_file_limit();
     tune_allocator();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -190,7 +189,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     let (tcp_port, http_port) = args.broadcast_ports(&bound);
     let node = lookup::NodeInfo {
         broadcast_address: args.broadcast_address(),
-        hostname: options::hostname(),
+        hostname: crate::common::hostname(),
         tcp_port,
         http_port,
         http_connect_timeout: args.http_client_connect_timeout,
@@ -255,15 +254,6 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     Ok(Server { bound, tasks })
 }
 
-/// Connections closed since the process started (TCP, HTTP, WebSocket).
-pub(crate) static CLOSED_CONNECTIONS: std::sync::atomic::AtomicU64 =
-    std::sync::atomic::AtomicU64::new(0);
-
-/// A connection's end, counted for [`trim_after_churn`].
-pub(crate) fn connection_closed() {
-    CLOSED_CONNECTIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Give back what connections that came and went left in the allocator. Their buffers (64 KiB
 /// each to read and write) stay in glibc's arenas once freed: 20 rounds of 3 000 connections
 /// opened and closed left 330 MB resident (24 MB after `POST /debug/freememory`). Every
@@ -274,13 +264,13 @@ pub(crate) fn connection_closed() {
 async fn trim_after_churn(mut shutdown: watch::Receiver<bool>) {
     use std::sync::atomic::Ordering;
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
-    let mut seen = CLOSED_CONNECTIONS.load(Ordering::Relaxed);
+    let mut seen = crate::common::CLOSED_CONNECTIONS.load(Ordering::Relaxed);
     loop {
         tokio::select! {
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
-        let closed = CLOSED_CONNECTIONS.load(Ordering::Relaxed);
+        let closed = crate::common::CLOSED_CONNECTIONS.load(Ordering::Relaxed);
         if closed - seen < TRIM_AFTER {
             continue;
         }
@@ -343,46 +333,5 @@ pub(crate) fn release_free_memory() {
         // SAFETY: malloc_trim only returns free pages of the allocator's own arenas to the
         // system (madvise); it has no preconditions.
         let _ = unsafe { libc::malloc_trim(0) };
-    }
-}
-
-/// SIGTERM and SIGINT, caught from creation on.
-pub(crate) struct Signals {
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    /// SIGXFSZ (a file hit RLIMIT_FSIZE) is caught so the write fails with EFBIG — a storage
-    /// error nsqd-style — instead of killing the process.
-    #[cfg(unix)]
-    _xfsz: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    pub(crate) fn new() -> anyhow::Result<Signals> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            Ok(Signals {
-                term: signal(SignalKind::terminate())?,
-                int: signal(SignalKind::interrupt())?,
-                _xfsz: signal(SignalKind::from_raw(25))?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
-    }
-
-    pub(crate) async fn wait(mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.term.recv() => {},
-            _ = self.int.recv() => {},
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = &mut self;
-            let _ = tokio::signal::ctrl_c().await;
-        }
     }
 }

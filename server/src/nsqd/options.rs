@@ -2,15 +2,9 @@
 //! flag forms), and their mapping onto the core's [`nsqlab_core::Options`].
 
 use crate::cli::duration_arg;
+use crate::common::hostname;
 use clap::{ArgAction, Parser};
 use std::time::Duration;
-
-pub fn hostname() -> String {
-    hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into())
-}
 
 /// `nsqlab nsqd`: a drop-in nsqd.
 #[derive(Debug, Clone, Parser)]
@@ -600,14 +594,10 @@ const LIST_FLAGS: &[&str] = &["lookupd-tcp-address", "auth-http-address"];
 /// line's own, so a flag given on the command line wins (for repeatable flags, entirely).
 /// As go-options resolves them: keys are nsqd's config names (unknown ones are ignored), an
 /// integer duration is in milliseconds, and a list may be one comma-separated string.
-pub fn with_config_file(args: Vec<String>) -> Result<Vec<String>, String> {
-    // The program (argv[0]) decides which options exist.
-    let command = match args.first().map(String::as_str) {
-        Some("nsqlookupd") => <crate::nsqlookupd::LookupdArgs as clap::CommandFactory>::command(),
-        _ => <NsqdArgs as clap::CommandFactory>::command(),
-    };
+/// `command` is the daemon's (nsqd's or nsqlookupd's): its options are the ones that exist.
+pub fn with_config_file(args: Vec<String>, command: &clap::Command) -> Result<Vec<String>, String> {
     // Only what Go's flag package reads counts: up to the first argument that is not a flag.
-    let read = crate::cli::go_flag_words(&args, &crate::cli::value_flags(&command));
+    let read = crate::cli::go_flag_words(&args, &crate::cli::value_flags(command));
     let flags = &args[..read.min(args.len())];
     let mut path = None;
     for (i, a) in flags.iter().enumerate() {
@@ -726,6 +716,62 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// The values of nsqd's flags start with a dash when Go's would: after a flag that takes
+    /// one, the next word; not after a boolean.
+    #[test]
+    fn a_value_may_start_with_a_dash() {
+        use clap::CommandFactory;
+        let flags = crate::cli::value_flags(&NsqdArgs::command());
+        assert!(flags.contains(&"log-prefix".to_string()));
+        assert!(!flags.contains(&"snappy".to_string()), "a boolean");
+        let argv = std::iter::once("nsqd".to_string()).chain(crate::cli::normalize(
+            ["-log-prefix", "-x-", "-snappy", "-mem-queue-size", "7"].map(String::from),
+            &flags,
+        ));
+        let a: NsqdArgs = crate::cli::parse(argv);
+        assert_eq!(a.log_prefix, "-x-");
+        assert_eq!(a.mem_queue_size, 7);
+    }
+
+    /// Go stops at the first argument that is not a flag; ints are rewritten for clap.
+    #[test]
+    fn go_stops_at_the_first_non_flag() {
+        use clap::CommandFactory;
+        let cmd = NsqdArgs::command();
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            crate::cli::go_args(
+                &cmd,
+                argv(&[
+                    "nsqd",
+                    "--mem-queue-size",
+                    "0x10",
+                    "--snappy",
+                    "stray",
+                    "--bad"
+                ])
+            ),
+            Ok(argv(&["nsqd", "--mem-queue-size=16", "--snappy"]))
+        );
+        assert_eq!(
+            crate::cli::go_args(&cmd, argv(&["nsqd", "--max-rdy-count=1_0", "--", "--x"])),
+            Ok(argv(&["nsqd", "--max-rdy-count=10"]))
+        );
+        assert_eq!(
+            crate::cli::go_args(&cmd, argv(&["nsqd", "--sync-every=12z"])),
+            Err(r#"invalid value "12z" for flag -sync-every: parse error"#.to_string())
+        );
+        assert_eq!(
+            crate::cli::go_args(&cmd, argv(&["nsqd", "--sync-every"])),
+            Err("flag needs an argument: -sync-every".to_string())
+        );
+        // The first unknown flag is the error, before any later value's.
+        assert_eq!(
+            crate::cli::go_args(&cmd, argv(&["nsqd", "--bogus", "--mem-queue-size=0xZ"])),
+            Err("flag provided but not defined: -bogus".to_string())
+        );
+    }
+
     #[test]
     fn default_node_id_as_nsqd() {
         // md5("localhost") = 421aa90e079fa326b6494f812ad13e79; crc32 (IEEE) of those 16 bytes
@@ -759,7 +805,9 @@ mod tests {
             .chain(flags)
             .map(|s| s.to_string())
             .collect();
-        let a: NsqdArgs = crate::cli::parse(with_config_file(argv).unwrap());
+        let a: NsqdArgs = crate::cli::parse(
+            with_config_file(argv, &<NsqdArgs as clap::CommandFactory>::command()).unwrap(),
+        );
         std::fs::remove_dir_all(&dir).ok();
         a
     }

@@ -2,8 +2,8 @@
 //! what the broker sends back, in order, performing the TLS / snappy / deflate upgrades that
 //! IDENTIFY negotiates at the point in the stream where the broker asks for them.
 
-use super::codec::{Codec, Deflate};
 use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
+use crate::common::codec::{Codec, Deflate};
 use crate::net::Conn;
 use bytes::{Bytes, BytesMut};
 use nsqlab_core::Upgrade;
@@ -34,7 +34,7 @@ pub async fn serve(
         let (driver, shutdown) = (driver.clone(), shutdown.clone());
         tokio::spawn(async move {
             conn.run(driver, shutdown).await;
-            super::connection_closed();
+            crate::common::connection_closed();
         });
     }
     listener.remove_socket();

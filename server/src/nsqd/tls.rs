@@ -13,6 +13,7 @@
 //!
 //! The certificate's subject common name goes to the auth server as `common_name`.
 
+use crate::common::tls::system_roots_file;
 use rustls::client::danger::HandshakeSignatureValid;
 use rustls::crypto::CryptoProvider;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
@@ -115,7 +116,7 @@ pub fn client_config(args: &super::NsqdArgs) -> anyhow::Result<Arc<rustls::Clien
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     // Go's AppendCertsFromPEM found nothing it could use.
-    let verifier = match crate::client::tls::go_verifier(provider.clone(), ders) {
+    let verifier = match crate::common::tls::go_verifier(provider.clone(), ders) {
         Ok(v) => Some(v),
         Err(_) if given => return Err(fail("failed to append certificate to pool".into())),
         Err(_) => None,
@@ -136,24 +137,6 @@ pub fn client_config(args: &super::NsqdArgs) -> anyhow::Result<Arc<rustls::Clien
     }
     .with_no_client_auth();
     Ok(Arc::new(cfg))
-}
-
-/// Where the system's CA bundle is (Go looks in the same places on Linux).
-pub(crate) fn system_roots_file() -> String {
-    if let Ok(f) = std::env::var("SSL_CERT_FILE") {
-        return f;
-    }
-    [
-        "/etc/ssl/certs/ca-certificates.crt",
-        "/etc/pki/tls/certs/ca-bundle.crt",
-        "/etc/ssl/ca-bundle.pem",
-        "/etc/pki/tls/cacert.pem",
-        "/etc/ssl/cert.pem",
-    ]
-    .into_iter()
-    .find(|p| std::path::Path::new(p).exists())
-    .unwrap_or("/etc/ssl/certs/ca-certificates.crt")
-    .to_string()
 }
 
 /// Go's `RequireAnyClientCert`: a certificate is required but not checked against a CA; its

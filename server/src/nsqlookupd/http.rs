@@ -3,7 +3,8 @@
 //! tombstone`, `/channel/create|delete`.
 
 use super::Shared;
-use crate::nsqd::http::{first, json, ok_empty, query, ApiErr, ApiResult, TEXT_TYPE};
+use crate::http::query::{first, query};
+use crate::http::response::{json, ok_empty, ApiErr, ApiResult, TEXT_TYPE};
 use axum::extract::{RawQuery, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -139,7 +140,7 @@ fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
 
 /// httprouter's redirects, 405 (with `Allow`) and OPTIONS.
 async fn method_guard(req: Request, next: Next) -> Response {
-    crate::nsqd::http::router_guard(req, next, routed_methods).await
+    crate::http::router::router_guard(req, next, routed_methods).await
 }
 
 /// Access log, as nsqlookupd's `Log` decorator: `<status> <METHOD> <URI> (<remote>) <took>`.

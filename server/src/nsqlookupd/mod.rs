@@ -58,13 +58,6 @@ pub struct LookupdArgs {
 /// 15 s).
 pub type Shared = Arc<Mutex<Lookupd>>;
 
-fn hostname() -> String {
-    hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "localhost".into())
-}
-
 /// Write the core's log lines.
 pub(crate) fn flush_log(l: &mut Lookupd) {
     for line in l.take_log() {
@@ -85,7 +78,7 @@ pub struct Bound {
 
 /// Run until SIGINT/SIGTERM.
 pub async fn run(args: LookupdArgs) -> anyhow::Result<()> {
-    let signals = crate::nsqd::Signals::new()?;
+    let signals = crate::common::Signals::new()?;
     crate::net::raise_open_file_limit();
     let (tx, rx) = watch::channel(false);
     let (bound, tasks) = start(args, rx).await?;
@@ -111,7 +104,7 @@ pub async fn start(
         tcp: tcp.local_addr()?,
         http: http.local_addr()?,
     };
-    let host = hostname();
+    let host = crate::common::hostname();
     let lookupd = Lookupd::new(LookupdOptions {
         broadcast_address: args
             .broadcast_address
@@ -128,7 +121,7 @@ pub async fn start(
     tracing::info!("HTTP: listening on {}", bound.http);
     let tasks = vec![
         tokio::spawn(serve_tcp(tcp, shared.clone(), shutdown.clone())),
-        tokio::spawn(crate::nsqd::http::serve(
+        tokio::spawn(crate::http::serve(
             crate::net::Listener::Tcp(http),
             http::router(shared),
             Duration::from_secs(10),

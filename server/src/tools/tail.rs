@@ -137,3 +137,24 @@ pub fn main(args: Vec<String>) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-n 5` is nsq_tail's count; Go has no `-n5`.
+    #[test]
+    fn go_reads_the_count_as_nsq_tail_does() {
+        use clap::CommandFactory;
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let tail = TailArgs::command();
+        assert_eq!(
+            crate::cli::go_args(&tail, argv(&["nsq_tail", "-n", "5"])),
+            Ok(argv(&["nsq_tail", "--n=5"]))
+        );
+        assert_eq!(
+            crate::cli::go_args(&tail, argv(&["nsq_tail", "-n5"])),
+            Err("flag provided but not defined: -n5".to_string())
+        );
+    }
+}

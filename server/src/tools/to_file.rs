@@ -284,7 +284,7 @@ struct FileLogger {
 }
 
 fn short_hostname() -> (String, String) {
-    let h = crate::nsqd::options::hostname();
+    let h = crate::common::hostname();
     let short = h.split('.').next().unwrap_or_default().to_string();
     (h, short)
 }

@@ -1,10 +1,10 @@
 //! The handlers of nsqd's HTTP API: `/ping`, `/info`, `/pub`, `/mpub`, topic and channel
 //! administration, `/config/:opt`, `/debug/freememory`, the WebSocket endpoints.
 
-use super::query::{bool_param, first, query};
-use super::response::{json, ok_empty, ok_text, ApiErr, ApiResult, TEXT_TYPE};
 use super::AppState;
 use super::{ConfigValue, Remote};
+use crate::http::query::{bool_param, first, query};
+use crate::http::response::{json, ok_empty, ok_text, ApiErr, ApiResult, TEXT_TYPE};
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, Path, RawQuery, State};

@@ -1,8 +1,8 @@
 //! `/metrics`: the same statistics for Prometheus.
 
-use super::response::{ApiErr, ApiResult};
 use super::stats::resident_bytes;
 use super::AppState;
+use crate::http::response::{ApiErr, ApiResult};
 use axum::extract::State;
 use axum::http::{header, HeaderValue};
 use axum::response::Response;

@@ -8,15 +8,14 @@
 
 mod handlers;
 mod metrics;
-mod query;
-mod response;
 mod routing;
 mod stats;
 mod www;
 
 use super::driver::DriverHandle;
 use super::{Bound, NsqdArgs};
-use axum::extract::ConnectInfo;
+use crate::http::response::{ApiErr, JSON_TYPE, NSQ_CONTENT_TYPE};
+pub use crate::http::{serve, Remote};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::{self};
 use axum::response::Response;
@@ -28,17 +27,11 @@ use handlers::{
 };
 use metrics::metrics;
 use nsqlab_core::options::Limits;
-pub(crate) use query::{first, query};
-pub(crate) use response::{
-    json, ok_empty, ApiErr, ApiResult, JSON_TYPE, NSQ_CONTENT_TYPE, TEXT_TYPE,
-};
 use routing::method_guard;
-pub(crate) use routing::router_guard;
 use serde_json::Value;
 pub use stats::resident_bytes;
 use stats::stats;
 use std::sync::Arc;
-use tokio::sync::watch;
 use www::{index, pkg_file, stylesheet};
 
 /// A `/config/:opt` value: strings are sent raw, everything else as JSON (as nsqd's V1).
@@ -166,89 +159,4 @@ pub fn tls_required_app(https_port: u16) -> Router {
             .insert(header::CONTENT_TYPE, HeaderValue::from_static(JSON_TYPE));
         r
     })
-}
-
-/// A request's peer as Go prints it (`host:port`, `@` on a unix socket).
-#[derive(Debug, Clone)]
-pub struct Remote(pub String);
-
-/// Serve `app` until `shutdown` flips, over TLS when `tls` is given (HTTPS). Each connection
-/// gets `header_timeout` to send a request's headers (a slowloris client is cut off; others
-/// are not affected).
-pub async fn serve(
-    listener: crate::net::Listener,
-    app: Router,
-    header_timeout: std::time::Duration,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    while let Some((stream, remote)) =
-        crate::net::accept_any(&listener, &mut shutdown, "http").await
-    {
-        let (app, tls) = (app.clone(), tls.clone());
-        tokio::spawn(async move {
-            match tls {
-                None => serve_connection(stream, remote, app, header_timeout).await,
-                Some(acceptor) => {
-                    let handshake = tokio::time::timeout(header_timeout, acceptor.accept(stream));
-                    if let Ok(Ok(tls)) = handshake.await {
-                        serve_connection(tls, remote, app, header_timeout).await;
-                    }
-                }
-            }
-            super::connection_closed();
-        });
-    }
-    listener.remove_socket();
-}
-
-async fn serve_connection<I>(
-    io: I,
-    remote: String,
-    app: Router,
-    header_timeout: std::time::Duration,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    use super::http_conn::{self, Watched};
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    let shared = http_conn::Shared::new();
-    let io = Watched::new(io, shared.clone());
-    let watched = shared.clone();
-    let service =
-        hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
-            shared.request_started();
-            req.extensions_mut()
-                .insert(ConnectInfo(Remote(remote.clone())));
-            let (app, shared) = (app.clone(), shared.clone());
-            let refusal = http_conn::go_refusal(&req);
-            async move {
-                let response = match refusal {
-                    // Go's bytes go out instead of this response (see http_conn).
-                    Some(bytes) => {
-                        shared.answer_raw(bytes);
-                        let mut r = Response::new(axum::body::Body::empty());
-                        r.headers_mut()
-                            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                        r
-                    }
-                    None => tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
-                        .await
-                        .unwrap_or_else(|e| match e {}),
-                };
-                shared.request_done(response.status());
-                Ok::<_, std::convert::Infallible>(response)
-            }
-        });
-    // No header_read_timeout: hyper's would also close idle keep-alive connections (see
-    // http_conn::watch, which times a request's headers only).
-    let conn = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .title_case_headers(true)
-        .serve_connection(TokioIo::new(io), service)
-        .with_upgrades();
-    tokio::select! {
-        _ = conn => {}
-        _ = http_conn::watch(watched, header_timeout) => {}
-    }
 }

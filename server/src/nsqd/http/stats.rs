@@ -1,9 +1,9 @@
 //! `/stats`: JSON as nsqd's, and its text form; memory statistics.
 
-use super::query::{bool_param, first, query};
-use super::response::{json, ok_text, ApiErr, ApiResult};
 use super::AppState;
 use super::ServerInfo;
+use crate::http::query::{bool_param, first, query};
+use crate::http::response::{json, ok_text, ApiErr, ApiResult};
 use axum::extract::{RawQuery, State};
 use nsqlab_core::stats::{ChannelStats, ClientStats, TopicStats};
 use nsqlab_core::StatsFilter;

@@ -1,7 +1,7 @@
 //! The visualiser's page and assets (precompressed, with cache validators).
 
-use super::response::ApiErr;
 use super::AppState;
+use crate::http::response::ApiErr;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
