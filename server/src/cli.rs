@@ -411,48 +411,104 @@ pub fn go_bool(s: &str) -> Result<bool, String> {
     }
 }
 
-/// Parse a Go `time.Duration` string: `300ms`, `1.5h`, `2h45m`, `-1.5s`, `0`.
+/// Parse a Go `time.Duration` string: `300ms`, `1.5h`, `2h45m`, `.5s`, `0`. As Go's
+/// `time.ParseDuration`, in integer nanoseconds: each component's whole part times its unit,
+/// plus its fraction scaled (truncated), overflow past 2^63-1 ns refused. A negative duration
+/// is refused: none of the flags that take one means anything by it.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    const LIMIT: u64 = 1 << 63;
     let bad = || format!("time: invalid duration {s:?}");
-    let t = s.trim();
+    let mut t = s;
+    if let Some(rest) = t.strip_prefix('+') {
+        t = rest;
+    } else if t.starts_with('-') {
+        return Err(format!("negative duration {s:?} is not allowed here"));
+    }
     if t == "0" {
         return Ok(Duration::ZERO);
-    }
-    let t = t.strip_prefix('+').unwrap_or(t);
-    if t.starts_with('-') {
-        return Err(format!("negative duration {s:?} is not allowed here"));
     }
     if t.is_empty() {
         return Err(bad());
     }
-    let mut total: f64 = 0.0;
-    let mut rest = t;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        if num_end == 0 {
+    let digits = |x: &str| x.bytes().take_while(u8::is_ascii_digit).count();
+    let mut total: u64 = 0;
+    while !t.is_empty() {
+        if !t.starts_with(|c: char| c == '.' || c.is_ascii_digit()) {
             return Err(bad());
         }
-        let n: f64 = rest[..num_end].parse().map_err(|_| bad())?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = &rest[..unit_end];
-        rest = &rest[unit_end..];
-        let scale = match unit {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(format!("time: unknown unit {unit:?} in duration {s:?}")),
+        // The whole part: an overflow is an invalid duration.
+        let n = digits(t);
+        let mut whole: u64 = 0;
+        for b in t[..n].bytes() {
+            if whole > LIMIT / 10 {
+                return Err(bad());
+            }
+            whole = whole * 10 + u64::from(b - b'0');
+            if whole > LIMIT {
+                return Err(bad());
+            }
+        }
+        t = &t[n..];
+        // The fraction: digits past what fits are ignored.
+        let (mut frac, mut scale, mut post) = (0u64, 1f64, false);
+        if let Some(rest) = t.strip_prefix('.') {
+            let m = digits(rest);
+            post = m > 0;
+            let mut overflow = false;
+            for b in rest[..m].bytes() {
+                if overflow || frac > (LIMIT - 1) / 10 {
+                    overflow = true;
+                    continue;
+                }
+                let y = frac * 10 + u64::from(b - b'0');
+                if y > LIMIT {
+                    overflow = true;
+                    continue;
+                }
+                frac = y;
+                scale *= 10.0;
+            }
+            t = &rest[m..];
+        }
+        if n == 0 && !post {
+            return Err(bad());
+        }
+        let unit_len = t
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(t.len());
+        if unit_len == 0 {
+            return Err(format!("time: missing unit in duration {s:?}"));
+        }
+        let unit = match &t[..unit_len] {
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            u => return Err(format!("time: unknown unit {u:?} in duration {s:?}")),
         };
-        total += n * scale;
+        t = &t[unit_len..];
+        if whole > LIMIT / unit {
+            return Err(bad());
+        }
+        let mut v = whole * unit;
+        if frac > 0 {
+            // Go: v += uint64(float64(f) * (float64(unit) / scale)).
+            v += (frac as f64 * (unit as f64 / scale)) as u64;
+            if v > LIMIT {
+                return Err(bad());
+            }
+        }
+        total += v;
+        if total > LIMIT {
+            return Err(bad());
+        }
     }
-    Ok(Duration::from_nanos(total.round() as u64))
+    if total > LIMIT - 1 {
+        return Err(bad());
+    }
+    Ok(Duration::from_nanos(total))
 }
 
 /// Go's `Duration.String()`: `1h0m0s`, `1m0s`, `250ms`, `2s`.
@@ -576,6 +632,41 @@ mod tests {
         assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("5x").is_err());
+        // Integer nanoseconds, as Go: a fraction is truncated, big values stay exact.
+        assert_eq!(
+            parse_duration("1.9999999999s").unwrap(),
+            Duration::from_nanos(1_999_999_999)
+        );
+        assert_eq!(
+            parse_duration("9007199254740993ns").unwrap(),
+            Duration::from_nanos(9_007_199_254_740_993)
+        );
+        assert_eq!(
+            parse_duration("2562047h47m16.854775807s").unwrap(),
+            Duration::from_nanos(i64::MAX as u64)
+        );
+        assert_eq!(
+            parse_duration("2562047h47m16.854775808s"),
+            Err(r#"time: invalid duration "2562047h47m16.854775808s""#.to_string())
+        );
+        assert_eq!(parse_duration(".5s").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.s").unwrap(), Duration::from_secs(1));
+        assert_eq!(
+            parse_duration("+2\u{b5}s").unwrap(),
+            Duration::from_micros(2)
+        );
+        assert_eq!(
+            parse_duration("10"),
+            Err(r#"time: missing unit in duration "10""#.to_string())
+        );
+        assert_eq!(
+            parse_duration(".s"),
+            Err(r#"time: invalid duration ".s""#.to_string())
+        );
+        assert_eq!(
+            parse_duration("3d"),
+            Err(r#"time: unknown unit "d" in duration "3d""#.to_string())
+        );
         assert_eq!(format_duration(Duration::from_secs(3600)), "1h0m0s");
         assert_eq!(format_duration(Duration::from_secs(60)), "1m0s");
         assert_eq!(format_duration(Duration::from_millis(250)), "250ms");

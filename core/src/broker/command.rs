@@ -99,9 +99,9 @@ impl Broker {
     }
 
     /// An MPUB: published [`MPUB_STEP`](crate::protocol::decode::MPUB_STEP) messages at a time. Between steps the broker serves
-    /// its other clients: a 5 MiB MPUB of a million one-byte messages held every client of
-    /// its partition for 458 ms (nsqd: 14 ms); a step takes a millisecond or two. Its
-    /// messages keep their order, its `OK` comes once the last step is stored, and the
+    /// its other clients (published whole, a 5 MiB MPUB of a million one-byte messages held
+    /// every client of its partition for far longer than nsqd does). Its messages keep their
+    /// order, its `OK` comes once the last step is stored, and the
     /// client's further input waits for it; another publisher's messages may come between
     /// its steps (nsqd publishes it under the topic's lock).
     pub(super) fn mpub(

@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn with_a_log_the_publishes_are_written_before_the_ok() {
-        let path = std::env::temp_dir().join(format!("nsqlab-nulllog-{}", std::process::id()));
+        let path = crate::common::test_file("nulllog");
         let log = Log::open(&path, 1 << 20, Duration::from_millis(2)).unwrap();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();

@@ -6,6 +6,11 @@ pub mod codec;
 pub mod http_client;
 pub mod tls;
 
+#[cfg(test)]
+mod test_path;
+#[cfg(test)]
+pub(crate) use test_path::{test_dir, test_file, TestPath};
+
 /// The machine's hostname (Go's `os.Hostname`), `localhost` if it has none.
 pub fn hostname() -> String {
     hostname::get()

@@ -481,7 +481,7 @@ async fn run(
         // More work is due at once (a large MPUB's next step): let the tasks this wake-up
         // woke run first. A task woken from here waits in this worker's LIFO slot, which no
         // other worker takes, and a loop that always finds input yields only when its
-        // cooperative budget runs out, 128 wake-ups later: another client's OK waited 70 ms.
+        // cooperative budget runs out, 128 wake-ups later, while other clients' OKs wait.
         if part
             .broker()
             .poll_timeout()

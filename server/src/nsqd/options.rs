@@ -249,8 +249,8 @@ impl NsqdArgs {
     ///
     /// Durable, one core is left to the storage threads (the loader reading a backlog back,
     /// the sync thread): on two cores, with both taken by workers, they preempted the broker
-    /// and the connections at every wake-up, and a drain of a backlog from the disk ran at
-    /// 824–874 k msg/s with 2 workers against 962–973 k with 1 (3 alternated runs each).
+    /// and the connections at every wake-up, and a drain of a backlog from the disk was
+    /// slower with two workers than with one (docs/benchmarks.md).
     pub fn worker_thread_count(&self) -> usize {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         worker_threads(self.worker_threads, self.durable, cores)
@@ -796,7 +796,7 @@ mod tests {
 
     /// nsqd's arguments from `--config <a file holding cfg>` followed by `flags`.
     fn parse_with_config(name: &str, cfg: &str, flags: &[&str]) -> NsqdArgs {
-        let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
+        let dir = crate::common::test_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("nsqd.cfg");
         std::fs::write(&f, cfg).unwrap();

@@ -66,8 +66,7 @@ impl PageCache {
     ///
     /// A little after every sync, not a whole segment as it fills: dropping 100 MiB at once
     /// stalled the broker's own writes into the page cache for milliseconds, right after
-    /// each roll. Publishing at 1.25 M msg/s, most round trips over 1 ms came in the 20 ms
-    /// after a roll, and p99 was 1–8 ms.
+    /// each roll, where most of the slow publishers' round trips then came.
     pub(super) fn trim(&mut self) {
         let mut budget = TRIM_STEP.max(self.bytes.saturating_sub(self.keep + self.lag) / 8);
         while self.bytes > self.keep && budget > 0 {

@@ -203,12 +203,12 @@ mod tests {
             // A byte of the body (after the header and the message's fields).
             b[offs[id as usize - 1] + 40] ^= 0x20;
         }
-        let path = std::env::temp_dir().join(format!("nsqlab-loadcheck-{}", std::process::id()));
+        let path = crate::common::test_file("loadcheck");
         std::fs::write(&path, &b).unwrap();
         let files = Files {
             file: Arc::new(File::open(&path).unwrap()),
             direct: None,
-            path: path.clone().into(),
+            path: path.to_path_buf().into(),
         };
         let req = |id: u64| {
             let entry = Entry {

@@ -20,8 +20,8 @@
 //! of the last) or `--sync-timeout`, whichever comes first (power loss; a process crash
 //! needs only the write); requests that
 //! queue up during a sync are answered by one. It hears of a written segment once per sync,
-//! not once per commit: waking it for every commit cost about a sixth of the server's CPU
-//! at 1 M msg/s. It also syncs a full segment and the directory of the new one, a new topic's
+//! not once per commit: waking it for every commit cost a good part of the server's CPU
+//! under a heavy publish. It also syncs a full segment and the directory of the new one, a new topic's
 //! directory and metadata, and drops older full segments from the page cache, a little
 //! after each sync (see `PageCache`). Publishing never waits for the disk on the broker
 //! thread (later metadata changes, rare, are written and synced there).
@@ -239,8 +239,8 @@ fn max_open_topics(partitions: u32) -> usize {
 pub struct Store {
     cfg: StoreConfig,
     root: PathBuf,
-    /// (Looked up for every stored op: Fx, not SipHash, which took about 1 % of the server's
-    /// time publishing 1.25 M msg/s; the keys are topics that exist.)
+    /// (Looked up for every stored op: Fx, not SipHash, whose cost showed in a profile of a
+    /// publish; the keys are topics that exist.)
     topics: FxHashMap<Name, TopicStore>,
     /// Topics whose files could not be created (writes to them fail until a probe succeeds),
     /// with the metadata they have meanwhile (written once they exist).

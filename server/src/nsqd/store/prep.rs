@@ -9,17 +9,16 @@ use std::path::PathBuf;
 use std::sync::{mpsc, Arc};
 
 /// A segment made ahead, its blocks reserved: the tail's writes then skip ext4's delayed
-/// allocation (about a quarter of what a group commit's `write` cost, 16 against 12 µs for
-/// 47 KB) and a roll neither creates a file nor allocates on the broker thread.
+/// allocation (a good part of what a group commit's `write` cost) and a roll neither creates
+/// a file nor allocates on the broker thread.
 ///
 /// Asked for when the tail is half full, made by the `nsqlab-prep` thread (`openat` in the
 /// topic's open directory, `O_EXCL`, then `fallocate` with `KEEP_SIZE`: the size stays 0, so
 /// recovery sees an empty segment) and taken by the roll; a roll that finds it not ready
 /// makes its segment itself, without a reservation. Not on the broker thread, nor in the
 /// tail: a `fallocate` holds the file's inode lock, which the tail's writes need, and on a
-/// busy disk here it took 150-520 ms (it reads block bitmaps behind the queued writes). It
-/// stopped every publisher of the partition for that long, several times a minute at
-/// 900 k msg/s. The sync thread gives back what a full segment did not use
+/// busy disk it can take hundreds of milliseconds (it reads block bitmaps behind the queued
+/// writes), stopping every publisher of the partition for that long. The sync thread gives back what a full segment did not use
 /// (`give_back_reserved`), a clean stop deletes an unused one.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Prepared(pub(super) Arc<std::sync::Mutex<Option<(u64, File)>>>);

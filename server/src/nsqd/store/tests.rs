@@ -2,6 +2,7 @@ use super::cache::{PageCache, TRIM_STEP};
 use super::sync::mark_dirty;
 use super::write::{FIN_BATCH, FIN_WAIT, SYNC_GAP, SYNC_UNIT};
 use super::*;
+use crate::common::TestPath;
 use nsqlab_core::{LoadRun, MessageId, StoreOp};
 use std::io::Read;
 use std::io::Write;
@@ -36,7 +37,7 @@ fn resident_pages(f: &File, len: usize) -> usize {
 /// was renamed (its topic deleted) and a new one made under the old name meanwhile.
 #[test]
 fn a_finished_segment_is_deleted_where_it_was_not_by_path() {
-    let root = std::env::temp_dir().join(format!("nsqlab-unlink-{}", std::process::id()));
+    let root = crate::common::test_dir("unlink");
     let (dir, gone) = (root.join("t"), root.join(".deleted-t"));
     fs::create_dir_all(&dir).unwrap();
     fs::write(seg_path(&dir, 0), b"old").unwrap();
@@ -60,7 +61,7 @@ fn a_finished_segment_is_deleted_where_it_was_not_by_path() {
 
 #[test]
 fn a_tail_is_sent_to_the_sync_thread_once_per_sync() {
-    let dir = std::env::temp_dir().join(format!("nsqlab-tail-{}", std::process::id()));
+    let dir = crate::common::test_dir("tail");
     fs::create_dir_all(&dir).unwrap();
     let tail = Tail::new(File::create(dir.join("0.log")).unwrap());
     // Many commits before a sync: one message.
@@ -91,15 +92,15 @@ fn a_tail_is_sent_to_the_sync_thread_once_per_sync() {
 }
 
 /// A store under a fresh directory whose sync thread is replaced by `rx`'s end.
-fn store_with_sync_channel(name: &str) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
+fn store_with_sync_channel(name: &str) -> (Store, mpsc::Receiver<SyncMsg>, TestPath) {
     store_with_segments_of(name, 100 << 20)
 }
 
 fn store_with_segments_of(
     name: &str,
     max_bytes_per_file: u64,
-) -> (Store, mpsc::Receiver<SyncMsg>, PathBuf) {
-    let dir = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
+) -> (Store, mpsc::Receiver<SyncMsg>, TestPath) {
+    let dir = crate::common::test_dir(name);
     let _ = fs::remove_dir_all(&dir);
     let (mut store, _) = open_in(&dir, max_bytes_per_file);
     let (tx, rx) = mpsc::channel();
@@ -185,7 +186,7 @@ fn body_of(id: u64) -> Vec<u8> {
 #[test]
 fn a_legacy_segment_is_converted_when_the_store_opens() {
     use record::Record;
-    let dir = std::env::temp_dir().join(format!("nsqlab-legacy-{}", std::process::id()));
+    let dir = crate::common::test_dir("legacy");
     let _ = fs::remove_dir_all(&dir);
     let tdir = dir.join("nsqlab/t");
     fs::create_dir_all(&tdir).unwrap();
@@ -506,7 +507,7 @@ fn a_sync_is_asked_for_every_sync_every_messages_or_that_many_sync_units_at_most
 #[test]
 #[cfg(target_os = "linux")]
 fn full_segments_beyond_the_budget_leave_the_page_cache_oldest_first_a_step_at_a_time() {
-    let dir = std::env::temp_dir().join(format!("nsqlab-pagecache-{}", std::process::id()));
+    let dir = crate::common::test_dir("pagecache");
     fs::create_dir_all(&dir).unwrap();
     let len = 2 * TRIM_STEP as usize;
     let pages = len / 4096;

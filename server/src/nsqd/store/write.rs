@@ -22,26 +22,22 @@ pub(super) const PENDING_KEEP: usize = 1 << 20;
 
 /// A sync is asked for after `--sync-every` messages or `--sync-every` times this many bytes
 /// of log, whichever comes first: 2500 messages or 250 000 bytes by default (a larger
-/// `--sync-every` still means fewer syncs). Smaller, steadier syncs kept
-/// publishers' round trips shorter: at 550 k msg/s of 200 bytes (a sync every 2500 messages
-/// wrote about 1 MB each time) the p99 round trip fell from 0.57 to 0.44 ms over 8
-/// alternating runs.
+/// `--sync-every` still means fewer syncs). Smaller, steadier syncs kept publishers' round
+/// trips shorter than a sync every 2500 messages alone, which with 200-byte messages wrote
+/// about 1 MB each time (docs/storage.md has the measurements).
 pub(super) const SYNC_UNIT: u64 = 100;
 
 /// A sync for size alone comes at most this often: above about 125 MB/s of log, a sync per
-/// 250 KB came more often than helped (at 1.48 M msg/s, 1 400 syncs a second; with this gap
-/// at most 500, and the median p99 round trip over 12 alternating runs fell from 0.95 to
-/// 0.80 ms, the target met in 9 of 12 runs against 7). At 740 k msg/s 14 alternating runs
-/// told no difference (the target met in 11 and 12 of them); below 125 MB/s it never binds.
+/// 250 KB came more often than helped the publishers' round trips; below that rate this
+/// never binds (docs/storage.md).
 pub(super) const SYNC_GAP: Duration = Duration::from_millis(2);
 
 /// A topic whose unwritten records are all FINs writes them once they are this many bytes,
 /// or [`FIN_WAIT`] after a commit first left them, whichever comes first, not at every
 /// commit. Nobody waits for a FIN to be written (a consumer gets no answer to it), and one
 /// lost to a crash only delivers its message again, which at-least-once allows. A consumer
-/// draining a backlog at 750 k msg/s had about 17 000 writes of a few FINs each a second;
-/// with them 64 KiB at a time, 1 400, and the drain's median over 4 alternated runs went
-/// from 736 k to 773 k msg/s.
+/// draining a backlog otherwise made a write of a few FINs at every commit, a cost its drain
+/// rate showed (docs/storage.md).
 pub(super) const FIN_BATCH: usize = 64 << 10;
 
 /// How long FINs wait to be written at most (see [`FIN_BATCH`]): what a crash can deliver

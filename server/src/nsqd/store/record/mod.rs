@@ -176,8 +176,8 @@ fn open_frame(out: &mut Vec<u8>, payload_len: usize) -> usize {
 
 /// Fill in the checks of the records at `starts` in `out` (appended with
 /// [`put_pub_unsealed`]), which lie where `seal` says: three at a time, their CRC chains
-/// interleaved (see `crc.rs`; one at a time, a 200-byte record's CRC was 5 % of the server's
-/// time while bench_writer published).
+/// interleaved (see `crc.rs`; one at a time, a small record's CRC was a visible part of the
+/// server's time while bench_writer published).
 pub fn seal_checks(out: &mut [u8], seal: Seal, starts: &[usize]) {
     let payload = |out: &[u8], start: usize| {
         let len = u32_at(out, start).expect("a record's length") as usize;

@@ -25,8 +25,8 @@ fn pub_record(out: &mut Vec<u8>, id: u64, body: &[u8]) -> u64 {
 
 /// A segment file of `bodies` (message i + 1 has body `bodies[i]`) with a FIN record
 /// after each message; the messages' offsets.
-fn segment(name: &str, bodies: &[Vec<u8>]) -> (std::path::PathBuf, Vec<u64>, u64) {
-    let path = std::env::temp_dir().join(format!("nsqlab-{name}-{}", std::process::id()));
+fn segment(name: &str, bodies: &[Vec<u8>]) -> (crate::common::TestPath, Vec<u64>, u64) {
+    let path = crate::common::test_file(name);
     let mut b = new_segment(S, MessageId(0));
     let offs = (0..bodies.len())
         .map(|i| {
