@@ -91,7 +91,7 @@ pub use message::{Body, Message, MessageId};
 pub use options::{Options, TimerStrategy};
 pub use partition::{partition_of, Forward, Migration};
 pub use stats::{Stats, StatsFilter};
-pub use store::{LoadRun, LoadedRun, RegistryChange, Replay, StoreOp, Ticket};
+pub use store::{LoadRun, LoadedRun, RegistryChange, Replay, StoreFailure, StoreOp, Ticket};
 pub use time::{Nanos, Time};
 
 use serde::{Deserialize, Serialize};

@@ -151,7 +151,7 @@ impl Sim {
 
     /// Acknowledge (or fail, with `fail`) every publish the store has seen.
     pub fn store_ack(&mut self) {
-        let result = self.store.fail.clone().map_or(Ok(()), Err);
+        let result = self.store.fail.clone().map_or(Ok(()), |e| Err(e.into()));
         let through = self.broker.last_ticket();
         self.broker.handle_stored(self.now, through, result);
         self.flush();
@@ -237,7 +237,7 @@ impl Sim {
             }
         }
         if wrote && !self.store.hold {
-            let result = self.store.fail.clone().map_or(Ok(()), Err);
+            let result = self.store.fail.clone().map_or(Ok(()), |e| Err(e.into()));
             let through = self.broker.last_ticket();
             self.broker.handle_stored(self.now, through, result);
         }

@@ -119,6 +119,67 @@ pub enum StoreOp {
     },
 }
 
+/// Why the store failed, as the host's own error (kept typed: [`StoreFailure::downcast_ref`]
+/// gives it back). Its text is what nsqd's answers carry: `E_PUB_FAILED PUB failed <text>`
+/// to a publisher, `NOK - <text>` on `/ping`.
+#[derive(Clone)]
+pub struct StoreFailure(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl StoreFailure {
+    /// The host's error `e`.
+    pub fn new(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreFailure(std::sync::Arc::new(e))
+    }
+
+    /// The host's error, if it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref()
+    }
+}
+
+/// A failure known only by its text (a simulated disk, a test).
+#[derive(Debug)]
+struct Reason(String);
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Reason {}
+
+impl From<String> for StoreFailure {
+    fn from(text: String) -> Self {
+        StoreFailure::new(Reason(text))
+    }
+}
+
+impl From<&str> for StoreFailure {
+    fn from(text: &str) -> Self {
+        text.to_string().into()
+    }
+}
+
+impl std::fmt::Display for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Debug for StoreFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Equal when they say the same.
+impl PartialEq for StoreFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
 /// A topic or channel came or went (for nsqlookupd: `REGISTER` / `UNREGISTER`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RegistryChange {

@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
         check_auth: &no_auth,
         // A topic published to before skips the name check: it must decode the same.
         known_topic: data.first().filter(|b| *b & 4 != 0).map(|_| "t"),
+        mpub_walk: None,
     };
     let bytes = data.get(1..).unwrap_or(&[]);
     let whole = decode(bytes, &ctx);

@@ -8,7 +8,7 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
-use nsqlab_core::{ClientId, Options, Output, Transmit};
+use nsqlab_core::{ClientId, Options, Output, StoreFailure, Transmit};
 use std::collections::{HashMap, VecDeque};
 
 type Part = Partition<Vec<u8>, ()>;
@@ -55,7 +55,7 @@ impl Host {
     fn commit(&mut self, p: usize) {
         let b = self.parts[p].broker_mut();
         while b.poll_store().is_some() {}
-        let r = if self.fail[p] { Err("disk full".to_string()) } else { Ok(()) };
+        let r: Result<(), StoreFailure> = if self.fail[p] { Err("disk full".into()) } else { Ok(()) };
         if b.options().durable {
             let t = b.last_ticket();
             b.handle_stored(self.now, t, r.clone());

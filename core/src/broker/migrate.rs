@@ -9,6 +9,7 @@ use crate::event::Name;
 use crate::message::Body;
 use crate::protocol::decode::ClientState;
 use crate::protocol::Command;
+use crate::store::StoreFailure;
 use crate::time::Nanos;
 use crate::time::Time;
 use crate::ClientId;
@@ -96,7 +97,7 @@ impl Broker {
         &mut self,
         now: Time,
         client: ClientId,
-        result: Result<(), String>,
+        result: Result<(), StoreFailure>,
     ) {
         let now = self.clock.advance(now);
         let Some(cmd) = self

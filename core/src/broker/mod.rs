@@ -7,7 +7,7 @@ use crate::client::Client;
 use crate::event::{Event, EventKind, Name};
 use crate::options::{Options, TimerStrategy};
 use crate::protocol::is_valid_name;
-use crate::store::{LoadRun, RegistryChange, StoreOp, Ticket};
+use crate::store::{LoadRun, RegistryChange, StoreFailure, StoreOp, Ticket};
 use crate::time::{Clock, Nanos, Time};
 use crate::topic::{Topic, Topics};
 use crate::{ChannelId, ClientId};
@@ -143,7 +143,7 @@ pub struct Broker {
     /// Ordered transmits (upgrades, closes) of held clients, with the ticket they wait for.
     parked: VecDeque<(Ticket, Transmit)>,
     /// Why storage is failing, if it is (nsqd's health).
-    health: Option<String>,
+    health: Option<StoreFailure>,
     /// Evicted bodies to fetch from storage, in runs of one channel's.
     loads: VecDeque<LoadRun>,
     /// Clients leaving for another partition.
@@ -257,12 +257,12 @@ impl Broker {
     }
 
     /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).
-    pub fn health(&self) -> Option<&str> {
-        self.health.as_deref()
+    pub fn health(&self) -> Option<&StoreFailure> {
+        self.health.as_ref()
     }
 
     /// Set or clear the health error (the host clears it once storage works again).
-    pub fn set_health(&mut self, error: Option<String>) {
+    pub fn set_health(&mut self, error: Option<StoreFailure>) {
         self.health = error;
     }
 

@@ -5,7 +5,7 @@ use super::session::push_frame;
 use super::{Broker, Transmit};
 use crate::event::EventKind;
 use crate::protocol::{ProtocolError, FRAME_TYPE_RESPONSE, OK};
-use crate::store::{Hold, LoadedRun, Ticket};
+use crate::store::{Hold, LoadedRun, StoreFailure, Ticket};
 use crate::time::Time;
 use crate::ClientId;
 
@@ -72,7 +72,7 @@ impl Broker {
     /// each waiting publisher gets nsqd's fatal `E_PUB_FAILED` (`E_MPUB_FAILED`,
     /// `E_DPUB_FAILED`) instead, and the broker turns unhealthy (publishes fail at once) until
     /// [`Broker::set_health`] clears it.
-    pub fn handle_stored(&mut self, now: Time, through: Ticket, result: Result<(), String>) {
+    pub fn handle_stored(&mut self, now: Time, through: Ticket, result: Result<(), StoreFailure>) {
         let now = self.clock.advance(now);
         let held = std::mem::take(&mut self.held_clients);
         let mut failed = Vec::new();
@@ -162,8 +162,9 @@ impl Broker {
     }
 }
 
-/// nsqd's fatal error for a publish `cmd` (PUB, MPUB, DPUB) whose put failed for `reason`.
-pub(super) fn store_failed(cmd: &str, reason: &str) -> ProtocolError {
+/// nsqd's fatal error for a publish `cmd` (PUB, MPUB, DPUB) whose put failed for `reason`:
+/// where the failure's text is written for the client.
+pub(super) fn store_failed(cmd: &str, reason: &StoreFailure) -> ProtocolError {
     let code = match cmd {
         "MPUB" => "E_MPUB_FAILED",
         "DPUB" => "E_DPUB_FAILED",

@@ -47,6 +47,7 @@ use super::{Forward, Migration};
 use crate::broker::{Broker, Output, Transmit};
 use crate::client::TlsPeer;
 use crate::options::Options;
+use crate::store::StoreFailure;
 use crate::time::Time;
 use crate::ClientId;
 use rustc_hash::FxHashMap;
@@ -85,7 +86,7 @@ pub enum PeerMsg<B, C> {
     /// The answer to a forwarded publish: `Err` says why storing it failed.
     Published {
         client: ClientId,
-        result: Result<(), String>,
+        result: Result<(), StoreFailure>,
     },
 }
 
@@ -123,7 +124,7 @@ pub struct Partition<B, C> {
     adopted: VecDeque<ClientId>,
     peers: VecDeque<(u32, PeerMsg<B, C>)>,
     /// Forwarded publishes run here, answered once the store has them: (from, client, result).
-    unstored: Vec<(u32, ClientId, Result<(), String>)>,
+    unstored: Vec<(u32, ClientId, Result<(), StoreFailure>)>,
 }
 
 impl<B: AsRef<[u8]>, C> Partition<B, C> {
@@ -251,9 +252,11 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
                     .publish(now, &forward.topic, forward.bodies, forward.defer)
                     .map(|_| ())
                     .map_err(|e| {
+                        // Refused for failing storage: why it fails, as a local publish says.
                         self.broker
                             .health()
-                            .map_or_else(|| e.to_string(), str::to_owned)
+                            .cloned()
+                            .unwrap_or_else(|| StoreFailure::new(e))
                     });
                 if self.broker.options().durable {
                     self.unstored.push((from, client, result));
@@ -271,7 +274,7 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
 
     /// The store wrote (or failed to write) everything the broker gave it so far: answer the
     /// publishes forwarded here since the last commit.
-    pub fn handle_committed(&mut self, result: Result<(), String>) {
+    pub fn handle_committed(&mut self, result: Result<(), StoreFailure>) {
         for (from, client, r) in self.unstored.drain(..) {
             let result = r.and(result.clone());
             self.peers

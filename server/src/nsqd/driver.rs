@@ -12,10 +12,13 @@
 //! connection's input to the partition it was last told it is in ([`Out::Moved`]), and
 //! [`Peer`] messages between partitions, each in order.
 
+use super::store::StoreError;
 use bytes::Bytes;
 use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
 use nsqlab_core::stats::{Stats, StatsFilter};
-use nsqlab_core::{partition_of, Broker, ClientId, Event, Output, Time, Transmit, Upgrade};
+use nsqlab_core::{
+    partition_of, Broker, ClientId, Event, Output, StoreFailure, Time, Transmit, Upgrade,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -51,7 +54,7 @@ pub async fn within_deadline<T>(
 pub type BrokerJob = Box<dyn FnOnce(&mut Broker, Time) + Send>;
 
 /// Called once the store has written (or failed to write) what a job produced.
-pub type AfterStore = Box<dyn FnOnce(Result<(), String>) + Send>;
+pub type AfterStore = Box<dyn FnOnce(Result<(), StoreError>) + Send>;
 
 /// Work whose answer waits for the store (an HTTP publish).
 pub type StoredJob = Box<dyn FnOnce(&mut Broker, Time) -> AfterStore + Send>;
@@ -189,7 +192,7 @@ impl DriverHandle {
     /// One stats snapshot of every partition, and the health (`None`: OK).
     pub async fn stats(&self, filter: StatsFilter) -> Option<(Stats, Option<String>)> {
         let parts = self
-            .call_all(move |b, _| (b.stats_part(&filter), b.health().map(str::to_owned)))
+            .call_all(move |b, _| (b.stats_part(&filter), b.health().map(|h| h.to_string())))
             .await?;
         let health = parts.iter().find_map(|(_, h)| h.clone());
         Some((
@@ -204,11 +207,11 @@ impl DriverHandle {
         &self,
         topic: &str,
         f: impl FnOnce(&mut Broker, Time) -> R + Send + 'static,
-    ) -> Option<(R, Result<(), String>)> {
+    ) -> Option<(R, Result<(), StoreError>)> {
         let (tx, rx) = oneshot::channel();
         let job: StoredJob = Box::new(move |b: &mut Broker, now: Time| {
             let r = f(b, now);
-            Box::new(move |stored: Result<(), String>| {
+            Box::new(move |stored: Result<(), StoreError>| {
                 let _ = tx.send((r, stored));
             }) as AfterStore
         });
@@ -451,7 +454,7 @@ async fn run(
         for reply in ctx.after_store.drain(..) {
             reply(stored.clone());
         }
-        part.handle_committed(stored);
+        part.handle_committed(stored.map_err(StoreFailure::new));
         // Evicted bodies (deferred messages coming due, a backlog past --mem-queue-size) are
         // read back on the loader thread; they arrive as a wake-up of their own.
         if let Some(s) = store.as_mut() {
@@ -560,7 +563,7 @@ fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Hand the broker's store ops to the store, write them, and tell the broker.
-fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), String> {
+fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), StoreError> {
     let mut result = Ok(());
     // A failure answer can close clients, which may change more; a few rounds settle it.
     for _ in 0..4 {
@@ -582,9 +585,10 @@ fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), St
                 ""
             };
             tracing::error!("storage: {e}{what}");
-            e.to_string()
+            e
         });
-        broker.handle_stored(crate::clock::now(), broker.last_ticket(), r.clone());
+        let stored = r.clone().map_err(StoreFailure::new);
+        broker.handle_stored(crate::clock::now(), broker.last_ticket(), stored);
         if result.is_ok() {
             result = r;
         }

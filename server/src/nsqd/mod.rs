@@ -123,7 +123,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
                 tracing::error!(
                     "storage: partition {p}: {e}; publishing is refused until there is room"
                 );
-                broker.set_health(Some(e.to_string()));
+                broker.set_health(Some(nsqlab_core::StoreFailure::new(e)));
             }
             Some(s)
         } else {

@@ -52,7 +52,7 @@ pub(super) async fn free_memory() -> Response {
 pub(super) async fn ping(State(s): State<AppState>) -> Response {
     let health = s
         .driver
-        .call_all(|b, _| b.health().map(str::to_owned))
+        .call_all(|b, _| b.health().map(|h| h.to_string()))
         .await
         .and_then(|h| h.into_iter().flatten().next());
     match health {
