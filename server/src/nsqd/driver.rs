@@ -66,17 +66,10 @@ pub enum ToDriver {
         out: mpsc::UnboundedSender<Out>,
         reply: oneshot::Sender<ClientId>,
     },
-    Bytes {
+    /// Input from a client's connection (see [`super::link::Link`]).
+    Client {
         client: ClientId,
-        data: Bytes,
-    },
-    Closed {
-        client: ClientId,
-    },
-    /// The client closed its sending side: the broker answers what it owes (or the error for
-    /// a command cut short) and then closes the connection.
-    Eof {
-        client: ClientId,
+        input: ClientInput<Bytes>,
     },
     /// The auth server's answer for a client.
     Auth {
@@ -89,16 +82,6 @@ pub enum ToDriver {
     CallStored(StoredJob),
     /// A timer is due (from the alarm thread).
     Tick,
-    /// A client's TLS handshake finished: its session, and the subject common name of its
-    /// certificate.
-    TlsPeer {
-        client: ClientId,
-        peer: nsqlab_core::TlsPeer,
-    },
-    /// After [`Out::Moved`]: the connection sends nothing more to this partition.
-    Drained {
-        client: ClientId,
-    },
 }
 
 /// From one partition to another: the core's routing messages, a moving client's
@@ -679,11 +662,7 @@ fn handle(part: &mut Core, ctx: &mut Ctx, m: ToDriver) {
         ToDriver::Auth { client, answer } => {
             return part.broker_mut().handle_auth_response(now, client, answer)
         }
-        ToDriver::Bytes { client, data } => (client, ClientInput::Bytes(data)),
-        ToDriver::Eof { client } => (client, ClientInput::Eof),
-        ToDriver::Closed { client } => (client, ClientInput::Closed),
-        ToDriver::TlsPeer { client, peer } => (client, ClientInput::Tls(peer)),
-        ToDriver::Drained { client } => (client, ClientInput::Drained),
+        ToDriver::Client { client, input } => (client, input),
     };
     part.handle_client(now, client, input);
 }
@@ -775,9 +754,16 @@ mod tests {
         }
 
         fn bytes(&self, d: Vec<u8>) -> ToDriver {
-            ToDriver::Bytes {
+            ToDriver::Client {
                 client: self.client,
-                data: Bytes::from(d),
+                input: ClientInput::Bytes(Bytes::from(d)),
+            }
+        }
+
+        fn drained(&self) -> ToDriver {
+            ToDriver::Client {
+                client: self.client,
+                input: ClientInput::Drained,
             }
         }
 
@@ -856,7 +842,7 @@ mod tests {
         let (open, gate) = gate();
         assert!(c.part.send(gate).await);
         assert!(c.part.send(c.bytes(publish(&tb, "2"))).await);
-        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        assert!(c.part.send(c.drained()).await);
         assert!(new.send(c.bytes(publish(&tb, "3"))).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
         open.send(()).unwrap();
@@ -878,7 +864,7 @@ mod tests {
         assert!(c.part.send(c.bytes(publish(&tb, "2"))).await);
         open.send(()).unwrap();
         let new = c.moved().await;
-        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        assert!(c.part.send(c.drained()).await);
         assert!(new.send(c.bytes(publish(&tb, "3"))).await);
         c.oks(3).await;
         assert_eq!(c.bodies(&tb).await, ["1", "2", "3"]);
@@ -905,10 +891,10 @@ mod tests {
         // Sent to the new partition before it knows the old one has nothing more.
         assert!(new.send(c.bytes(Command::Rdy(10).to_bytes())).await);
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(c.part.send(ToDriver::Drained { client: c.client }).await);
+        assert!(c.part.send(c.drained()).await);
         // Settled, the SUB moves it back.
         let back = c.moved().await;
-        assert!(new.send(ToDriver::Drained { client: c.client }).await);
+        assert!(new.send(c.drained()).await);
         c.part = back;
         c.oks(2).await;
         // The RDY reached it: a message for its channel is delivered.

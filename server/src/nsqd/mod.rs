@@ -5,6 +5,7 @@ pub mod auth;
 
 pub mod driver;
 pub mod http;
+pub mod link;
 pub mod lookup;
 pub mod options;
 pub mod statsd;

@@ -2,7 +2,8 @@
 //! what the broker sends back, in order, performing the TLS / snappy / deflate upgrades that
 //! IDENTIFY negotiates at the point in the stream where the broker asks for them.
 
-use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
+use super::driver::{within_deadline, DriverHandle, Out};
+use super::link::Link;
 use crate::common::codec::{Codec, Deflate};
 use crate::net::Conn;
 use bytes::{Bytes, BytesMut};
@@ -10,7 +11,7 @@ use nsqlab_core::Upgrade;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::either::Either;
 
@@ -64,25 +65,13 @@ struct Connection {
 
 impl Connection {
     async fn run(mut self, driver: DriverHandle, mut shutdown: watch::Receiver<bool>) {
-        let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-        let (reply_tx, reply_rx) = oneshot::channel();
         // The partition this client lives in (it may move to its topic's).
-        let mut part = driver.pick();
-        drop(driver);
-        let connect = ToDriver::Connect {
-            remote: self.remote.clone(),
-            out: out_tx,
-            reply: reply_tx,
-        };
-        if !part.send(connect).await {
+        let Some((mut link, mut out_rx)) = Link::connect(driver, self.remote.clone()).await else {
             return;
-        }
-        let Ok(client) = reply_rx.await else { return };
+        };
         let mut rbuf = BytesMut::with_capacity(READ);
         let mut plain = Vec::new();
         let mut wbuf: Vec<u8> = Vec::new();
-        // Whether the broker already forgot this client (it asked us to close).
-        let mut broker_closed = false;
         // The client closed its sending side: nothing more is read; the broker answers what
         // it owes and closes (as nsqd, which reads on to the end of the stream).
         let mut eof = false;
@@ -92,7 +81,7 @@ impl Connection {
                 // read, which may already be the client's TLS handshake.
                 biased;
                 o = out_rx.recv() => {
-                    let Some(o) = o else { broker_closed = true; break };
+                    let Some(o) = o else { link.broker_closed(); break };
                     // Everything already queued goes out in one write.
                     let mut next = Some(o);
                     while let Some(o) = next.take() {
@@ -102,7 +91,7 @@ impl Connection {
                             Out::Data(d) if wbuf.is_empty() => wbuf = d,
                             Out::Data(d) => wbuf.extend_from_slice(&d),
                             Out::Close => {
-                                broker_closed = true;
+                                link.broker_closed();
                                 let _ = self.write(&mut wbuf).await;
                                 let _ = io(&mut self.stream).shutdown().await;
                                 break 'conn;
@@ -118,8 +107,7 @@ impl Connection {
                                     }
                                     // Before anything read over TLS reaches the broker.
                                     Ok(Some(peer)) => {
-                                        let m = ToDriver::TlsPeer { client, peer };
-                                        if !part.send(m).await {
+                                        if !link.tls(peer).await {
                                             break 'conn;
                                         }
                                     }
@@ -127,11 +115,7 @@ impl Connection {
                                 }
                             }
                             Out::Moved(to) => {
-                                if !part.send(ToDriver::Drained { client }).await {
-                                    break 'conn;
-                                }
-                                part = to;
-                                if eof && !part.send(ToDriver::Eof { client }).await {
+                                if !link.moved(to).await {
                                     break 'conn;
                                 }
                             }
@@ -148,7 +132,7 @@ impl Connection {
                     match r {
                         Ok(0) => {
                             eof = true;
-                            if !part.send(ToDriver::Eof { client }).await {
+                            if !link.eof().await {
                                 break 'conn;
                             }
                             continue;
@@ -159,7 +143,7 @@ impl Connection {
                     if let Codec::Plain = self.codec {
                         // What was read goes to the broker as it is, not copied.
                         let data = rbuf.split().freeze();
-                        if !part.send(ToDriver::Bytes { client, data }).await {
+                        if !link.bytes(data).await {
                             break 'conn;
                         }
                     } else {
@@ -174,8 +158,7 @@ impl Connection {
                         // messages, so this bounds it in bytes too, however much a read
                         // decompresses to.
                         for piece in plain.chunks(READ) {
-                            let data = Bytes::copy_from_slice(piece);
-                            if !part.send(ToDriver::Bytes { client, data }).await {
+                            if !link.bytes(Bytes::copy_from_slice(piece)).await {
                                 break 'conn;
                             }
                         }
@@ -189,9 +172,7 @@ impl Connection {
                 _ = shutdown.changed() => break,
             }
         }
-        if !broker_closed {
-            part.send(ToDriver::Closed { client }).await;
-        }
+        link.close().await;
     }
 
     /// Encode and write what is buffered, within the write deadline.

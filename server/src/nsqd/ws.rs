@@ -10,13 +10,14 @@
 //!   time, attempts, client) as JSON, to draw the state on connect; without parameters, an
 //!   array with every channel.
 
-use super::driver::{within_deadline, DriverHandle, Out, ToDriver};
+use super::driver::{within_deadline, DriverHandle, Out};
+use super::link::Link;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
 use serde::Serialize;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::broadcast;
 
 pub async fn nsq_upgrade(ws: WebSocketUpgrade, driver: DriverHandle, remote: String) -> Response {
     // A message is buffered whole until its last fragment: no larger than the largest
@@ -29,21 +30,11 @@ pub async fn nsq_upgrade(ws: WebSocketUpgrade, driver: DriverHandle, remote: Str
 
 async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String) {
     let idle = driver.ws_limits().idle;
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel();
-    let (reply_tx, reply_rx) = oneshot::channel();
-    let mut part = driver.pick();
     let mut write_timeout = driver.write_timeout();
-    drop(driver);
-    let connect = ToDriver::Connect {
-        remote,
-        out: out_tx,
-        reply: reply_tx,
-    };
-    if !part.send(connect).await {
+    let Some((mut link, mut out_rx)) = Link::connect(driver, remote).await else {
         return;
-    }
-    let Ok(client) = reply_rx.await else { return };
-    let mut broker_closed = false;
+    };
+    let client = link.client();
     let mut quiet_until = tokio::time::Instant::now() + idle;
     loop {
         tokio::select! {
@@ -55,14 +46,13 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
             m = socket.recv() => match m {
                 Some(Ok(Message::Binary(b))) => {
                     quiet_until = tokio::time::Instant::now() + idle;
-                    if !part.send(ToDriver::Bytes { client, data: b }).await {
+                    if !link.bytes(b).await {
                         break;
                     }
                 }
                 Some(Ok(Message::Text(t))) => {
                     quiet_until = tokio::time::Instant::now() + idle;
-                    let data = Bytes::copy_from_slice(t.as_bytes());
-                    if !part.send(ToDriver::Bytes { client, data }).await {
+                    if !link.bytes(Bytes::copy_from_slice(t.as_bytes())).await {
                         break;
                     }
                 }
@@ -80,10 +70,9 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
                 }
                 Some(Out::WriteTimeout(t)) => write_timeout = t,
                 Some(Out::Moved(to)) => {
-                    if !part.send(ToDriver::Drained { client }).await {
+                    if !link.moved(to).await {
                         break;
                     }
-                    part = to;
                 }
                 Some(Out::Upgrade(_)) => {
                     // No TLS or compression over WebSocket: hang up, and tell the broker.
@@ -91,16 +80,14 @@ async fn nsq_over_ws(mut socket: WebSocket, driver: DriverHandle, remote: String
                     break;
                 }
                 Some(Out::Close) | None => {
-                    broker_closed = true;
+                    link.broker_closed();
                     let _ = socket.send(Message::Close(None)).await;
                     break;
                 }
             },
         }
     }
-    if !broker_closed {
-        part.send(ToDriver::Closed { client }).await;
-    }
+    link.close().await;
 }
 
 pub async fn events_upgrade(ws: WebSocketUpgrade, driver: DriverHandle) -> Response {
