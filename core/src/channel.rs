@@ -9,6 +9,25 @@ use crate::pqueue::{HeapItem, PQueue};
 use crate::time::Time;
 use crate::ClientId;
 
+/// Why FIN, REQ or TOUCH of a message failed (nsqd's texts, after `<CMD> <id> failed `).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InFlightError {
+    #[error("ID not in flight")]
+    NotInFlight,
+    #[error("client does not own message")]
+    NotOwner,
+}
+
+/// What came due on a channel's timer ([`Channel::pop_due`]).
+#[derive(Debug)]
+pub enum Due {
+    /// A deferred message whose time came (`due`): it joins the queue.
+    Deferred { msg: Message, due: Time },
+    /// An in-flight message whose deadline passed before its client answered: it goes back
+    /// to the queue.
+    TimedOut(InFlight),
+}
+
 /// A message that was sent and is awaiting FIN, REQ, TOUCH or its timeout.
 #[derive(Debug, Clone)]
 pub struct InFlight {
@@ -271,6 +290,108 @@ impl Channel {
         self.in_flight.get(id.0).map(|e| e.item.client)
     }
 
+    // The transitions nsqd's channel.go owns. Each changes this channel only; the broker
+    // records what happened (events, store ops) and then settles the channel once (its heap
+    // trace, the pump, its timer).
+
+    /// nsqd's `FinishMessage`: message `id`, in flight to `client`, is done. Its end-to-end
+    /// latency is recorded (with e2e percentiles configured, over `window`).
+    pub fn finish(
+        &mut self,
+        now: Time,
+        id: MessageId,
+        client: ClientId,
+        window: crate::time::Nanos,
+    ) -> Result<InFlight, InFlightError> {
+        let done = match self.in_flight.remove_if(id.0, |f| f.client == client) {
+            Ok(e) => e.item,
+            Err(false) => return Err(InFlightError::NotInFlight),
+            Err(true) => return Err(InFlightError::NotOwner),
+        };
+        if let Some(w) = self.e2e.as_mut() {
+            w.insert(now, now.saturating_sub(done.msg.timestamp), window);
+        }
+        Ok(done)
+    }
+
+    /// nsqd's `RequeueMessage`, its in-flight half: message `id` leaves `client`'s window and
+    /// counts as requeued; the broker puts it back ([`Channel::defer`] for a delay, or the
+    /// queue).
+    pub fn requeue(&mut self, id: MessageId, client: ClientId) -> Result<Message, InFlightError> {
+        self.check_owner(id, client)?;
+        let e = self.in_flight.remove(id.0).expect("owned in-flight exists");
+        self.requeue_count += 1;
+        Ok(e.item.msg)
+    }
+
+    /// nsqd's `TouchMessage`: message `id`'s deadline becomes `msg_timeout` from now, never
+    /// more than `max` after it was delivered. The new deadline.
+    pub fn touch(
+        &mut self,
+        now: Time,
+        id: MessageId,
+        client: ClientId,
+        msg_timeout: crate::time::Nanos,
+        max: crate::time::Nanos,
+    ) -> Result<Time, InFlightError> {
+        self.check_owner(id, client)?;
+        let delivered = self
+            .in_flight
+            .get(id.0)
+            .expect("owned in-flight exists")
+            .item
+            .delivered_at;
+        let mut deadline = now.saturating_add(msg_timeout);
+        if deadline.saturating_sub(delivered) >= max {
+            deadline = delivered.saturating_add(max);
+        }
+        self.in_flight.rekey(id.0, deadline);
+        Ok(deadline)
+    }
+
+    fn check_owner(&self, id: MessageId, client: ClientId) -> Result<(), InFlightError> {
+        match self.in_flight_owner(id) {
+            None => Err(InFlightError::NotInFlight),
+            Some(owner) if owner != client => Err(InFlightError::NotOwner),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// nsqd's `StartDeferredTimeout`: `msg` waits in the deferred heap until `due`. A body the
+    /// store keeps (`evict`, and the channel is stored) stays there until then; otherwise it
+    /// is copied out of the buffer it shares (it may wait long).
+    pub fn defer(&mut self, mut msg: Message, due: Time, evict: bool) {
+        if evict && self.stored {
+            msg.body = crate::message::evicted_body();
+        } else {
+            msg.body = msg.body.unshared();
+        }
+        self.deferred.push(due, msg);
+    }
+
+    /// nsqd's `processDeferredQueue` and `processInFlightQueue`, a message at a time: the next
+    /// one due at `now` (deferred ones first), counted if it timed out.
+    pub fn pop_due(&mut self, now: Time) -> Option<Due> {
+        if let Some(e) = self.deferred.pop_due(now) {
+            return Some(Due::Deferred {
+                msg: e.item,
+                due: e.key,
+            });
+        }
+        let e = self.in_flight.pop_due(now)?;
+        self.timeout_count += 1;
+        Some(Due::TimedOut(e.item))
+    }
+
+    /// nsqd's `Empty`: every message the channel holds goes (ready, deferred, in flight, and
+    /// those whose bodies are being loaded).
+    pub fn empty(&mut self) {
+        self.queue.clear();
+        self.deferred.clear();
+        self.in_flight.clear();
+        self.loading.clear();
+    }
+
     /// The earliest instant one of the channel's heaps needs attention.
     pub fn next_due(&self) -> Option<Time> {
         match (self.deferred.peek_key(), self.in_flight.peek_key()) {
@@ -306,6 +427,83 @@ mod tests {
         std::iter::from_fn(|| q.pop())
             .map(|m| (m.id.0, m.timestamp, m.attempts, m.body.to_vec()))
             .collect()
+    }
+
+    /// A channel with message `id` in flight to client 1, delivered at `at` with deadline
+    /// `deadline`.
+    fn in_flight_one(id: u64, at: Time, deadline: Time) -> Channel {
+        let mut c = Channel::new("t".into(), "c".into(), false);
+        c.in_flight.push(
+            deadline,
+            InFlight {
+                msg: msg(id, "x"),
+                client: ClientId(1),
+                delivered_at: at,
+            },
+        );
+        c
+    }
+
+    /// The transitions nsqd's channel.go owns, with its refusals.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn fin_req_and_touch_check_the_owner_and_touch_stops_at_the_maximum() {
+        let (me, other) = (ClientId(1), ClientId(2));
+        let mut c = in_flight_one(5, 100, 1_100);
+        assert_eq!(
+            c.finish(200, MessageId(6), me, 0).unwrap_err(),
+            InFlightError::NotInFlight
+        );
+        assert_eq!(
+            c.finish(200, MessageId(5), other, 0).unwrap_err(),
+            InFlightError::NotOwner
+        );
+        assert_eq!(
+            c.touch(200, MessageId(5), other, 1_000, 5_000),
+            Err(InFlightError::NotOwner)
+        );
+        // msg_timeout from now, but never more than max (5 000) after delivery (at 100).
+        assert_eq!(c.touch(200, MessageId(5), me, 1_000, 5_000), Ok(1_200));
+        assert_eq!(c.touch(4_500, MessageId(5), me, 1_000, 5_000), Ok(5_100));
+        assert_eq!(c.in_flight.peek_key(), Some(5_100));
+        let m = c.requeue(MessageId(5), me).unwrap();
+        assert_eq!((m.id, c.requeue_count), (MessageId(5), 1));
+        assert!(c.in_flight.is_empty());
+        assert_eq!(
+            c.requeue(MessageId(5), me).unwrap_err(),
+            InFlightError::NotInFlight
+        );
+        let mut c = in_flight_one(7, 100, 1_100);
+        assert_eq!(
+            c.finish(300, MessageId(7), me, 0).unwrap().msg.id,
+            MessageId(7)
+        );
+        assert!(c.in_flight.is_empty());
+    }
+
+    /// What comes due: deferred messages first, then timeouts (counted), each only when due.
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    fn due_deferred_messages_come_before_timeouts_and_nothing_early() {
+        let mut c = in_flight_one(1, 0, 500);
+        c.defer(msg(2, "later"), 600, false);
+        c.defer(msg(3, "sooner"), 400, false);
+        assert!(c.pop_due(399).is_none());
+        match c.pop_due(600) {
+            Some(Due::Deferred { msg, due }) => assert_eq!((msg.id, due), (MessageId(3), 400)),
+            d => panic!("{d:?}"),
+        }
+        match c.pop_due(600) {
+            Some(Due::Deferred { msg, due }) => assert_eq!((msg.id, due), (MessageId(2), 600)),
+            d => panic!("{d:?}"),
+        }
+        assert_eq!(c.timeout_count, 0);
+        match c.pop_due(600) {
+            Some(Due::TimedOut(f)) => assert_eq!(f.msg.id, MessageId(1)),
+            d => panic!("{d:?}"),
+        }
+        assert_eq!(c.timeout_count, 1);
+        assert!(c.pop_due(u64::MAX).is_none());
     }
 
     #[cfg_attr(not(target_arch = "wasm32"), test)]

@@ -150,10 +150,7 @@ impl Broker {
         let stored = c
             .stored
             .then(|| (self.topics[&c.topic].channel_start(), c.message_ids()));
-        c.queue.clear();
-        c.deferred.clear();
-        c.in_flight.clear();
-        c.loading.clear();
+        c.empty();
         for cid in &c.clients {
             if let Some(cl) = self.clients.get_mut(cid) {
                 cl.in_flight_count = 0;
@@ -164,8 +161,7 @@ impl Broker {
             .as_ref()
             .expect("channel exists");
         self.out.channel_emptied(now, c, stored);
-        self.rearm_channel(ch);
-        self.pump(now, ch);
+        self.settle(now, ch, true);
         Ok(())
     }
 

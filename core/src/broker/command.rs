@@ -3,6 +3,7 @@
 use super::session::auth_request;
 use super::timer::TimerKey;
 use super::{Broker, Transmit, Upgrade};
+use crate::channel::InFlightError;
 use crate::client::MpubPending;
 use crate::event::EventKind;
 use crate::message::MessageId;
@@ -266,22 +267,20 @@ impl Broker {
     }
 
     /// Find an in-flight message owned by `client`, or nsqd's error text.
-    pub(super) fn owned_in_flight(
-        &mut self,
+    /// The channel and message a client's FIN, REQ or TOUCH names (not yet checked to be in
+    /// flight to it: the channel does that).
+    fn in_flight_target(
+        &self,
         id: ClientId,
         raw: &[u8; 16],
-    ) -> Result<(ChannelId, MessageId), String> {
+    ) -> Result<(ChannelId, MessageId), InFlightError> {
         let ch = self
             .clients
             .get(&id)
             .and_then(|c| c.channel)
-            .ok_or_else(|| "ID not in flight".to_string())?;
-        let mid = MessageId::from_hex(raw).ok_or_else(|| "ID not in flight".to_string())?;
-        match self.ch(ch).in_flight_owner(mid) {
-            None => Err("ID not in flight".into()),
-            Some(owner) if owner != id => Err("client does not own message".into()),
-            Some(_) => Ok((ch, mid)),
-        }
+            .ok_or(InFlightError::NotInFlight)?;
+        let mid = MessageId::from_hex(raw).ok_or(InFlightError::NotInFlight)?;
+        Ok((ch, mid))
     }
 
     pub(super) fn fin(
@@ -290,27 +289,14 @@ impl Broker {
         id: ClientId,
         raw: &[u8; 16],
     ) -> Result<(), ProtocolError> {
-        let failed = |e: &str| in_flight_failed("FIN", raw, e);
-        // The hot path: one client lookup, and one index lookup finds, checks the owner and
-        // removes.
-        let cl = self
-            .clients
-            .get_mut(&id)
-            .ok_or_else(|| failed("ID not in flight"))?;
-        let ch = cl.channel.ok_or_else(|| failed("ID not in flight"))?;
-        let mid = MessageId::from_hex(raw).ok_or_else(|| failed("ID not in flight"))?;
+        let failed = |e: InFlightError| in_flight_failed("FIN", raw, e);
+        let (ch, mid) = self.in_flight_target(id, raw).map_err(failed)?;
         let window = self.opts.e2e_window;
         let c = self.channels[ch.0 as usize]
             .as_mut()
             .expect("a subscribed client's channel exists");
-        let done = match c.in_flight.remove_if(mid.0, |f| f.client == id) {
-            Ok(e) => e,
-            Err(false) => return Err(failed("ID not in flight")),
-            Err(true) => return Err(failed("client does not own message")),
-        };
-        if let Some(w) = c.e2e.as_mut() {
-            w.insert(now, now.saturating_sub(done.item.msg.timestamp), window);
-        }
+        c.finish(now, mid, id, window).map_err(failed)?;
+        let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.finish_count += 1;
         self.out
@@ -320,9 +306,7 @@ impl Broker {
                 id: mid,
                 client: id,
             });
-        self.drain_heap_trace(now, ch);
-        self.rearm_channel(ch);
-        self.pump(now, ch);
+        self.settle(now, ch, true);
         Ok(())
     }
 
@@ -333,6 +317,7 @@ impl Broker {
         raw: &[u8; 16],
         timeout_ms: u64,
     ) -> Result<(), ProtocolError> {
+        let failed = |e: InFlightError| in_flight_failed("REQ", raw, e);
         // nsqd: time.Duration(ms) * time.Millisecond, clamped to 0..=max-req-timeout.
         let ns = (timeout_ms as i64).wrapping_mul(MILLISECOND as i64);
         let delay = if ns < 0 {
@@ -340,22 +325,16 @@ impl Broker {
         } else {
             (ns as u64).min(self.opts.max_req_timeout)
         };
-        let (ch, mid) = self
-            .owned_in_flight(id, raw)
-            .map_err(|e| in_flight_failed("REQ", raw, &e))?;
-        let c = self.ch(ch);
-        let e = c.in_flight.remove(mid.0).expect("owned in-flight exists");
-        c.requeue_count += 1;
+        let (ch, mid) = self.in_flight_target(id, raw).map_err(failed)?;
+        let msg = self.ch(ch).requeue(mid, id).map_err(failed)?;
         let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.requeue_count += 1;
         let due = (delay > 0).then(|| now.saturating_add(delay));
         let c = self.channels[ch.0 as usize].as_ref().expect("live channel");
         self.out.requeued(now, c, mid, id, delay, due);
-        self.enter_channel(now, ch, e.item.msg, due);
-        self.drain_heap_trace(now, ch);
-        self.rearm_channel(ch);
-        self.pump(now, ch);
+        self.enter_channel(now, ch, msg, due);
+        self.settle(now, ch, true);
         Ok(())
     }
 
@@ -365,23 +344,14 @@ impl Broker {
         id: ClientId,
         raw: &[u8; 16],
     ) -> Result<(), ProtocolError> {
-        let (ch, mid) = self
-            .owned_in_flight(id, raw)
-            .map_err(|e| in_flight_failed("TOUCH", raw, &e))?;
+        let failed = |e: InFlightError| in_flight_failed("TOUCH", raw, e);
+        let (ch, mid) = self.in_flight_target(id, raw).map_err(failed)?;
         let msg_timeout = self.clients[&id].settings.msg_timeout;
         let max = self.opts.max_msg_timeout;
-        let c = self.ch(ch);
-        let delivered = c
-            .in_flight
-            .get(mid.0)
-            .expect("owned in-flight exists")
-            .item
-            .delivered_at;
-        let mut deadline = now.saturating_add(msg_timeout);
-        if deadline.saturating_sub(delivered) >= max {
-            deadline = delivered.saturating_add(max);
-        }
-        c.in_flight.rekey(mid.0, deadline);
+        let deadline = self
+            .ch(ch)
+            .touch(now, mid, id, msg_timeout, max)
+            .map_err(failed)?;
         self.emit_ch(now, ch, |topic, channel| EventKind::Touched {
             topic,
             channel,
@@ -389,8 +359,7 @@ impl Broker {
             client: id,
             deadline,
         });
-        self.drain_heap_trace(now, ch);
-        self.rearm_channel(ch);
+        self.settle(now, ch, false);
         Ok(())
     }
 }
@@ -403,7 +372,7 @@ pub(super) fn dpub_defer(defer_ms: u64) -> Nanos {
 
 /// nsqd's soft error for FIN, REQ or TOUCH (`cmd`) of message `raw` that failed for `reason`:
 /// `E_FIN_FAILED FIN <id> failed ID not in flight`, …
-fn in_flight_failed(cmd: &str, raw: &[u8; 16], reason: &str) -> ProtocolError {
+fn in_flight_failed(cmd: &str, raw: &[u8; 16], reason: InFlightError) -> ProtocolError {
     let code = match cmd {
         "FIN" => "E_FIN_FAILED",
         "REQ" => "E_REQ_FAILED",

@@ -4,7 +4,7 @@
 
 use super::outbox::Stored;
 use super::Broker;
-use crate::channel::{Channel, InFlight};
+use crate::channel::{Channel, Due, InFlight};
 use crate::client::{Client, LastPub};
 use crate::event::{EventKind, HeapKind, Name, Place};
 use crate::message::{Body, Message, MessageId};
@@ -238,25 +238,15 @@ impl Broker {
         match due {
             Some(due) if due > now => {
                 let evict = self.opts.evict_bodies;
-                let c = self.ch(ch);
                 let id = msg.id;
-                let mut msg = msg;
-                if evict && c.stored {
-                    // The store has the body; it comes back when the message is due.
-                    msg.body = crate::message::evicted_body();
-                } else {
-                    // It may wait long: not with the rest of its MPUB's buffer.
-                    msg.body = msg.body.unshared();
-                }
-                c.deferred.push(due, msg);
+                self.ch(ch).defer(msg, due, evict);
                 self.emit_ch(now, ch, |topic, channel| EventKind::Deferred {
                     topic,
                     channel,
                     id,
                     due,
                 });
-                self.drain_heap_trace(now, ch);
-                self.rearm_channel(ch);
+                self.settle(now, ch, false);
             }
             _ => self.queue(now, ch, msg),
         }
@@ -476,6 +466,16 @@ impl Broker {
         }
     }
 
+    /// After a change to channel `ch`: its heap operations into the event stream, then (with
+    /// `pump`) messages to its ready clients, and its timer re-armed to its earliest head.
+    pub(super) fn settle(&mut self, now: Time, ch: ChannelId, pump: bool) {
+        self.drain_heap_trace(now, ch);
+        if pump {
+            self.pump(now, ch);
+        }
+        self.rearm_channel(ch);
+    }
+
     /// Process a channel's due deferred messages and in-flight timeouts; returns whether
     /// anything was due (nsqd's "dirty").
     pub(super) fn process_channel_timers(&mut self, now: Time, ch: ChannelId) -> bool {
@@ -483,50 +483,43 @@ impl Broker {
             return false;
         }
         let mut dirty = false;
-        loop {
-            let c = self.ch(ch);
-            let Some(e) = c.deferred.pop_due(now) else {
-                break;
-            };
+        while let Some(due) = self.ch(ch).pop_due(now) {
             dirty = true;
-            let (id, due) = (e.item.id, e.key);
-            self.emit_ch(now, ch, |topic, channel| EventKind::BecameDue {
-                topic,
-                channel,
-                id,
-                due,
-            });
+            let msg = match due {
+                Due::Deferred { msg, due } => {
+                    let id = msg.id;
+                    self.emit_ch(now, ch, |topic, channel| EventKind::BecameDue {
+                        topic,
+                        channel,
+                        id,
+                        due,
+                    });
+                    // An evicted body stays in the store while the message queues; the pump
+                    // fetches it when a consumer has room (so many falling due at once are
+                    // not all loaded).
+                    msg
+                }
+                Due::TimedOut(InFlight { msg, client, .. }) => {
+                    if let Some(cl) = self.clients.get_mut(&client) {
+                        cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
+                    }
+                    let id = msg.id;
+                    self.emit_ch(now, ch, |topic, channel| EventKind::TimedOut {
+                        topic,
+                        channel,
+                        id,
+                        client,
+                    });
+                    msg
+                }
+            };
             // Its pop (take, move, each sift swap) before it is queued, so the event stream
             // tells the story in the order it happened.
-            self.drain_heap_trace(now, ch);
-            // An evicted body stays in the store while the message queues; the pump fetches
-            // it when a consumer has room (so many falling due at once are not all loaded).
-            self.queue(now, ch, e.item);
-        }
-        loop {
-            let c = self.ch(ch);
-            let Some(e) = c.in_flight.pop_due(now) else {
-                break;
-            };
-            dirty = true;
-            c.timeout_count += 1;
-            let InFlight { msg, client, .. } = e.item;
-            if let Some(cl) = self.clients.get_mut(&client) {
-                cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
-            }
-            let id = msg.id;
-            self.emit_ch(now, ch, |topic, channel| EventKind::TimedOut {
-                topic,
-                channel,
-                id,
-                client,
-            });
             self.drain_heap_trace(now, ch);
             self.queue(now, ch, msg);
         }
         if dirty {
-            self.drain_heap_trace(now, ch);
-            self.pump(now, ch);
+            self.settle(now, ch, true);
         }
         dirty
     }
