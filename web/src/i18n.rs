@@ -67,8 +67,9 @@ pub fn has(key: &str) -> bool {
     index().contains_key(key)
 }
 
-/// A key's words in a language, placeholders and all (the key itself if it is missing, which a
-/// test catches).
+/// A key's words in a language, placeholders and all. A missing key fails in a debug build
+/// (and `every_key_the_code_names_is_in_the_catalogue` keeps the code from naming one); in a
+/// release build it shows as itself, never as a blank or a `?`.
 pub fn t(lang: Lang, key: &str) -> &'static str {
     match index().get(key) {
         Some(e) => match lang {
@@ -77,9 +78,22 @@ pub fn t(lang: Lang, key: &str) -> &'static str {
         },
         None => {
             debug_assert!(false, "no catalogue entry {key:?}");
-            "?"
+            missing(key)
         }
     }
+}
+
+/// A missing key as its own text, kept once for the program's life.
+#[cold]
+fn missing(key: &str) -> &'static str {
+    static SEEN: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(k) = seen.iter().find(|k| **k == key) {
+        return k;
+    }
+    let k: &'static str = Box::leak(key.to_owned().into_boxed_str());
+    seen.push(k);
+    k
 }
 
 /// An argument of a text.
@@ -213,6 +227,152 @@ pub fn has_cjk(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every key the code names is in the catalogue (and so, by the test below, in both
+    /// languages): the literal in `t(_, "…")`, `Text::new("…")`, `.word(_, "…")`, `has("…")`,
+    /// and every literal shaped like a key (`a.b-c`), such as one handed to a helper that calls
+    /// `t`. Keys made at run time are checked where they are made (tours, algo blocks).
+    #[test]
+    fn every_key_the_code_names_is_in_the_catalogue() {
+        const NOT_KEYS: &[&str] = &["nsqlab-run.json"];
+        let mut todo = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src"
+        ))];
+        let (mut missing, mut named_keys) = (Vec::new(), 0);
+        while let Some(p) = todo.pop() {
+            if p.is_dir() {
+                todo.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") || p.ends_with("i18n/catalogue.rs") {
+                continue;
+            }
+            let code = std::fs::read_to_string(&p).unwrap();
+            for (at, lit) in literals(&code) {
+                let named = names_a_key(&code[..at]) || looks_like_key(lit);
+                // A tour stop's prefix (`heap.push`) names a family of keys.
+                let family = CATALOGUE
+                    .iter()
+                    .any(|e| e.key.starts_with(&format!("{lit}.")));
+                if named && has(lit) {
+                    named_keys += 1;
+                }
+                if named && !has(lit) && !family && !NOT_KEYS.contains(&lit) {
+                    let line = code[..at].matches('\n').count() + 1;
+                    missing.push(format!("{}:{line}: {lit:?}", p.display()));
+                }
+            }
+        }
+        assert!(
+            named_keys > 200,
+            "only {named_keys} keys found: is the scan broken?"
+        );
+        assert!(
+            missing.is_empty(),
+            "keys not in the catalogue:\n{}",
+            missing.join("\n")
+        );
+    }
+
+    /// The scan itself: a missing key is caught in each form a component names one.
+    #[test]
+    fn the_key_scan_sees_each_way_of_naming_a_key() {
+        let code = r#"t(l, "ui.nope"); Text::new("fin"); x.word("w", "a.b"); has("c"); "d.e-f";"#;
+        let found: Vec<&str> = literals(code)
+            .into_iter()
+            .filter(|(at, lit)| names_a_key(&code[..*at]) || looks_like_key(lit))
+            .map(|(_, lit)| lit)
+            .collect();
+        // (Joined, so that this test's own literals do not look like keys to the scan.)
+        assert_eq!(found.join(" "), "ui.nope fin a.b c d.e-f");
+        assert!(!looks_like_key("Hello world."));
+    }
+
+    fn looks_like_key(s: &str) -> bool {
+        s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.contains('.')
+            && s.split('.').all(|p| {
+                !p.is_empty()
+                    && p.chars().all(|c| {
+                        c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_'
+                    })
+            })
+    }
+
+    /// The code before a literal ends in a call that takes a key there.
+    fn names_a_key(before: &str) -> bool {
+        let b = before.trim_end();
+        let called = |b: &str, f: &str| {
+            b.strip_suffix(f)
+                .is_some_and(|x| !x.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        };
+        if called(b, "Text::new(") || called(b, "has(") {
+            return true;
+        }
+        // The second argument of `t(lang, "…")` or `.word("name", "…")`.
+        let Some(b) = b.strip_suffix(',') else {
+            return false;
+        };
+        let Some(open) = b.rfind('(') else {
+            return false;
+        };
+        let simple = !b[open + 1..].contains(['(', ')', ',']);
+        simple && (called(&b[..=open], "t(") || b[..=open].ends_with(".word("))
+    }
+
+    /// Rust source's string literals and where each starts (comments, char literals and
+    /// lifetimes passed over).
+    fn literals(code: &str) -> Vec<(usize, &str)> {
+        let b = code.as_bytes();
+        let (mut i, mut out) = (0, Vec::new());
+        while i < b.len() {
+            match b[i] {
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    i = code[i..].find('\n').map_or(b.len(), |n| i + n)
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    i = code[i + 2..].find("*/").map_or(b.len(), |n| i + n + 4)
+                }
+                b'r' if (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+                    && matches!(b.get(i + 1), Some(b'"' | b'#')) =>
+                {
+                    let h = code[i + 1..].bytes().take_while(|&c| c == b'#').count();
+                    if b.get(i + 1 + h) != Some(&b'"') {
+                        i += 1;
+                        continue;
+                    }
+                    let (start, end_pat) = (i + h + 2, format!("\"{}", "#".repeat(h)));
+                    let end = code[start..].find(&end_pat).map_or(b.len(), |n| start + n);
+                    out.push((i, &code[start..end]));
+                    i = end + end_pat.len();
+                }
+                b'"' => {
+                    let mut j = i + 1;
+                    while j < b.len() && b[j] != b'"' {
+                        j += if b[j] == b'\\' { 2 } else { 1 };
+                    }
+                    out.push((i, &code[i + 1..j.min(b.len())]));
+                    i = j + 1;
+                }
+                b'\'' => {
+                    if b.get(i + 1) == Some(&b'\\') {
+                        i = code[i + 2..].find('\'').map_or(b.len(), |n| i + n + 3);
+                    } else {
+                        let n = code[i + 1..].chars().next().map_or(1, char::len_utf8);
+                        // A char literal, else a lifetime.
+                        i += if b.get(i + 1 + n) == Some(&b'\'') {
+                            n + 2
+                        } else {
+                            1
+                        };
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        out
+    }
 
     /// Every entry exists in both languages, with the same placeholders, and the Chinese is
     /// Chinese (not the English left in place).

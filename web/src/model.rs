@@ -189,6 +189,8 @@ impl Model {
         self.timeline = Timeline::new(&mut self.panes);
         self.future = vec![Default::default(); self.panes.len()];
         self.playing = false;
+        // A link to the run before is no longer this run's.
+        self.share = None;
         self.refusals.clear();
         self.knob_refusals.clear();
         let s = self.scenario;

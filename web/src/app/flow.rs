@@ -22,7 +22,8 @@ pub struct FlowProps {
     pub lang: Lang,
     /// Lays the view out for a width.
     pub layout: Callback<f64, crate::flow::Flow>,
-    /// Changes with every step (the layout is read again).
+    /// The model's version ([`crate::model::Model::version`]): the props differ whenever the
+    /// model changed, so the view is drawn again.
     pub version: u64,
     /// How long a glide takes, in ms.
     pub glide_ms: u32,

@@ -30,13 +30,6 @@ struct Live {
     status: &'static str,
     term: Option<&'static str>,
     lang: Lang,
-    version: u64,
-}
-
-impl PartialEq for Live {
-    fn eq(&self, o: &Self) -> bool {
-        Rc::ptr_eq(&self.model, &o.model) && self.version == o.version
-    }
 }
 
 impl Reducible for Live {
@@ -61,7 +54,6 @@ impl Reducible for Live {
             status,
             term,
             lang,
-            version: self.version + 1,
         })
     }
 }
@@ -99,7 +91,6 @@ pub fn live_app() -> Html {
             .and_then(|p| p.get("lang"))
             .map(|l| Lang::from_code(&l))
             .unwrap_or_default(),
-        version: 0,
     });
     let d = state.dispatcher();
     {

@@ -17,25 +17,18 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use yew::prelude::*;
 
-/// The model as the reducer holds it: one mutable model, and a version that changes with every
-/// action (so Yew sees a new state; components compare it to know whether to re-render).
+/// The model as the reducer holds it: one mutable model. Each action makes a new `Shared`
+/// (so Yew renders again); what changed is told by the model's own [`Model::version`], the
+/// one counter.
 #[derive(Clone)]
 pub struct Shared {
     model: Rc<RefCell<Model>>,
-    version: u64,
-}
-
-impl PartialEq for Shared {
-    fn eq(&self, other: &Self) -> bool {
-        Rc::ptr_eq(&self.model, &other.model) && self.version == other.version
-    }
 }
 
 impl Shared {
     fn new(model: Model) -> Shared {
         Shared {
             model: Rc::new(RefCell::new(model)),
-            version: 0,
         }
     }
 
@@ -52,7 +45,6 @@ impl Reducible for Shared {
         self.model.borrow_mut().update(action);
         Rc::new(Shared {
             model: self.model.clone(),
-            version: self.version + 1,
         })
     }
 }

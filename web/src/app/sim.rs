@@ -455,6 +455,18 @@ pub fn sim_app() -> Html {
             ))
         })
     };
+    // Share: the model records the run; this click copies its link, once (a render never
+    // touches the clipboard).
+    let on_share = {
+        let (d, state) = (d.clone(), state.clone());
+        Callback::from(move |_: MouseEvent| {
+            d.dispatch(Action::Share);
+            let m = state.get();
+            if let Some((json, _)) = &m.share {
+                copy(&run_url(&m.query(), json));
+            }
+        })
+    };
     let on_export = {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| {
@@ -584,7 +596,7 @@ pub fn sim_app() -> Html {
                        hint={Some(AttrValue::from(t(l, "ui.seed.hint")))}/>
             <button type="submit" data-testid="apply-seed">{t(l, "ui.seed.apply")}</button>
           </form>
-          <button type="button" data-testid="share" onclick={click(Action::Share)} title={t(l, "ui.share.title")}>{t(l, "ui.share")}</button>
+          <button type="button" data-testid="share" onclick={on_share} title={t(l, "ui.share.title")}>{t(l, "ui.share")}</button>
           <button type="button" data-testid="export" onclick={on_export} title={t(l, "ui.export.title")}>{t(l, "ui.export")}</button>
           <label class="import" title={t(l, "ui.import.title")}>{t(l, "ui.import")}
             <input type="file" accept=".json,application/json" data-testid="import" onchange={on_import}/></label>
@@ -594,7 +606,6 @@ pub fn sim_app() -> Html {
         { for m.notice.as_ref().map(|n| html!{ <p class="refusal" role="alert" data-testid="notice">{n.render(l)}</p> }) }
         { for m.share.as_ref().map(|(json, at)| {
             let url = run_url(&m.query(), json);
-            copy(&url);
             html!{ <p class="share"><span>{Text::new("ui.share.copied").arg("pos", at).render(l)}</span>
               <input type="text" readonly=true value={url} data-testid="share-url" size="60"/></p> }
         }) }

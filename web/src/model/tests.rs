@@ -474,3 +474,17 @@ fn a_shared_run_replays_exactly() {
         assert!(Model::from_run(&bad, crate::i18n::Lang::En).is_err());
     }
 }
+
+/// Share records the run where it stands; a new run (Reset) forgets the link, so nothing
+/// about it is shown (or copied) any more.
+#[test]
+fn share_records_the_run_and_a_new_run_forgets_it() {
+    let mut m = Model::new("dpub-heap", 1, 1.0);
+    m.update(Action::Step);
+    m.update(Action::Share);
+    let (json, at) = m.share.clone().expect("shared");
+    assert_eq!(at, m.pos());
+    assert_eq!(serde_json::from_str::<Run>(&json).unwrap(), m.run());
+    m.update(Action::Reset);
+    assert!(m.share.is_none());
+}
