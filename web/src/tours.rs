@@ -102,457 +102,456 @@ fn reads_from(m: &Model, reader: usize) -> Vec<bool> {
         .unwrap_or_default()
 }
 
-fn finished_by(m: &Model, name: &str) -> u64 {
-    lab(m, 0)
-        .view
-        .actors
-        .values()
-        .find(|a| a.role == Role::Consumer && a.name.en() == name)
-        .map_or(0, |a| a.finished)
+/// Whether the consumer that works fastest (the shortest time per message) has finished
+/// more messages than each of the others, as the picture counts them.
+fn fastest_finished_most(m: &Model) -> bool {
+    let l = lab(m, 0);
+    let done = |id| {
+        l.view
+            .actors
+            .get(&id)
+            .filter(|a| a.role == Role::Consumer)
+            .map_or(0, |a| a.finished)
+    };
+    let Some(fast) = l.consumers.iter().min_by_key(|c| c.processing_ms) else {
+        return false;
+    };
+    l.consumers
+        .iter()
+        .all(|c| c.id == fast.id || done(c.id) < done(fast.id))
 }
 
-fn spot_label(m: &Model, label: &str) -> Option<(String, String, crate::view::Spot)> {
-    let v = &lab(m, 0).view;
-    v.channels.iter().find_map(|((t, c), ch)| {
-        let id = *v.labels.iter().find(|(_, l)| l.text == label)?.0;
-        ch.spot_of(id).map(|s| (t.clone(), c.clone(), s))
-    })
+/// The deferred heap of a channel of lab 0 whose root is the earliest entry (as the heap
+/// property wants it), with no hole.
+fn root_is_earliest(c: &crate::view::ChannelView) -> bool {
+    c.hole.is_none()
+        && c.heap
+            .first()
+            .is_some_and(|r| c.heap.iter().all(|e| e.1 >= r.1))
 }
 
 /// Every tour.
-pub const TOURS: &[Tour] = &[
-    Tour {
-        scenario: "dpub-heap",
-        chapters: &[
-            Chapter {
-                stop: key("heap.push", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: key("heap.push.up", 1),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("heap.swap.up", 1),
-                    holds: |m| {
-                        let v = &lab(m, 0).view;
-                        v.channels
-                            .values()
-                            .any(|c| c.heap.first().is_some_and(|r| v.label(r.0) == "order 1"))
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::Time(ms(1200)),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("heap.take.root", 1),
-                    holds: |m| {
-                        lab(m, 0).log.last().is_some_and(|s| {
-                            s.text.key == "heap.take.root" && s.en().contains("order 3")
-                        })
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("heap.move", 1),
-                    // The last entry (order 2, at index 6) is in the root now.
-                    holds: |m| {
-                        let v = &lab(m, 0).view;
-                        v.channels.values().any(|c| {
-                            c.hole.is_none()
-                                && c.heap.len() == 6
-                                && c.heap.first().is_some_and(|r| v.label(r.0) == "order 2")
-                        })
-                    },
-                }),
-            },
-            Chapter {
-                stop: key("heap.swap.down", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: key("sent", 2),
-                act: Some(Act::CrashFirstConsumer),
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("sent.again", 1),
-                    // It timed out, came back, and was sent again: attempt 2.
-                    holds: |m| {
-                        lab(m, 0).view.channels.values().any(|c| {
-                            c.timed_out >= 1 && c.in_flight.iter().any(|f| f.attempts == 2)
-                        })
-                    },
-                }),
-            },
-        ],
-    },
-    Tour {
-        scenario: "fan-out",
-        chapters: &[
-            Chapter {
-                stop: key("channel.created", 2),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: key("published", 1),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("queued.memory", 2),
-                    holds: |m| {
-                        let v = &lab(m, 0).view;
-                        let id = v
-                            .labels
-                            .iter()
-                            .find(|(_, l)| l.text == "order 0")
-                            .map(|(id, _)| *id);
-                        v.channels
-                            .values()
-                            .filter(|c| id.is_some_and(|id| c.spot_of(id).is_some()))
-                            .count()
-                            == 2
-                    },
-                }),
-            },
-            Chapter {
-                stop: key("fin", 2),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "load-balance",
-        chapters: &[
-            Chapter {
-                stop: key("rdy.many", 2),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: key("sent", 6),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 3,
-                    reveal: Stop::End,
-                    holds: |m| {
-                        let (s, md, f) = (
-                            finished_by(m, "slow worker"),
-                            finished_by(m, "medium worker"),
-                            finished_by(m, "fast worker"),
-                        );
-                        f > md && f > s
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "crash-timeout",
-        chapters: &[
-            Chapter {
-                stop: key("sent", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::Time(ms(1000)),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("queued.memory", 2),
-                    holds: |m| {
-                        spot_label(m, "payment 7").is_some_and(|s| s.2 == crate::view::Spot::Memory)
-                    },
-                }),
-            },
-            Chapter {
-                stop: key("sent.again", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "req-backoff",
-        chapters: &[
-            Chapter {
-                stop: Stop::Before {
-                    prefix: "req.later",
-                    nth: 1,
-                    lab: 0,
+pub const TOURS: &[Tour] =
+    &[
+        Tour {
+            scenario: "dpub-heap",
+            chapters: &[
+                Chapter {
+                    stop: key("heap.push", 1),
+                    act: None,
+                    question: None,
                 },
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("heap.push", 1),
-                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
-                }),
-            },
-            Chapter {
-                stop: key("sent.again", 2),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "overflow-disk",
-        chapters: &[
-            Chapter {
-                stop: key("queued.memory", 4),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: key("published", 5),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("queued.disk", 1),
-                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
-                }),
-            },
-            Chapter {
-                stop: key("subscribed", 1),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: Stop::End,
-                    holds: |m| {
-                        let sent: Vec<String> = lab(m, 0)
-                            .log
-                            .iter()
-                            .filter(|s| s.text.key == "sent")
-                            .filter_map(|s| {
-                                s.text
-                                    .args
-                                    .iter()
-                                    .find(|a| a.0 == "label")
-                                    .map(|a| format!("{:?}", a.1))
+                Chapter {
+                    stop: key("heap.push.up", 1),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("heap.swap.up", 1),
+                        // The sooner-due message rose to the root.
+                        holds: |m| lab(m, 0).view.channels.values().any(root_is_earliest),
+                    }),
+                },
+                Chapter {
+                    stop: Stop::Time(ms(1200)),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("heap.take.root", 1),
+                        // The root was taken (its slot is the hole; the view keeps the taken
+                        // entry there), and it was the earliest of them all.
+                        holds: |m| {
+                            lab(m, 0).view.channels.values().any(|c| {
+                                c.hole == Some(0) && c.heap.iter().all(|e| e.1 >= c.heap[0].1)
                             })
-                            .collect();
-                        let want: Vec<String> = (0..10)
-                            .map(|i| format!("{:?}", crate::i18n::Arg::Plain(format!("event {i}"))))
-                            .collect();
-                        sent == want
-                    },
-                }),
-            },
-        ],
-    },
-    Tour {
-        scenario: "big-heap",
-        chapters: &[
-            Chapter {
-                stop: Stop::Time(ms(1200)),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    // The first pop, to its delivery: its sift-down is one swap a level.
-                    reveal: key("sent", 1),
-                    holds: |m| {
-                        let l = lab(m, 0);
-                        let swaps = l
-                            .log
-                            .iter()
-                            .filter(|s| s.text.key == "heap.swap.down")
-                            .count();
-                        (1..=13).contains(&swaps)
-                            && l.view
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: Stop::Here,
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("heap.move", 1),
+                        // The last entry (at index 6) is in the root now, later than a child of it:
+                        // out of place until it sifts down.
+                        holds: |m| {
+                            lab(m, 0).view.channels.values().any(|c| {
+                                c.hole.is_none()
+                                    && c.heap.len() == 6
+                                    && c.heap[1..].iter().any(|e| e.1 < c.heap[0].1)
+                            })
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: key("heap.swap.down", 1),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: key("sent", 2),
+                    act: Some(Act::CrashFirstConsumer),
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("sent.again", 1),
+                        // It timed out, came back, and was sent again: attempt 2.
+                        holds: |m| {
+                            lab(m, 0).view.channels.values().any(|c| {
+                                c.timed_out >= 1 && c.in_flight.iter().any(|f| f.attempts == 2)
+                            })
+                        },
+                    }),
+                },
+            ],
+        },
+        Tour {
+            scenario: "fan-out",
+            chapters: &[
+                Chapter {
+                    stop: key("channel.created", 2),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: key("published", 1),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("queued.memory", 2),
+                        // One message is in both channels: each has its own copy.
+                        holds: |m| {
+                            let v = &lab(m, 0).view;
+                            v.labels.keys().any(|&id| {
+                                v.channels
+                                    .values()
+                                    .filter(|c| c.spot_of(id).is_some())
+                                    .count()
+                                    == 2
+                            })
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: key("fin", 2),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "load-balance",
+            chapters: &[
+                Chapter {
+                    stop: key("rdy.many", 2),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: key("sent", 6),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::Here,
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 3,
+                        reveal: Stop::End,
+                        holds: fastest_finished_most,
+                    }),
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "crash-timeout",
+            chapters: &[
+                Chapter {
+                    stop: key("sent", 1),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::Time(ms(1000)),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("queued.memory", 2),
+                        // The message that timed out is back in the memory queue.
+                        holds: |m| {
+                            lab(m, 0)
+                                .view
                                 .channels
                                 .values()
-                                .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
-                    },
-                }),
-            },
-            Chapter {
-                stop: key("due.exact", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "crash-restart",
-        chapters: &[
-            Chapter {
-                stop: Stop::Time(ms(1250)),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("heap.push", 6),
-                    holds: |m| {
-                        let l = lab(m, 0);
-                        let due: Vec<Time> = l
-                            .view
-                            .channels
-                            .values()
-                            .flat_map(|c| c.heap.iter().map(|e| e.1))
-                            .collect();
-                        l.view.crash.is_some()
-                            && due.len() == 3
-                            && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
-                    },
-                }),
-            },
-            Chapter {
-                // The first delivery after the restart: one of those that were in flight.
-                stop: key("sent", 5),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "cluster",
-        chapters: &[
-            Chapter {
-                stop: key("cl.connect", 1),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                // order 2 is published to nsqd-3: all three nodes have the topic now.
-                stop: key("cl.published", 3),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("cl.connect", 3),
-                    holds: |m| reads_from(m, 0) == [true, true, true],
-                }),
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("cl.dropped", 1),
-                    holds: |m| {
-                        let Some(c) = &lab(m, 0).cluster else {
-                            return false;
-                        };
-                        !c.shown.nodes[2].up && reads_from(m, 0) == [true, true, false]
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::Here,
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: key("cl.connect", 4),
-                    holds: |m| {
-                        reads_from(m, 1) == [true, false, false]
-                            && reads_from(m, 0) == [true, true, false]
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-    Tour {
-        scenario: "scan-vs-exact",
-        chapters: &[
-            Chapter {
-                stop: Stop::Time(ms(150)),
-                act: None,
-                question: None,
-            },
-            Chapter {
-                stop: Stop::Time(ms(200)),
-                act: None,
-                question: Some(Question {
-                    options: 3,
-                    answer: 2,
-                    reveal: Stop::Key {
-                        prefix: "sent",
+                                .any(|c| c.timed_out >= 1 && c.in_memory() == 1)
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: key("sent.again", 1),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "req-backoff",
+            chapters: &[
+                Chapter {
+                    stop: Stop::Before {
+                        prefix: "req.later",
                         nth: 1,
-                        lab: 1,
+                        lab: 0,
                     },
-                    holds: |m| {
-                        let late =
-                            |i: usize| lab(m, i).view.lateness.first().map(|l| l.found - l.due);
-                        late(0) == Some(0) && late(1).is_some_and(|x| x > 0)
-                    },
-                }),
-            },
-            Chapter {
-                stop: Stop::End,
-                act: None,
-                question: None,
-            },
-        ],
-    },
-];
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("heap.push", 1),
+                        holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
+                    }),
+                },
+                Chapter {
+                    stop: key("sent.again", 2),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "overflow-disk",
+            chapters: &[
+                Chapter {
+                    stop: key("queued.memory", 4),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: key("published", 5),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("queued.disk", 1),
+                        holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
+                    }),
+                },
+                Chapter {
+                    stop: key("subscribed", 1),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: Stop::End,
+                        // All ten delivered, in the order they were published (a topic's message
+                        // IDs rise in publish order), memory and disk alike.
+                        holds: |m| {
+                            let sent: Vec<_> = lab(m, 0)
+                                .log
+                                .iter()
+                                .filter(|s| s.text.key == "sent")
+                                .filter_map(|s| s.claims.iter().find_map(|c| c.id))
+                                .collect();
+                            sent.len() == 10 && sent.windows(2).all(|w| w[0] < w[1])
+                        },
+                    }),
+                },
+            ],
+        },
+        Tour {
+            scenario: "big-heap",
+            chapters: &[
+                Chapter {
+                    stop: Stop::Time(ms(1200)),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        // The first pop, to its delivery: its sift-down is one swap a level.
+                        reveal: key("sent", 1),
+                        holds: |m| {
+                            let l = lab(m, 0);
+                            let swaps = l
+                                .log
+                                .iter()
+                                .filter(|s| s.text.key == "heap.swap.down")
+                                .count();
+                            (1..=13).contains(&swaps)
+                                && l.view
+                                    .channels
+                                    .values()
+                                    .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: key("due.exact", 1),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "crash-restart",
+            chapters: &[
+                Chapter {
+                    stop: Stop::Time(ms(1250)),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::Here,
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("heap.push", 6),
+                        holds: |m| {
+                            let l = lab(m, 0);
+                            let due: Vec<Time> = l
+                                .view
+                                .channels
+                                .values()
+                                .flat_map(|c| c.heap.iter().map(|e| e.1))
+                                .collect();
+                            l.view.crash.is_some()
+                                && due.len() == 3
+                                && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
+                        },
+                    }),
+                },
+                Chapter {
+                    // The first delivery after the restart: one of those that were in flight.
+                    stop: key("sent", 5),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "cluster",
+            chapters: &[
+                Chapter {
+                    stop: key("cl.connect", 1),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    // order 2 is published to nsqd-3: all three nodes have the topic now.
+                    stop: key("cl.published", 3),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("cl.connect", 3),
+                        holds: |m| reads_from(m, 0) == [true, true, true],
+                    }),
+                },
+                Chapter {
+                    stop: Stop::Here,
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("cl.dropped", 1),
+                        holds: |m| {
+                            let Some(c) = &lab(m, 0).cluster else {
+                                return false;
+                            };
+                            !c.shown.nodes[2].up && reads_from(m, 0) == [true, true, false]
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: Stop::Here,
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: key("cl.connect", 4),
+                        holds: |m| {
+                            reads_from(m, 1) == [true, false, false]
+                                && reads_from(m, 0) == [true, true, false]
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+        Tour {
+            scenario: "scan-vs-exact",
+            chapters: &[
+                Chapter {
+                    stop: Stop::Time(ms(150)),
+                    act: None,
+                    question: None,
+                },
+                Chapter {
+                    stop: Stop::Time(ms(200)),
+                    act: None,
+                    question: Some(Question {
+                        options: 3,
+                        answer: 2,
+                        reveal: Stop::Key {
+                            prefix: "sent",
+                            nth: 1,
+                            lab: 1,
+                        },
+                        holds: |m| {
+                            let late =
+                                |i: usize| lab(m, i).view.lateness.first().map(|l| l.found - l.due);
+                            late(0) == Some(0) && late(1).is_some_and(|x| x > 0)
+                        },
+                    }),
+                },
+                Chapter {
+                    stop: Stop::End,
+                    act: None,
+                    question: None,
+                },
+            ],
+        },
+    ];
 
 #[cfg(test)]
 mod tests {
