@@ -99,12 +99,14 @@ pub enum Answer {
     Touch,
 }
 
-/// What a step did, in plain words, and what the words claim about the picture.
+/// What a step did, in plain words, what the words claim about the picture, and what kind of
+/// step it was (for the page's logic).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub at: Time,
     pub text: Text,
     pub claims: Vec<Claim>,
+    pub what: crate::view::What,
 }
 
 impl Step {
@@ -323,6 +325,7 @@ impl Lab {
                 at,
                 text: told.text,
                 claims: told.claims,
+                what: told.what,
             };
             self.log.push(step.clone());
             // Bookkeeping right behind it (nothing to show) is applied now, so the state at a

@@ -271,6 +271,7 @@ impl LiveModel {
                     at: e.at,
                     text: told.text,
                     claims: told.claims,
+                    what: told.what,
                 });
             }
         }
@@ -308,6 +309,7 @@ impl LiveModel {
                 at: e.at,
                 text: t.text,
                 claims: t.claims,
+                what: t.what,
             });
         }
     }

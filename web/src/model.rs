@@ -421,26 +421,17 @@ impl Model {
     /// Step until a tour's stop; whether it was reached.
     fn run_to(&mut self, stop: crate::tours::Stop) -> bool {
         use crate::tours::Stop;
-        if let Stop::Before { prefix, nth, lab } = stop {
-            let reached = self.run_to(Stop::Key { prefix, nth, lab });
+        if let Stop::Before { on, nth, lab } = stop {
+            let reached = self.run_to(Stop::Key { on, nth, lab });
             if reached {
                 self.back();
             }
             return reached;
         }
-        let count = |m: &Model, prefix: &str, lab: usize| {
-            m.panes.get(lab).map_or(0, |p| {
-                p.lab
-                    .log
-                    .iter()
-                    .filter(|s| s.text.key.starts_with(prefix))
-                    .count()
-            })
-        };
         for _ in 0..1_000_000 {
             let done = match stop {
                 Stop::Here => true,
-                Stop::Key { prefix, nth, lab } => count(self, prefix, lab) >= nth,
+                Stop::Key { on, nth, lab } => crate::tours::count(self, on, lab) >= nth,
                 Stop::Time(t) => {
                     let next = self.panes.iter().filter_map(|p| p.lab.next_time()).min();
                     if next.is_none_or(|x| x > t) {

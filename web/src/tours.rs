@@ -9,28 +9,84 @@
 
 use crate::lab::Lab;
 use crate::model::Model;
-use crate::view::Role;
+use crate::view::{Role, What};
 use nsqlab_core::time::{ms, Time};
+
+/// A kind of step a tour stops at (by the step's typed kind, never its words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum On {
+    ChannelCreated,
+    Subscribed,
+    /// RDY set above 1.
+    RdyMany,
+    Published,
+    QueuedMemory,
+    QueuedDisk,
+    /// Any delivery (a first one or again).
+    Sent,
+    SentAgain,
+    Fin,
+    ReqLater,
+    DueExact,
+    HeapPush,
+    HeapPushUp,
+    HeapSwapUp,
+    HeapSwapDown,
+    /// The root taken, leaving a hole.
+    HeapTakeRoot,
+    HeapMove,
+    ClusterConnect,
+    ClusterPublished,
+    ClusterDropped,
+}
+
+impl On {
+    /// Whether a step of kind `w` is one of these.
+    pub fn matches(self, w: What) -> bool {
+        match (self, w) {
+            (On::ChannelCreated, What::ChannelCreated)
+            | (On::Subscribed, What::Subscribed)
+            | (On::Published, What::Published { .. })
+            | (On::Sent, What::Sent { .. })
+            | (On::Fin, What::Fin)
+            | (On::HeapPush, What::HeapPush { .. })
+            | (On::HeapMove, What::HeapMove)
+            | (On::ClusterConnect, What::ClusterConnect)
+            | (On::ClusterPublished, What::ClusterPublished)
+            | (On::ClusterDropped, What::ClusterDropped) => true,
+            (On::RdyMany, What::Ready { count }) => count > 1,
+            (On::QueuedMemory, What::Queued { disk }) => !disk,
+            (On::QueuedDisk, What::Queued { disk }) => disk,
+            (On::SentAgain, What::Sent { again }) => again,
+            (On::ReqLater, What::Requeued { later }) => later,
+            (On::DueExact, What::Due { exact }) => exact,
+            (On::HeapPushUp, What::HeapPush { up }) => up,
+            (On::HeapSwapUp, What::HeapSwap { up }) => up,
+            (On::HeapSwapDown, What::HeapSwap { up }) => !up,
+            (On::HeapTakeRoot, What::HeapTake { at, last }) => at == 0 && !last,
+            _ => false,
+        }
+    }
+}
+
+/// How many steps of lab `lab` so far are `on`.
+pub fn count(m: &Model, on: On, lab: usize) -> usize {
+    m.panes.get(lab).map_or(0, |p| {
+        p.lab.log.iter().filter(|s| on.matches(s.what)).count()
+    })
+}
 
 /// Where a chapter (or a question's answer) pauses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// Where the chapter starts (no stepping).
     Here,
-    /// After the `nth` step (from 1, counted from the start of the run) whose key starts with
-    /// this prefix, in lab `lab`.
-    Key {
-        prefix: &'static str,
-        nth: usize,
-        lab: usize,
-    },
-    /// Just before the `nth` step with this prefix (the run goes there, then one step back):
-    /// the moment before something happens, whose step would tell the answer.
-    Before {
-        prefix: &'static str,
-        nth: usize,
-        lab: usize,
-    },
+    /// After the `nth` step (from 1, counted from the start of the run) that is `on`, in lab
+    /// `lab`.
+    Key { on: On, nth: usize, lab: usize },
+    /// Just before the `nth` step that is `on` (the run goes there, then one step back): the
+    /// moment before something happens, whose step would tell the answer.
+    Before { on: On, nth: usize, lab: usize },
     /// When the clock reaches this instant.
     Time(Time),
     /// When the run has played out.
@@ -81,12 +137,8 @@ pub fn tour(scenario: &str) -> Option<&'static Tour> {
     TOURS.iter().find(|t| t.scenario == scenario)
 }
 
-const fn key(prefix: &'static str, nth: usize) -> Stop {
-    Stop::Key {
-        prefix,
-        nth,
-        lab: 0,
-    }
+const fn key(on: On, nth: usize) -> Stop {
+    Stop::Key { on, nth, lab: 0 }
 }
 
 fn lab(m: &Model, i: usize) -> &Lab {
@@ -137,17 +189,17 @@ pub const TOURS: &[Tour] =
             scenario: "dpub-heap",
             chapters: &[
                 Chapter {
-                    stop: key("heap.push", 1),
+                    stop: key(On::HeapPush, 1),
                     act: None,
                     question: None,
                 },
                 Chapter {
-                    stop: key("heap.push.up", 1),
+                    stop: key(On::HeapPushUp, 1),
                     act: None,
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("heap.swap.up", 1),
+                        reveal: key(On::HeapSwapUp, 1),
                         // The sooner-due message rose to the root.
                         holds: |m| lab(m, 0).view.channels.values().any(root_is_earliest),
                     }),
@@ -158,7 +210,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("heap.take.root", 1),
+                        reveal: key(On::HeapTakeRoot, 1),
                         // The root was taken (its slot is the hole; the view keeps the taken
                         // entry there), and it was the earliest of them all.
                         holds: |m| {
@@ -174,7 +226,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("heap.move", 1),
+                        reveal: key(On::HeapMove, 1),
                         // The last entry (at index 6) is in the root now, later than a child of it:
                         // out of place until it sifts down.
                         holds: |m| {
@@ -187,17 +239,17 @@ pub const TOURS: &[Tour] =
                     }),
                 },
                 Chapter {
-                    stop: key("heap.swap.down", 1),
+                    stop: key(On::HeapSwapDown, 1),
                     act: None,
                     question: None,
                 },
                 Chapter {
-                    stop: key("sent", 2),
+                    stop: key(On::Sent, 2),
                     act: Some(Act::CrashFirstConsumer),
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("sent.again", 1),
+                        reveal: key(On::SentAgain, 1),
                         // It timed out, came back, and was sent again: attempt 2.
                         holds: |m| {
                             lab(m, 0).view.channels.values().any(|c| {
@@ -212,17 +264,17 @@ pub const TOURS: &[Tour] =
             scenario: "fan-out",
             chapters: &[
                 Chapter {
-                    stop: key("channel.created", 2),
+                    stop: key(On::ChannelCreated, 2),
                     act: None,
                     question: None,
                 },
                 Chapter {
-                    stop: key("published", 1),
+                    stop: key(On::Published, 1),
                     act: None,
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("queued.memory", 2),
+                        reveal: key(On::QueuedMemory, 2),
                         // One message is in both channels: each has its own copy.
                         holds: |m| {
                             let v = &lab(m, 0).view;
@@ -237,7 +289,7 @@ pub const TOURS: &[Tour] =
                     }),
                 },
                 Chapter {
-                    stop: key("fin", 2),
+                    stop: key(On::Fin, 2),
                     act: None,
                     question: None,
                 },
@@ -252,12 +304,12 @@ pub const TOURS: &[Tour] =
             scenario: "load-balance",
             chapters: &[
                 Chapter {
-                    stop: key("rdy.many", 2),
+                    stop: key(On::RdyMany, 2),
                     act: None,
                     question: None,
                 },
                 Chapter {
-                    stop: key("sent", 6),
+                    stop: key(On::Sent, 6),
                     act: None,
                     question: None,
                 },
@@ -282,7 +334,7 @@ pub const TOURS: &[Tour] =
             scenario: "crash-timeout",
             chapters: &[
                 Chapter {
-                    stop: key("sent", 1),
+                    stop: key(On::Sent, 1),
                     act: None,
                     question: None,
                 },
@@ -292,7 +344,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("queued.memory", 2),
+                        reveal: key(On::QueuedMemory, 2),
                         // The message that timed out is back in the memory queue.
                         holds: |m| {
                             lab(m, 0)
@@ -304,7 +356,7 @@ pub const TOURS: &[Tour] =
                     }),
                 },
                 Chapter {
-                    stop: key("sent.again", 1),
+                    stop: key(On::SentAgain, 1),
                     act: None,
                     question: None,
                 },
@@ -320,7 +372,7 @@ pub const TOURS: &[Tour] =
             chapters: &[
                 Chapter {
                     stop: Stop::Before {
-                        prefix: "req.later",
+                        on: On::ReqLater,
                         nth: 1,
                         lab: 0,
                     },
@@ -328,12 +380,12 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("heap.push", 1),
+                        reveal: key(On::HeapPush, 1),
                         holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
                     }),
                 },
                 Chapter {
-                    stop: key("sent.again", 2),
+                    stop: key(On::SentAgain, 2),
                     act: None,
                     question: None,
                 },
@@ -348,22 +400,22 @@ pub const TOURS: &[Tour] =
             scenario: "overflow-disk",
             chapters: &[
                 Chapter {
-                    stop: key("queued.memory", 4),
+                    stop: key(On::QueuedMemory, 4),
                     act: None,
                     question: None,
                 },
                 Chapter {
-                    stop: key("published", 5),
+                    stop: key(On::Published, 5),
                     act: None,
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("queued.disk", 1),
+                        reveal: key(On::QueuedDisk, 1),
                         holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
                     }),
                 },
                 Chapter {
-                    stop: key("subscribed", 1),
+                    stop: key(On::Subscribed, 1),
                     act: None,
                     question: Some(Question {
                         options: 3,
@@ -375,7 +427,7 @@ pub const TOURS: &[Tour] =
                             let sent: Vec<_> = lab(m, 0)
                                 .log
                                 .iter()
-                                .filter(|s| s.text.key == "sent")
+                                .filter(|s| s.what == What::Sent { again: false })
                                 .filter_map(|s| s.claims.iter().find_map(|c| c.id))
                                 .collect();
                             sent.len() == 10 && sent.windows(2).all(|w| w[0] < w[1])
@@ -394,14 +446,10 @@ pub const TOURS: &[Tour] =
                         options: 3,
                         answer: 2,
                         // The first pop, to its delivery: its sift-down is one swap a level.
-                        reveal: key("sent", 1),
+                        reveal: key(On::Sent, 1),
                         holds: |m| {
                             let l = lab(m, 0);
-                            let swaps = l
-                                .log
-                                .iter()
-                                .filter(|s| s.text.key == "heap.swap.down")
-                                .count();
+                            let swaps = count(m, On::HeapSwapDown, 0);
                             (1..=13).contains(&swaps)
                                 && l.view
                                     .channels
@@ -411,7 +459,7 @@ pub const TOURS: &[Tour] =
                     }),
                 },
                 Chapter {
-                    stop: key("due.exact", 1),
+                    stop: key(On::DueExact, 1),
                     act: None,
                     question: None,
                 },
@@ -436,7 +484,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("heap.push", 6),
+                        reveal: key(On::HeapPush, 6),
                         holds: |m| {
                             let l = lab(m, 0);
                             let due: Vec<Time> = l
@@ -453,7 +501,7 @@ pub const TOURS: &[Tour] =
                 },
                 Chapter {
                     // The first delivery after the restart: one of those that were in flight.
-                    stop: key("sent", 5),
+                    stop: key(On::Sent, 5),
                     act: None,
                     question: None,
                 },
@@ -468,18 +516,18 @@ pub const TOURS: &[Tour] =
             scenario: "cluster",
             chapters: &[
                 Chapter {
-                    stop: key("cl.connect", 1),
+                    stop: key(On::ClusterConnect, 1),
                     act: None,
                     question: None,
                 },
                 Chapter {
                     // order 2 is published to nsqd-3: all three nodes have the topic now.
-                    stop: key("cl.published", 3),
+                    stop: key(On::ClusterPublished, 3),
                     act: None,
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("cl.connect", 3),
+                        reveal: key(On::ClusterConnect, 3),
                         holds: |m| reads_from(m, 0) == [true, true, true],
                     }),
                 },
@@ -489,7 +537,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("cl.dropped", 1),
+                        reveal: key(On::ClusterDropped, 1),
                         holds: |m| {
                             let Some(c) = &lab(m, 0).cluster else {
                                 return false;
@@ -504,7 +552,7 @@ pub const TOURS: &[Tour] =
                     question: Some(Question {
                         options: 3,
                         answer: 2,
-                        reveal: key("cl.connect", 4),
+                        reveal: key(On::ClusterConnect, 4),
                         holds: |m| {
                             reads_from(m, 1) == [true, false, false]
                                 && reads_from(m, 0) == [true, true, false]
@@ -533,7 +581,7 @@ pub const TOURS: &[Tour] =
                         options: 3,
                         answer: 2,
                         reveal: Stop::Key {
-                            prefix: "sent",
+                            on: On::Sent,
                             nth: 1,
                             lab: 1,
                         },
@@ -557,15 +605,6 @@ pub const TOURS: &[Tour] =
 mod tests {
     use super::*;
     use crate::i18n::has;
-
-    fn count(m: &Model, prefix: &str, lab: usize) -> usize {
-        m.panes[lab]
-            .lab
-            .log
-            .iter()
-            .filter(|s| s.text.key.starts_with(prefix))
-            .count()
-    }
 
     /// Every tour has 3 to 8 chapters, every word in the catalogue, and every question's right
     /// answer is what the run shows: played chapter by chapter, each stop is reached and each
@@ -594,14 +633,14 @@ mod tests {
                     n + 1
                 );
                 // A chapter opens at its own moment, not past it.
-                if let Stop::Key { prefix, nth, lab } | Stop::Before { prefix, nth, lab } = c.stop {
+                if let Stop::Key { on, nth, lab } | Stop::Before { on, nth, lab } = c.stop {
                     let want = if matches!(c.stop, Stop::Before { .. }) {
                         nth - 1
                     } else {
                         nth
                     };
                     assert_eq!(
-                        count(&m, prefix, lab),
+                        count(&m, on, lab),
                         want,
                         "{} chapter {}: opened past its moment",
                         t.scenario,
@@ -613,8 +652,8 @@ mod tests {
                     // is ahead, and the question does not hold yet.
                     let ahead = match q.reveal {
                         Stop::Here => false,
-                        Stop::Key { prefix, nth, lab } | Stop::Before { prefix, nth, lab } => {
-                            count(&m, prefix, lab) < nth
+                        Stop::Key { on, nth, lab } | Stop::Before { on, nth, lab } => {
+                            count(&m, on, lab) < nth
                         }
                         Stop::Time(t) => m.now() < t,
                         Stop::End => !m.finished(),

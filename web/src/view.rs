@@ -166,11 +166,65 @@ pub struct Claim {
     pub spot: Spot,
 }
 
-/// What one event did: the words, and what they claim.
+/// What kind of step it was, typed: the page decides by this (a tour's stops, the timeline's
+/// marks, the flow view's timeout mark), never by the words, which are for the learner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum What {
+    #[default]
+    Other,
+    ChannelCreated,
+    Subscribed,
+    /// A consumer's RDY changed to `count`.
+    Ready {
+        count: i64,
+    },
+    Published {
+        deferred: bool,
+    },
+    Queued {
+        disk: bool,
+    },
+    /// Sent to a consumer; `again` from its second attempt on.
+    Sent {
+        again: bool,
+    },
+    Fin,
+    /// REQ: `later` with a delay.
+    Requeued {
+        later: bool,
+    },
+    TimedOut,
+    /// A deferred message came due: `exact` when found at its due time (no scan loop).
+    Due {
+        exact: bool,
+    },
+    /// A push into the deferred heap; `up` when it is sooner than its parent (it sifts up).
+    HeapPush {
+        up: bool,
+    },
+    /// Two entries swapped while sifting up (`up`) or down.
+    HeapSwap {
+        up: bool,
+    },
+    /// An entry taken from slot `at`; `last` when it was the last slot (no hole is left).
+    HeapTake {
+        at: usize,
+        last: bool,
+    },
+    /// The last entry moved into the hole.
+    HeapMove,
+    /// The cluster scenario: a consumer connected to a node, a publish, a dropped connection.
+    ClusterConnect,
+    ClusterPublished,
+    ClusterDropped,
+}
+
+/// What one event did: the words, what they claim, and what kind of step it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Told {
     pub text: Text,
     pub claims: Vec<Claim>,
+    pub what: What,
 }
 
 impl From<Text> for Told {
@@ -178,6 +232,7 @@ impl From<Text> for Told {
         Told {
             text,
             claims: Vec::new(),
+            what: What::Other,
         }
     }
 }
@@ -441,6 +496,7 @@ impl View {
         self.now = self.now.max(e.at);
         self.heap_marks.clear();
         let now = e.at;
+        let what = self.what_of(e);
         let told: Told = match &e.kind {
             EventKind::TopicCreated { topic } => {
                 self.topics.entry(topic.to_string()).or_default();
@@ -554,6 +610,7 @@ impl View {
                         .arg("k", on_disk)
                 };
                 Told {
+                    what: What::Other,
                     text: text
                         .arg("label", label)
                         .arg("channel", channel)
@@ -622,6 +679,7 @@ impl View {
                         .arg("due", self.fmt(*due))
                         .arg("now", self.fmt(now)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::Heap(0))],
+                    what: What::Other,
                 }
             }
             EventKind::Sent {
@@ -661,6 +719,7 @@ impl View {
                         .nest("who", self.who(*client))
                         .arg("deadline", self.fmt(*deadline)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
+                    what: What::Other,
                 }
             }
             EventKind::Finished {
@@ -676,6 +735,7 @@ impl View {
                         .nest("who", self.who(*client))
                         .arg("label", self.label(*id)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
+                    what: What::Other,
                 }
             }
             EventKind::Requeued {
@@ -732,6 +792,7 @@ impl View {
                         .arg("label", self.label(*id))
                         .arg("deadline", self.fmt(*deadline)),
                     claims: vec![Self::claim(topic, channel, *id, Spot::InFlight(*client))],
+                    what: What::Other,
                 }
             }
             EventKind::Dropped { topic, channel, id } => Told {
@@ -739,6 +800,7 @@ impl View {
                     .arg("channel", channel)
                     .arg("label", self.label(*id)),
                 claims: vec![Self::claim(topic, channel, *id, Spot::Gone)],
+                what: What::Other,
             },
             EventKind::TopicDropped { topic, id } => Text::new("topic.dropped")
                 .arg("topic", topic)
@@ -826,7 +888,32 @@ impl View {
             | EventKind::ClientIdentified { .. }
             | EventKind::ClientClosing { .. } => return None,
         };
-        Some(told)
+        Some(Told { what, ..told })
+    }
+
+    /// What kind of step event `e` makes (heap operations: [`View::apply_heap`]).
+    fn what_of(&self, e: &Event) -> What {
+        match &e.kind {
+            EventKind::ChannelCreated { .. } => What::ChannelCreated,
+            EventKind::ClientSubscribed { .. } => What::Subscribed,
+            EventKind::ClientReady { count, .. } => What::Ready { count: *count },
+            EventKind::Published { due, .. } => What::Published {
+                deferred: due.is_some(),
+            },
+            EventKind::Queued { place, .. } => What::Queued {
+                disk: *place == Place::Backend,
+            },
+            EventKind::Sent { attempts, .. } => What::Sent {
+                again: *attempts > 1,
+            },
+            EventKind::Finished { .. } => What::Fin,
+            EventKind::Requeued { delay, .. } => What::Requeued { later: *delay > 0 },
+            EventKind::TimedOut { .. } => What::TimedOut,
+            EventKind::BecameDue { due, .. } => What::Due {
+                exact: !self.scan_loop && e.at == *due,
+            },
+            _ => What::Other,
+        }
     }
 
     /// Replay one heap operation on the drawn heap, and explain it.
@@ -867,6 +954,20 @@ impl View {
         let c = self.chan(topic, channel);
         c.ever_deferred = true;
         let mut sift = None;
+        let what = match op {
+            HeapOp::Push { key, at, .. } => What::HeapPush {
+                up: at > 0 && c.heap.get((at - 1) / 2).is_some_and(|p| key < p.1),
+            },
+            HeapOp::Swap { .. } => What::HeapSwap {
+                up: sifting == Sift::Up,
+            },
+            HeapOp::Take { at, .. } => What::HeapTake {
+                at,
+                last: at + 1 >= c.heap.len(),
+            },
+            HeapOp::Move { .. } => What::HeapMove,
+            HeapOp::Rekey { .. } | HeapOp::Clear => What::Other,
+        };
         let (marks, told) = match op {
             HeapOp::Push { id, key, at } => {
                 c.hole = None;
@@ -895,6 +996,7 @@ impl View {
                             .arg("due", fmt(key))
                             .arg("at", at),
                         claims: vec![claim(id, at)],
+                        what: What::Other,
                     },
                 )
             }
@@ -918,6 +1020,7 @@ impl View {
                 (
                     vec![child, parent],
                     Told {
+                        what: What::Other,
                         text,
                         claims: vec![claim(cid, parent), claim(pid, child)],
                     },
@@ -949,6 +1052,7 @@ impl View {
                 (
                     vec![at],
                     Told {
+                        what: What::Other,
                         text: text.arg("label", name(&id)),
                         claims,
                     },
@@ -975,6 +1079,7 @@ impl View {
                     Told {
                         text,
                         claims: vec![claim(mid, to)],
+                        what: What::Other,
                     },
                 )
             }
@@ -991,6 +1096,7 @@ impl View {
                             .arg("label", name(&id))
                             .arg("due", fmt(key)),
                         claims: vec![claim(id, at)],
+                        what: What::Other,
                     },
                 )
             }
@@ -1007,7 +1113,7 @@ impl View {
         if let Some(id) = told.claims.first().and_then(|c| c.id) {
             self.highlight = Some(id);
         }
-        told
+        Told { what, ..told }
     }
 
     /// Whether every claim holds in this view; the first that does not, if any.

@@ -236,7 +236,7 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
         .iter()
         .rev()
         .take(2)
-        .any(|s| s.text.key == "timeout");
+        .any(|s| s.what == crate::view::What::TimedOut);
     html! {
       <super::flow::FlowView lang={m.lang} {layout} version={m.version} {glide_ms}
           highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}

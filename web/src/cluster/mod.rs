@@ -15,6 +15,7 @@ pub mod picture;
 
 use crate::i18n::Text;
 use crate::lab::Step;
+use crate::view::What;
 use nsqlab_core::event::EventKind;
 use nsqlab_core::lookup::register::{self, NodeIdentity};
 use nsqlab_core::lookup::{Lookupd, LookupdOptions, PeerId};
@@ -302,10 +303,17 @@ impl Cluster {
     pub fn show_next(&mut self, log: &mut Vec<Step>) -> Option<Step> {
         let (at, text, d) = self.pending.pop_front()?;
         self.shown.apply(&d);
+        let what = match d {
+            Delta::Connect { .. } => What::ClusterConnect,
+            Delta::Published(_) => What::ClusterPublished,
+            Delta::Dropped { .. } => What::ClusterDropped,
+            _ => What::Other,
+        };
         let s = Step {
             at,
             text,
             claims: Vec::new(),
+            what,
         };
         log.push(s.clone());
         Some(s)

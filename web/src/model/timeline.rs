@@ -110,12 +110,13 @@ pub enum Mark {
 }
 
 impl Mark {
-    /// The kind of moment a step is, by its text's key.
-    pub fn of(key: &str) -> Option<Mark> {
-        match key {
-            "heap.take.root" | "heap.take.only" => Some(Mark::Pop),
-            "timeout" => Some(Mark::Timeout),
-            "req.now" | "req.later" => Some(Mark::Requeue),
+    /// The kind of moment a step is, by what it was.
+    pub fn of(what: crate::view::What) -> Option<Mark> {
+        use crate::view::What;
+        match what {
+            What::HeapTake { at: 0, .. } => Some(Mark::Pop),
+            What::TimedOut => Some(Mark::Timeout),
+            What::Requeued { .. } => Some(Mark::Requeue),
             _ => None,
         }
     }
@@ -198,7 +199,7 @@ impl Timeline {
         for (i, p) in panes.iter().enumerate() {
             for s in &p.lab.log[before[i].min(p.lab.log.len())..] {
                 self.trail.push(i as u8);
-                if let Some(m) = Mark::of(s.text.key) {
+                if let Some(m) = Mark::of(s.what) {
                     self.marks.push((self.trail.len(), m));
                 }
             }
