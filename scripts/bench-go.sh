@@ -5,6 +5,7 @@
 # tests. Needs NSQ's binaries (NSQ_BIN, default ../shared/nsq-v1.3.0/bin).
 #   bash scripts/bench-go.sh                 # 3 rounds of 10 s runs: about 4 minutes
 #   ROUNDS=5 RUNFOR=10s READFOR=5s bash scripts/bench-go.sh
+#   BASE_BIN=/tmp/nsqlab-before bash scripts/bench-go.sh   # an A/B against another build
 # Prints a table; with ROWS_ONLY=1 only its rows (scripts/bench.sh appends them to its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,14 @@ declare -A SERVER=(
   [null-log]="$B bench null-server --log"
 )
 ORDER=(nsqlab nsqlab-mq1M nsqlab-mem nsqd-mq1M null null-log)
+# An A/B: another build of nsqlab (another commit's) runs durable and --durable=false in every
+# round beside this one's, and the table compares them.
+if [ -n "${BASE_BIN:-}" ]; then
+  [ -x "$BASE_BIN" ] || { echo "bench-go: BASE_BIN=$BASE_BIN is not an executable" >&2; exit 1; }
+  SERVER[base]="$BASE_BIN nsqd"
+  SERVER[base-mem]="$BASE_BIN nsqd --durable=false --mem-queue-size=1000000"
+  ORDER=(nsqlab base nsqlab-mq1M nsqlab-mem base-mem nsqd-mq1M null null-log)
+fi
 # The stand-ins answer publishes and have no consumers.
 stand_in() { [[ $1 == null* ]]; }
 
@@ -87,7 +96,11 @@ done
 rows=()
 row() { rows+=("$(printf '| %-80s | %s |' "$1" "$2")"); }
 # How a server is named in the table: its command, without the paths.
-label() { local c=${SERVER[$1]/#$B/nsqlab}; echo "${c/#$NSQ_BIN\/nsqd/nsqd v1.3.0}"; }
+label() {
+  local c=${SERVER[$1]/#$B/nsqlab}
+  [ -n "${BASE_BIN:-}" ] && c=${c/#$BASE_BIN/nsqlab (BASE_BIN)}
+  echo "${c/#$NSQ_BIN\/nsqd/nsqd v1.3.0}"
+}
 for s in "${ORDER[@]}"; do
   row "PUB, Go bench_writer (MPUB 200 x 200 B), $(label "$s")" "${PUB[$s]} msg/s"
   [ -n "${SUB[$s]:-}" ] && row "SUB draining that for $READFOR, Go bench_reader (RDY 2500), $(label "$s")" "${SUB[$s]} msg/s"
@@ -99,6 +112,12 @@ row "PUB: null-server --log (writes, syncs, keeps nothing else) / null-server" "
 row "PUB: durable / null-server --log" "$(ratio "${PUB[nsqlab]}" "${PUB[null-log]}")"
 row "PUB: --durable=false / durable mq1M (target >= 1)" "$(ratio "${PUB[nsqlab-mem]}" "${PUB[nsqlab-mq1M]}")"
 row "PUB: durable / nsqd v1.3.0 mq1M" "$(ratio "${PUB[nsqlab]}" "${PUB[nsqd-mq1M]}")"
+if [ -n "${BASE_BIN:-}" ]; then
+  row "A/B durable PUB: this build / BASE_BIN" "$(ratio "${PUB[nsqlab]}" "${PUB[base]}")"
+  row "A/B durable drain: this build / BASE_BIN" "$(ratio "${SUB[nsqlab]}" "${SUB[base]}")"
+  row "A/B --durable=false PUB: this build / BASE_BIN" "$(ratio "${PUB[nsqlab-mem]}" "${PUB[base-mem]}")"
+  row "A/B --durable=false drain: this build / BASE_BIN" "$(ratio "${SUB[nsqlab-mem]}" "${SUB[base-mem]}")"
+fi
 
 if [ "${ROWS_ONLY:-}" != 1 ]; then
   echo
