@@ -28,6 +28,8 @@
 //! // 1. do what the broker asks, in order
 //! while let Some(o) = broker.poll_output() {
 //!     match o {
+//!         // only with durable storage: keep, commit (then handle_stored), read back
+//!         Output::Store(_) | Output::Commit { .. } | Output::Load(_) => {}
 //!         Output::Transmit(Transmit::Data { client, data }) => assert_eq!(&data[8..], b"OK"),
 //!         Output::Transmit(_) => {} // upgrades, closes, write deadlines
 //!         Output::Auth(_) => {}     // ask the auth server; answer with handle_auth_response
@@ -48,11 +50,11 @@
 //! order, questions for the auth server, registry changes for nsqlookupd, events), then
 //! re-read [`Broker::poll_timeout`].
 //!
-//! With durable storage ([`Options::durable`], see [`store`]) the storage hand-off comes
-//! first: drain [`Broker::poll_store`] into the store, write it, and answer with
-//! [`Broker::handle_stored`] (publishers' `OK`s wait for it); then answer each
-//! [`Broker::poll_load_run`] (bodies evicted to the store) with [`Broker::handle_loaded`]. At
-//! start, [`store::Replay`] gives back what the store kept.
+//! With durable storage ([`Options::durable`], see [`store`]) the store's part of the output
+//! comes first: the changes to keep ([`Output::Store`]), then [`Output::Commit`], answered with
+//! [`Broker::handle_stored`] once they are written (publishers' `OK`s wait for it), then
+//! bodies evicted to the store to read back ([`Output::Load`], answered with
+//! [`Broker::handle_loaded`]). At start, [`store::Replay`] gives back what the store kept.
 //!
 //! A host that runs several partitions (one broker each, see [`partition`]) wraps each broker
 //! in a [`partition::Partition`], which routes clients and publishes between them, and drains

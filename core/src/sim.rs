@@ -226,66 +226,68 @@ impl Sim {
             .collect()
     }
 
-    /// Drain the broker's outputs into the client ends and the event log.
+    /// Drain the broker's outputs into the store, the client ends and the event log.
     pub fn flush(&mut self) {
-        let mut wrote = false;
-        while let Some(op) = self.broker.poll_store() {
-            wrote = true;
-            if self.store.fail.is_none() {
-                self.store.replay.apply(&op);
-                self.store.ops += 1;
-            }
-        }
-        if wrote && !self.store.hold {
-            let result = self.store.fail.clone().map_or(Ok(()), |e| Err(e.into()));
-            let through = self.broker.last_ticket();
-            self.broker.handle_stored(self.now, through, result);
-        }
-        // Bodies come back in a batch, as from the server's loader thread.
-        let mut loaded = Vec::new();
-        while let Some(run) = self.broker.poll_load_run() {
-            if self.store.hold_loads {
-                self.store.held_loads.push(run);
-                continue;
-            }
-            loaded.push(self.read(run));
-        }
-        if !loaded.is_empty() {
-            self.broker.handle_loaded(self.now, loaded);
-        }
-        while let Some(o) = self.broker.poll_output() {
-            match o {
-                Output::Transmit(Transmit::Data { client, data }) => {
-                    if let Some(e) = self.ends.get_mut(&client) {
-                        e.inbox.extend_from_slice(&data);
-                        let mut used = 0;
-                        while let Ok(Some((f, n))) = decode_frame(&e.inbox[used..]) {
-                            e.frames.push(f);
-                            used += n;
+        loop {
+            // Bodies come back in a batch, as from the server's loader thread.
+            let mut loaded = Vec::new();
+            while let Some(o) = self.broker.poll_output() {
+                match o {
+                    Output::Store(op) => {
+                        if self.store.fail.is_none() {
+                            self.store.replay.apply(&op);
+                            self.store.ops += 1;
                         }
-                        e.inbox.drain(..used);
                     }
-                }
-                Output::Transmit(Transmit::Upgrade { client, upgrade }) => {
-                    if let Some(e) = self.ends.get_mut(&client) {
-                        e.upgrades.push(upgrade);
+                    Output::Commit { through } => {
+                        if !self.store.hold {
+                            let result = self.store.fail.clone().map_or(Ok(()), |e| Err(e.into()));
+                            self.broker.handle_stored(self.now, through, result);
+                        }
                     }
-                }
-                Output::Transmit(Transmit::Close { client }) => {
-                    if let Some(e) = self.ends.get_mut(&client) {
-                        e.closed = true;
+                    Output::Load(run) => {
+                        if self.store.hold_loads {
+                            self.store.held_loads.push(run);
+                        } else {
+                            loaded.push(self.read(run));
+                        }
                     }
-                }
-                // The simulated transport never blocks.
-                Output::Transmit(Transmit::WriteTimeout { .. }) => {}
-                Output::Auth(r) => self.auth_requests.push(r),
-                Output::Registry(c) => self.registry.push(c),
-                Output::Event(ev) => {
-                    if self.record_events {
-                        self.events.push(ev);
+                    Output::Transmit(Transmit::Data { client, data }) => {
+                        if let Some(e) = self.ends.get_mut(&client) {
+                            e.inbox.extend_from_slice(&data);
+                            let mut used = 0;
+                            while let Ok(Some((f, n))) = decode_frame(&e.inbox[used..]) {
+                                e.frames.push(f);
+                                used += n;
+                            }
+                            e.inbox.drain(..used);
+                        }
+                    }
+                    Output::Transmit(Transmit::Upgrade { client, upgrade }) => {
+                        if let Some(e) = self.ends.get_mut(&client) {
+                            e.upgrades.push(upgrade);
+                        }
+                    }
+                    Output::Transmit(Transmit::Close { client }) => {
+                        if let Some(e) = self.ends.get_mut(&client) {
+                            e.closed = true;
+                        }
+                    }
+                    // The simulated transport never blocks.
+                    Output::Transmit(Transmit::WriteTimeout { .. }) => {}
+                    Output::Auth(r) => self.auth_requests.push(r),
+                    Output::Registry(c) => self.registry.push(c),
+                    Output::Event(ev) => {
+                        if self.record_events {
+                            self.events.push(ev);
+                        }
                     }
                 }
             }
+            if loaded.is_empty() {
+                break;
+            }
+            self.broker.handle_loaded(self.now, loaded);
         }
     }
 

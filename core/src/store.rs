@@ -1,10 +1,11 @@
 //! The hand-off to durable storage, sans-IO.
 //!
 //! With [`Options::durable`](crate::Options::durable) on, the broker describes every change a
-//! store must keep as a [`StoreOp`], drained in order with
-//! [`Broker::poll_store`](crate::Broker::poll_store). The core does no I/O: the host appends the
-//! ops to its files (one write per batch: group commit) and then reports with
-//! [`Broker::handle_stored`](crate::Broker::handle_stored). Until then a publisher's `OK` (and
+//! store must keep as a [`StoreOp`], given in order as
+//! [`Output::Store`](crate::Output::Store) by [`Broker::poll_output`](crate::Broker::poll_output).
+//! The core does no I/O: the host appends the ops to its files (one write per batch: group
+//! commit) and, at the [`Output::Commit`](crate::Output::Commit) that follows them, reports
+//! with [`Broker::handle_stored`](crate::Broker::handle_stored). Until then a publisher's `OK` (and
 //! everything after it on that connection) is held back, so an acknowledged message is always
 //! on disk; if the write fails the publisher gets nsqd's `E_PUB_FAILED` instead.
 //!

@@ -9,7 +9,7 @@
 use nsqlab_core::partition::{ClientInput, Partition, PeerMsg, Route};
 use nsqlab_core::protocol::{decode_frame, Command, Frame, MAGIC_V2};
 use nsqlab_core::stats::Stats;
-use nsqlab_core::{partition_of, ClientId, Options, Output, StatsFilter, Transmit};
+use nsqlab_core::{partition_of, ClientId, Options, Output, StatsFilter, Ticket, Transmit};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{HashMap, VecDeque};
@@ -48,8 +48,14 @@ struct Net {
     peers: Vec<VecDeque<Peer>>,
     conns: HashMap<ClientId, Conn>,
     now: u64,
-    /// Commit (acknowledge the store's writes) at every wake-up.
+    /// Acknowledge the store's writes as their `Commit` comes (else at [`Net::commit`]).
     auto_store: bool,
+    /// Per partition: a `Commit` not yet acknowledged (its ticket).
+    pending: Vec<Option<Ticket>>,
+    /// The last flush saw a `Commit`.
+    saw_commit: bool,
+    /// Per partition: the last ticket its store acknowledged.
+    acked: Vec<Ticket>,
     /// A connection told it moved waits for [`Net::settle`] before it says so to the
     /// partition it left.
     hold_drained: bool,
@@ -86,6 +92,9 @@ impl Net {
             conns: HashMap::new(),
             now: 1,
             auto_store: true,
+            pending: vec![None; n as usize],
+            saw_commit: false,
+            acked: vec![0; n as usize],
             hold_drained: false,
         }
     }
@@ -132,27 +141,47 @@ impl Net {
         any
     }
 
-    /// Partition `p`'s store acknowledges everything it was given; whether there was any.
+    /// Partition `p`'s store acknowledges its last `Commit`; with none waiting, what waited
+    /// for what it acknowledged before is answered. Whether a `Commit` waited.
     fn commit(&mut self, p: usize) -> bool {
-        let b = self.parts[p].broker_mut();
-        let mut wrote = false;
-        while b.poll_store().is_some() {
-            wrote = true;
+        match self.pending[p].take() {
+            Some(through) => {
+                self.ack(p, through);
+                true
+            }
+            None => {
+                let through = self.acked[p];
+                self.parts[p].handle_committed(through, Ok(()));
+                false
+            }
         }
-        if b.options().durable {
-            let t = b.last_ticket();
-            b.handle_stored(self.now, t, Ok(()));
-        }
-        self.parts[p].handle_committed(Ok(()));
-        wrote
+    }
+
+    fn ack(&mut self, p: usize, through: Ticket) {
+        self.acked[p] = through;
+        let now = self.now;
+        self.parts[p]
+            .broker_mut()
+            .handle_stored(now, through, Ok(()));
+        self.parts[p].handle_committed(through, Ok(()));
     }
 
     /// Partition `p`'s output, carried to the connections and the other partitions.
     fn flush(&mut self, p: usize) -> bool {
         let mut any = false;
+        self.saw_commit = false;
         while let Some(o) = self.parts[p].poll_output() {
             any = true;
             match o {
+                Output::Store(_) | Output::Load(_) => {}
+                Output::Commit { through } => {
+                    self.saw_commit = true;
+                    if self.auto_store {
+                        self.ack(p, through);
+                    } else {
+                        self.pending[p] = Some(through);
+                    }
+                }
                 Output::Route(Route::Moved { client }) => {
                     assert!(self.parts[p].conn(client).is_some());
                     self.conns
@@ -188,13 +217,24 @@ impl Net {
         any
     }
 
-    /// One wake-up of partition `p`: take what waits, commit, flush.
+    /// One wake-up of partition `p`, as a server's: take what waits, flush (with
+    /// `auto_store`, committing as a `Commit` comes); a wake-up that committed nothing answers
+    /// what waited for the store, and flushes that.
     fn wake(&mut self, p: usize) -> bool {
         let mut any = self.take(p, usize::MAX);
         if self.auto_store {
-            any |= self.commit(p);
+            if let Some(through) = self.pending[p].take() {
+                self.ack(p, through);
+                any = true;
+            }
         }
-        any | self.flush(p)
+        any |= self.flush(p);
+        if self.auto_store && !self.saw_commit {
+            let through = self.parts[p].broker().last_ticket();
+            self.parts[p].handle_committed(through, Ok(()));
+            any |= self.flush(p);
+        }
+        any
     }
 
     /// Connection `c` reads one thing from its output; whether there was one.

@@ -32,6 +32,8 @@ struct Host {
     peers: [VecDeque<PeerMsg<Vec<u8>, ()>>; 2],
     conns: HashMap<ClientId, Conn>,
     fail: [bool; 2],
+    /// A `Commit` not yet acknowledged, per partition.
+    pending: [Option<u64>; 2],
 }
 
 impl Host {
@@ -52,20 +54,27 @@ impl Host {
         }
     }
 
+    /// Acknowledge (or fail) the last `Commit`; with none waiting, everything given so far.
     fn commit(&mut self, p: usize) {
-        let b = self.parts[p].broker_mut();
-        while b.poll_store().is_some() {}
         let r: Result<(), StoreFailure> = if self.fail[p] { Err("disk full".into()) } else { Ok(()) };
-        if b.options().durable {
-            let t = b.last_ticket();
-            b.handle_stored(self.now, t, r.clone());
-        }
-        self.parts[p].handle_committed(r);
+        let through = match self.pending[p].take() {
+            Some(t) => {
+                self.parts[p].broker_mut().handle_stored(self.now, t, r.clone());
+                t
+            }
+            None => self.parts[p].broker().last_ticket(),
+        };
+        self.parts[p].handle_committed(through, r);
     }
 
     fn flush(&mut self, p: usize) {
         while let Some(o) = self.parts[p].poll_output() {
             let (client, out) = match o {
+                Output::Store(_) | Output::Load(_) => continue,
+                Output::Commit { through } => {
+                    self.pending[p] = Some(through);
+                    continue;
+                }
                 Output::Route(Route::Moved { client }) => (client, Out::Moved(p)),
                 Output::Transmit(Transmit::Close { client }) => (client, Out::Close),
                 Output::Transmit(Transmit::Data { client, .. } | Transmit::Upgrade { client, .. }) => {
@@ -120,6 +129,7 @@ fuzz_target!(|data: &[u8]| {
         peers: Default::default(),
         conns: HashMap::new(),
         fail: [false; 2],
+        pending: [None; 2],
     };
     let mut clients = Vec::new();
     for i in 0..3 {

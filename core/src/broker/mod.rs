@@ -55,13 +55,25 @@ pub enum Transmit {
 
 /// What a broker (or a [`crate::partition::Partition`]) asks its host to do, from its one
 /// output path: [`Broker::poll_output`] gives them in this order, every client's in the
-/// order it was produced.
+/// order it was produced. With durable storage the store's part comes first: the changes to
+/// keep, then `Commit`, then bodies to read back.
 ///
 /// `R` is what a partition adds ([`crate::partition::Route`]: moves and messages for other
 /// partitions); a broker on its own never gives one, so a host of one broker matches no
 /// `Route` arm.
 #[derive(Debug)]
 pub enum Output<R = std::convert::Infallible> {
+    /// A change durable storage must keep (only with [`Options::durable`]; see
+    /// [`crate::store`]). Apply them in order.
+    Store(StoreOp),
+    /// After the last `Store` so far: write what was applied, then answer with
+    /// [`Broker::handle_stored`]`(through, result)`. Publishers' `OK`s (and everything after
+    /// them on their connections) wait for it; until then the transmits that follow leave them
+    /// out.
+    Commit { through: Ticket },
+    /// Evicted bodies to read back from storage (only with [`Options::evict_bodies`]), in runs
+    /// of one channel's; answer with [`Broker::handle_loaded`].
+    Load(LoadRun),
     /// Bytes, an upgrade, a close or a write deadline for a client's transport.
     Transmit(Transmit),
     /// A question for the auth server (after AUTH, or to refresh an expired TTL); answer
@@ -79,6 +91,9 @@ impl Output {
     /// The same output, in a host's type that also has routes.
     pub fn routed<R>(self) -> Output<R> {
         match self {
+            Output::Store(op) => Output::Store(op),
+            Output::Commit { through } => Output::Commit { through },
+            Output::Load(run) => Output::Load(run),
             Output::Transmit(t) => Output::Transmit(t),
             Output::Auth(a) => Output::Auth(a),
             Output::Registry(r) => Output::Registry(r),
@@ -146,6 +161,8 @@ pub struct Broker {
     health: Option<StoreFailure>,
     /// Evicted bodies to fetch from storage, in runs of one channel's.
     loads: VecDeque<LoadRun>,
+    /// Store ops were handed out since the last `Output::Commit`.
+    uncommitted: bool,
     /// Clients leaving for another partition.
     migrations: VecDeque<Migration>,
     /// Publishes for topics another partition owns.
@@ -178,6 +195,7 @@ impl Broker {
             parked: VecDeque::new(),
             health: None,
             loads: VecDeque::new(),
+            uncommitted: false,
             migrations: VecDeque::new(),
             forwards: VecDeque::new(),
         };
@@ -205,12 +223,25 @@ impl Broker {
         self.clock.now()
     }
 
-    /// The next thing for the host to do: each client's transmits, then questions for the
-    /// auth server, registry changes and events (see [`Output`]). Drain it after every
-    /// input (with storage, after [`Broker::handle_stored`], so that what the store held can
-    /// go), then re-read [`Broker::poll_timeout`].
+    /// The next thing for the host to do (see [`Output`]): with storage, the changes to keep,
+    /// `Commit`, and bodies to read back; then each client's transmits, questions for the auth
+    /// server, registry changes and events. Drain it after every input (answering `Commit`
+    /// with [`Broker::handle_stored`] as it comes, so that what the store held can go), then
+    /// re-read [`Broker::poll_timeout`].
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
+        if let Some(op) = self.out.pop_store() {
+            self.uncommitted = true;
+            return Some(Output::Store(op));
+        }
+        if std::mem::take(&mut self.uncommitted) {
+            return Some(Output::Commit {
+                through: self.last_ticket,
+            });
+        }
+        if let Some(run) = self.loads.pop_front() {
+            return Some(Output::Load(run));
+        }
         if let Some(t) = self.next_transmit() {
             return Some(Output::Transmit(t));
         }
@@ -242,18 +273,12 @@ impl Broker {
         None
     }
 
-    /// The next change for durable storage (only with [`Options::durable`]); see
-    /// [`crate::store`]. Apply them in order, then report with [`Broker::handle_stored`].
-    #[must_use]
-    pub fn poll_store(&mut self) -> Option<StoreOp> {
-        self.out.pop_store()
-    }
-
-    /// The next run of evicted bodies to fetch (only with [`Options::evict_bodies`]); answer
-    /// with [`Broker::handle_loaded`].
-    #[must_use]
-    pub fn poll_load_run(&mut self) -> Option<LoadRun> {
-        self.loads.pop_front()
+    /// Report topics and channels as they come and go, or not: a host restoring a broker
+    /// from storage turns it off meanwhile (what was restored is registered when nsqlookupd
+    /// connects; only later changes are news).
+    pub fn set_registry(&mut self, on: bool) {
+        self.opts.registry = on;
+        self.out.set_registry(on);
     }
 
     /// nsqd's health: `None` is OK, `Some(reason)` is unhealthy (set by a failed store write).

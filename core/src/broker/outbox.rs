@@ -70,6 +70,10 @@ impl Outbox {
         op
     }
 
+    pub(super) fn set_registry(&mut self, on: bool) {
+        self.registry_on = on;
+    }
+
     pub(super) fn pop_registry(&mut self) -> Option<RegistryChange> {
         self.registry.pop_front()
     }

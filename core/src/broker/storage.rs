@@ -10,7 +10,7 @@ use crate::time::Time;
 use crate::ClientId;
 
 impl Broker {
-    /// Bodies asked for with [`Broker::poll_load_run`], in the order they were asked for
+    /// Bodies asked for with [`Output::Load`](crate::Output::Load), in the order they were asked for
     /// (or why one could not be read: that message is then dropped, as storage lost it). A
     /// run may come back in parts, each part in order. Hand back as many as are there at
     /// once: each channel is pumped once, after all of them.

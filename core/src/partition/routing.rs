@@ -30,7 +30,6 @@
 //! let mut p: Partition<Vec<u8>, &str> = Partition::new(Options::default(), 1, 0);
 //! let c = p.connect(0, "127.0.0.1:5000", "socket 1");
 //! p.handle_client(1_000, c, ClientInput::Bytes(b"  V2PUB t\n\x00\x00\x00\x02hi".to_vec()));
-//! // (with storage: commit the broker's store ops here, then `handle_committed`)
 //! while let Some(out) = p.poll_output() {
 //!     match out {
 //!         Output::Transmit(Transmit::Data { client, data }) => {
@@ -47,7 +46,7 @@ use super::{Forward, Migration};
 use crate::broker::{Broker, Output, Transmit};
 use crate::client::TlsPeer;
 use crate::options::Options;
-use crate::store::StoreFailure;
+use crate::store::{StoreFailure, Ticket};
 use crate::time::Time;
 use crate::ClientId;
 use rustc_hash::FxHashMap;
@@ -123,8 +122,9 @@ pub struct Partition<B, C> {
     /// Clients adopted here whose connection has not been told.
     adopted: VecDeque<ClientId>,
     peers: VecDeque<(u32, PeerMsg<B, C>)>,
-    /// Forwarded publishes run here, answered once the store has them: (from, client, result).
-    unstored: Vec<(u32, ClientId, Result<(), StoreFailure>)>,
+    /// Forwarded publishes run here, answered once the store has them: (the last ticket
+    /// their store ops could have, from, client, result).
+    unstored: Vec<(Ticket, u32, ClientId, Result<(), StoreFailure>)>,
 }
 
 impl<B: AsRef<[u8]>, C> Partition<B, C> {
@@ -259,7 +259,8 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
                             .unwrap_or_else(|| StoreFailure::new(e))
                     });
                 if self.broker.options().durable {
-                    self.unstored.push((from, client, result));
+                    let ticket = self.broker.last_ticket();
+                    self.unstored.push((ticket, from, client, result));
                 } else {
                     self.peers
                         .push_back((from, PeerMsg::Published { client, result }));
@@ -272,10 +273,15 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
         self.take_leavers();
     }
 
-    /// The store wrote (or failed to write) everything the broker gave it so far: answer the
-    /// publishes forwarded here since the last commit.
-    pub fn handle_committed(&mut self, result: Result<(), StoreFailure>) {
-        for (from, client, r) in self.unstored.drain(..) {
+    /// The store wrote (or failed to write) everything up to and including ticket `through`
+    /// (an [`Output::Commit`]'s, or [`Broker::last_ticket`] when everything the broker gave
+    /// the store is written): answer the publishes forwarded here that it covers.
+    pub fn handle_committed(&mut self, through: Ticket, result: Result<(), StoreFailure>) {
+        let (done, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.unstored)
+            .into_iter()
+            .partition(|u| u.0 <= through);
+        self.unstored = wait;
+        for (_, from, client, r) in done {
             let result = r.and(result.clone());
             self.peers
                 .push_back((from, PeerMsg::Published { client, result }));
@@ -287,8 +293,9 @@ impl<B: AsRef<[u8]>, C> Partition<B, C> {
     /// they moved; then the broker's output ([`Broker::poll_output`]: each client's
     /// transmits, auth questions, registry changes, events); then hand over the clients that
     /// leave (after what this partition sent them), pass on the input that followed them,
-    /// forward publishes and send answers. (With storage, commit the broker's store ops and
-    /// call [`Partition::handle_committed`] before, so that the output they held can go.)
+    /// forward publishes and send answers. (With storage, the store's part comes first, as
+    /// [`Broker::poll_output`] gives it: answer its `Commit` with [`Broker::handle_stored`]
+    /// and [`Partition::handle_committed`] as it comes, so that the output it held can go.)
     /// A transmit goes to [`Partition::conn`]; after a close the handle is forgotten at the
     /// next poll.
     #[must_use]

@@ -428,28 +428,7 @@ async fn run(
         if part.broker().poll_timeout().is_some_and(|t| t <= now) {
             part.broker_mut().handle_timeout(now);
         }
-        // Group commit: everything this wake-up changed, in one write per topic; the
-        // publishers' OKs go out only after it.
-        let stored = match store.as_mut() {
-            Some(s) => commit(part.broker_mut(), s),
-            None => Ok(()),
-        };
-        for reply in ctx.after_store.drain(..) {
-            reply(stored.clone());
-        }
-        part.handle_committed(stored.map_err(StoreFailure::new));
-        // Evicted bodies (deferred messages coming due, a backlog past --mem-queue-size) are
-        // read back on the loader thread; they arrive as a wake-up of their own.
-        if let Some(s) = store.as_mut() {
-            let broker = part.broker_mut();
-            loop {
-                let failed = s.request_loads(std::iter::from_fn(|| broker.poll_load_run()));
-                if failed.is_empty() {
-                    break;
-                }
-                handle_loaded(broker, failed);
-            }
-        }
+        flush_outputs(&mut part, &mut ctx, store.as_mut());
         if let Some(s) = store.as_mut() {
             let broker = part.broker_mut();
             if broker.health().is_some() && last_probe.elapsed() >= PROBE_INTERVAL {
@@ -463,7 +442,6 @@ async fn run(
                 }
             }
         }
-        flush_outputs(&mut part, &mut ctx);
         // More work is due at once (a large MPUB's next step): let the tasks this wake-up
         // woke run first. A task woken from here waits in this worker's LIFO slot, which no
         // other worker takes, and a loop that always finds input yields only when its
@@ -479,21 +457,105 @@ async fn run(
     alarm.stop();
     let mut broker = part.into_broker();
     if let Some(mut s) = store {
-        let _ = commit(&mut broker, &mut s);
+        // What the last wake-up left (nobody is connected any more: only the store's part).
+        let ops = std::iter::from_fn(|| broker.poll_output()).filter_map(|o| match o {
+            Output::Store(op) => Some(op),
+            _ => None,
+        });
+        s.apply_all(ops.collect::<Vec<_>>());
+        let _ = commit(&mut s);
         s.close();
     }
     broker
 }
 
-/// Carry out what the partition asks, in its order: moves and each client's output to its
-/// connection, questions to the auth server, registry changes to the nsqlookupd task, events
-/// to the `/ws/events` broadcast, messages to other partitions.
-fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
-    while let Some(o) = part.poll_output() {
+/// Carry out what the partition asks, in its order: the group commit (everything this
+/// wake-up changed, in one write per topic; publishers' `OK`s go out only after it), bodies to
+/// read back on the loader thread, moves and each client's output to its connection,
+/// questions to the auth server, registry changes to the nsqlookupd task, events to the
+/// `/ws/events` broadcast, messages to other partitions.
+fn flush_outputs(part: &mut Core, ctx: &mut Ctx, mut store: Option<&mut super::store::Store>) {
+    let mut ops = Vec::new();
+    let mut loads = Vec::new();
+    let mut committed = false;
+    loop {
+        while let Some(o) = part.poll_output() {
+            output(
+                part,
+                ctx,
+                store.as_deref_mut(),
+                o,
+                &mut ops,
+                &mut loads,
+                &mut committed,
+            );
+        }
+        // Evicted bodies (deferred messages coming due, a backlog past --mem-queue-size) are
+        // read back on the loader thread; they arrive as a wake-up of their own. Those that
+        // cannot be are answered now, and their outcome is output too.
+        let Some(s) = store.as_deref_mut() else { break };
+        let failed = s.request_loads(loads.drain(..));
+        if failed.is_empty() {
+            break;
+        }
+        handle_loaded(part.broker_mut(), failed);
+    }
+    if !committed {
+        // Nothing new to store: FINs a commit left waiting are written once due, and HTTP
+        // calls and forwarded publishes (which stored nothing) are answered.
+        let r = match store {
+            Some(s) if s.fins_due().is_some_and(|t| t <= std::time::Instant::now()) => commit(s),
+            _ => Ok(()),
+        };
+        let through = part.broker().last_ticket();
+        answer_stored(part, ctx, through, r);
+    }
+}
+
+/// The store's verdict for everything through ticket `through`: HTTP calls and publishes
+/// forwarded from other partitions are answered.
+fn answer_stored(
+    part: &mut Core,
+    ctx: &mut Ctx,
+    through: nsqlab_core::Ticket,
+    r: Result<(), StoreError>,
+) {
+    for reply in ctx.after_store.drain(..) {
+        reply(r.clone());
+    }
+    part.handle_committed(through, r.map_err(StoreFailure::new));
+}
+
+/// Carry out one of the partition's outputs (see [`flush_outputs`]).
+#[allow(clippy::too_many_arguments)]
+fn output(
+    part: &mut Core,
+    ctx: &mut Ctx,
+    store: Option<&mut super::store::Store>,
+    o: Output<Route<Bytes, mpsc::UnboundedSender<Out>>>,
+    ops: &mut Vec<nsqlab_core::StoreOp>,
+    loads: &mut Vec<nsqlab_core::LoadRun>,
+    committed: &mut bool,
+) {
+    {
         match o {
+            Output::Store(op) => ops.push(op),
+            Output::Commit { through } => {
+                let Some(s) = store else {
+                    unreachable!("store ops come only with storage");
+                };
+                s.apply_all(ops.drain(..));
+                let r = commit(s);
+                let stored = r.clone().map_err(StoreFailure::new);
+                part.broker_mut()
+                    .handle_stored(crate::clock::now(), through, stored);
+                answer_stored(part, ctx, through, r);
+                *committed = true;
+            }
+            Output::Load(run) => loads.push(run),
             Output::Route(Route::Moved { client }) => {
                 let Some(out) = part.conn(client) else {
-                    continue;
+                    return;
                 };
                 // On the connection's output: what the old partition sent, this, then ours.
                 let _ = match ctx.me().upgrade() {
@@ -545,38 +607,19 @@ fn flush_outputs(part: &mut Core, ctx: &mut Ctx) {
 
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Hand the broker's store ops to the store, write them, and tell the broker.
-fn commit(broker: &mut Broker, store: &mut super::store::Store) -> Result<(), StoreError> {
-    let mut result = Ok(());
-    // A failure answer can close clients, which may change more; a few rounds settle it.
-    for _ in 0..4 {
-        let any = store.apply_all(std::iter::from_fn(|| broker.poll_store()));
-        // (With nothing new, a commit only for FINs left waiting long enough.)
-        if !any
-            && store
-                .fins_due()
-                .is_none_or(|t| t > std::time::Instant::now())
-        {
-            break;
-        }
-        let r = store.commit().map_err(|e| {
-            let what = if e.is_no_room() {
-                "; out of room: publishing is refused until there is room"
-            } else if e.is_device_error() {
-                "; the device failed: check the disk"
-            } else {
-                ""
-            };
-            tracing::error!("storage: {e}{what}");
-            e
-        });
-        let stored = r.clone().map_err(StoreFailure::new);
-        broker.handle_stored(crate::clock::now(), broker.last_ticket(), stored);
-        if result.is_ok() {
-            result = r;
-        }
-    }
-    result
+/// Write what the store was given (one write per topic), logging a failure.
+fn commit(store: &mut super::store::Store) -> Result<(), StoreError> {
+    store.commit().map_err(|e| {
+        let what = if e.is_no_room() {
+            "; out of room: publishing is refused until there is room"
+        } else if e.is_device_error() {
+            "; the device failed: check the disk"
+        } else {
+            ""
+        };
+        tracing::error!("storage: {e}{what}");
+        e
+    })
 }
 
 /// A thread that sleeps until the broker's next timer — precisely (a condvar wait, not

@@ -97,6 +97,9 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
             ..opts.clone()
         };
         let mut broker = Broker::new(opts, now.wrapping_add(p as u64), now);
+        // What the restore creates is registered when nsqlookupd connects; only later changes
+        // are news.
+        broker.set_registry(false);
         let store = if args.durable {
             let cfg = store::StoreConfig {
                 data_path: data_path.clone(),
@@ -130,9 +133,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         } else {
             None
         };
-        // What the restore created is registered on connect; only later changes are news.
-        // (Nobody is connected yet: nothing else is waiting.)
-        while broker.poll_output().is_some() {}
+        broker.set_registry(true);
         parts.push(driver::Opened { broker, store });
     }
     tracing::info!("{count} partition(s)");
