@@ -312,3 +312,33 @@ fn an_mpub_refused_for_its_messages_makes_its_topic_in_its_partition() {
     assert!(c.closed_within(Duration::from_secs(5)));
     assert_eq!(stats_topics(&d), want);
 }
+
+/// A publish forwarded to another partition that stores nothing there (to an ephemeral topic,
+/// on a durable server) is answered at once, not whenever that partition next wakes: here the
+/// partition it goes to has no clients and no timers of its own.
+#[test]
+fn a_forwarded_publish_that_stores_nothing_is_answered_at_once() {
+    let d = Nsqd::start(&["--partitions=2"]);
+    let (_, tb) = topics("e");
+    let eph = (0..)
+        .map(|i| format!("e{i}#ephemeral"))
+        .find(|t| partition_of(t, 2) == 0)
+        .unwrap();
+    // The first connection starts in partition 0; its first publish, to partition 1's topic,
+    // moves it there; the next, to partition 0's ephemeral topic, is forwarded back.
+    let mut c = d.client();
+    for (topic, body) in [(&tb, "moves"), (&eph, "forwarded")] {
+        c.cmd(&Command::Pub {
+            topic: topic.as_str().into(),
+            body: body.as_bytes().into(),
+        });
+        match c.frame_within(Duration::from_secs(5)) {
+            Some(Frame::Response(r)) => assert_eq!(r, b"OK", "{topic}"),
+            f => panic!("{topic}: {f:?} within 5 s"),
+        }
+    }
+    // The ephemeral topic was made (in partition 0, by the forwarded publish).
+    let stats = d.http("GET", "/stats?format=json", b"");
+    let body = String::from_utf8_lossy(&stats.body);
+    assert!(body.contains(&eph), "{body}");
+}

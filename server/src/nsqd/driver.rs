@@ -475,6 +475,34 @@ async fn run(
 /// questions to the auth server, registry changes to the nsqlookupd task, events to the
 /// `/ws/events` broadcast, messages to other partitions.
 fn flush_outputs(part: &mut Core, ctx: &mut Ctx, mut store: Option<&mut super::store::Store>) {
+    let committed = drain_outputs(part, ctx, store.as_deref_mut());
+    if !committed {
+        // Nothing new to store: FINs a commit left waiting are written once due (a failure
+        // makes the broker unhealthy, as any failed write), and HTTP calls and forwarded
+        // publishes that stored nothing are answered; then what that let go is carried out.
+        let through = part.broker().last_ticket();
+        let r = match store.as_deref_mut() {
+            Some(s) if s.fins_due().is_some_and(|t| t <= std::time::Instant::now()) => {
+                let r = commit(s);
+                let stored = r.clone().map_err(StoreFailure::new);
+                part.broker_mut()
+                    .handle_stored(crate::clock::now(), through, stored);
+                r
+            }
+            _ => Ok(()),
+        };
+        answer_stored(part, ctx, through, r);
+        drain_outputs(part, ctx, store);
+    }
+}
+
+/// Poll the partition until it has nothing more, carrying out each output; whether a commit
+/// was among them.
+fn drain_outputs(
+    part: &mut Core,
+    ctx: &mut Ctx,
+    mut store: Option<&mut super::store::Store>,
+) -> bool {
     let mut ops = Vec::new();
     let mut loads = Vec::new();
     let mut committed = false;
@@ -500,16 +528,7 @@ fn flush_outputs(part: &mut Core, ctx: &mut Ctx, mut store: Option<&mut super::s
         }
         handle_loaded(part.broker_mut(), failed);
     }
-    if !committed {
-        // Nothing new to store: FINs a commit left waiting are written once due, and HTTP
-        // calls and forwarded publishes (which stored nothing) are answered.
-        let r = match store {
-            Some(s) if s.fins_due().is_some_and(|t| t <= std::time::Instant::now()) => commit(s),
-            _ => Ok(()),
-        };
-        let through = part.broker().last_ticket();
-        answer_stored(part, ctx, through, r);
-    }
+    committed
 }
 
 /// The store's verdict for everything through ticket `through`: HTTP calls and publishes
