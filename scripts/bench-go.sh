@@ -45,6 +45,8 @@ if [ -n "${BASE_BIN:-}" ]; then
   SERVER[base]="$BASE_BIN nsqd"
   SERVER[base-mem]="$BASE_BIN nsqd --durable=false --mem-queue-size=1000000"
   ORDER=(nsqlab base nsqlab-mq1M nsqlab-mem base-mem nsqd-mq1M null null-log)
+  # Every other round the pairs swap places, so neither build always runs after the other.
+  SWAPPED=(base nsqlab nsqlab-mq1M base-mem nsqlab-mem nsqd-mq1M null null-log)
 fi
 # The stand-ins answer publishes and have no consumers.
 stand_in() { [[ $1 == null* ]]; }
@@ -67,7 +69,9 @@ start() {
 ops() { sed -nE 's/.* - ([0-9.]+)ops\/s.*/\1/p' | tail -1 | awk '{printf "%.0f", $1}'; }
 
 for round in $(seq "$ROUNDS"); do
-  for s in "${ORDER[@]}"; do
+  run_order=("${ORDER[@]}")
+  if [ -n "${BASE_BIN:-}" ] && [ $((round % 2)) -eq 0 ]; then run_order=("${SWAPPED[@]}"); fi
+  for s in "${run_order[@]}"; do
     start "$s"
     if ! stand_in "$s"; then
       curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
