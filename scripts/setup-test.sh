@@ -26,6 +26,19 @@ if ! "$VENV/bin/python" -c 'import gnsq' 2>/dev/null; then
   "$VENV/bin/pip" install -q 'gnsq==1.0.2'
 fi
 
+# gnsq 1.0.2's own test suite (its sdist ships tests/, whose harness starts `nsqd` and
+# `nsqlookupd` from PATH): tests/tests/interop_gnsq.rs runs it against nsqlab with pytest.
+GNSQ_SUITE=target/gnsq-suite
+if [ ! -f "$GNSQ_SUITE/ready" ]; then
+  log "installing gnsq 1.0.2's own test suite into $GNSQ_SUITE"
+  rm -rf "$GNSQ_SUITE"
+  mkdir -p "$GNSQ_SUITE"
+  "$VENV/bin/pip" install -q pytest pytest-timeout
+  "$VENV/bin/pip" download -q --no-binary :all: --no-deps 'gnsq==1.0.2' -d "$GNSQ_SUITE"
+  tar xzf "$GNSQ_SUITE/gnsq-1.0.2.tar.gz" -C "$GNSQ_SUITE"
+  touch "$GNSQ_SUITE/ready"
+fi
+
 # nsqjs from npm (unchanged) for the interop tests.
 NODE_DIR=target/node-interop
 if [ ! -d "$NODE_DIR/node_modules/nsqjs" ]; then

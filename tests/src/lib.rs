@@ -99,6 +99,9 @@ pub enum Tool {
     Chromium,
     /// The visualiser page's build (`www/pkg`, made by `scripts/build-web.sh`).
     VisualiserBuild,
+    /// gnsq 1.0.2's own test suite, from its sdist (`target/gnsq-suite`), with pytest and
+    /// pytest-timeout in the interop venv.
+    GnsqSuite,
 }
 
 impl Tool {
@@ -126,6 +129,14 @@ impl Tool {
             Tool::VisualiserBuild => {
                 let p = www.join("pkg/web_bg.wasm.gz");
                 (www, p, "the visualiser's build in www/pkg")
+            }
+            Tool::GnsqSuite => {
+                let d = target_dir().join("gnsq-suite");
+                (
+                    d.join("gnsq-1.0.2"),
+                    d.join("ready"),
+                    "gnsq's own test suite",
+                )
             }
         }
     }

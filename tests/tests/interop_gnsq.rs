@@ -4,7 +4,10 @@
 //! its nsqlookupd client and a Consumer that finds nsqd through nsqlookupd. The README's test
 //! command installs gnsq into `target/venv-interop` with pynsq.
 
-use nsqlab_tests::{python_check, tempdir::TempDir, tls_flags, Nsqd, Nsqlookupd};
+use nsqlab_tests::{
+    binary, need, python_check, tempdir::TempDir, tls_flags, Nsqd, Nsqlookupd, Tool,
+};
+use std::process::Command;
 
 fn run(mode: &str, with_lookupd: bool) {
     let dir = TempDir::new();
@@ -47,4 +50,48 @@ fn gnsq_deflate() {
 #[test]
 fn gnsq_tls_snappy() {
     run("tls+snappy", false);
+}
+
+/// gnsq 1.0.2's own test suite (its sdist's `tests/`, unchanged): its harness starts `nsqd`
+/// and `nsqlookupd` from PATH (here nsqlab, through symlinks of those names) with TLS and
+/// HTTPS on port 0, parses their listening lines, and at the end of each test sends SIGTERM and
+/// reads stderr to the end, so a server that does not close its clients' connections and exit
+/// fails it (nsqd v1.3.0 passes all 108).
+#[test]
+fn gnsq_own_test_suite_passes() {
+    let (Some(suite), Some(python)) = (need(Tool::GnsqSuite), need(Tool::Python)) else {
+        return;
+    };
+    let bin = TempDir::new();
+    for name in ["nsqd", "nsqlookupd"] {
+        std::os::unix::fs::symlink(binary(), bin.path().join(name)).expect("symlink");
+    }
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(python)
+        .args([
+            "-m",
+            "pytest",
+            "tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:warnings",
+        ])
+        .current_dir(&suite)
+        .env("PATH", path)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run pytest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "gnsq's suite failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("108 passed"), "{stdout}");
 }

@@ -621,3 +621,33 @@ fn query_stats_and_config_details_as_nsqd() {
     let r = d.http("GET", "/config/auth_http_request_method", b"");
     assert_eq!((r.status, r.text().as_str()), (200, "get"));
 }
+
+/// On SIGTERM the server closes every client's connection and exits, as nsqd does, whoever is
+/// still connected: an idle keep-alive HTTP connection (a client library's pool keeps one) and
+/// an idle TCP client held it open for ever (gnsq's own test harness waits for the exit).
+#[test]
+fn sigterm_closes_idle_connections_and_exits() {
+    use std::io::{Read, Write};
+    let d = Nsqd::start(&[]);
+    let mut http = std::net::TcpStream::connect(d.http).unwrap();
+    http.write_all(b"GET /ping HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n\r\n")
+        .unwrap();
+    let mut got = [0u8; 512];
+    let n = http.read(&mut got).unwrap();
+    assert!(got[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &got[..n]);
+    let mut tcp = d.client();
+    tcp.cmd(&Command::Nop);
+    let start = std::time::Instant::now();
+    let status = d.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "exiting took {:?}",
+        start.elapsed()
+    );
+    // Both connections were closed: reading finds their end.
+    http.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(http.read(&mut got).unwrap_or(0), 0);
+    assert!(tcp.closed_within(std::time::Duration::from_secs(5)));
+}

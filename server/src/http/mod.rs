@@ -32,16 +32,25 @@ pub async fn serve(
     while let Some((stream, remote)) =
         crate::net::accept_any(&listener, &mut shutdown, "http").await
     {
-        let (app, tls) = (app.clone(), tls.clone());
+        let (app, tls, mut stop) = (app.clone(), tls.clone(), shutdown.clone());
         tokio::spawn(async move {
-            match tls {
-                None => serve_connection(stream, remote, app, header_timeout).await,
-                Some(acceptor) => {
-                    let handshake = tokio::time::timeout(header_timeout, acceptor.accept(stream));
-                    if let Ok(Ok(tls)) = handshake.await {
-                        serve_connection(tls, remote, app, header_timeout).await;
+            // The server stops: an open connection (an idle keep-alive one too) is closed, as
+            // Go's server closes its connections when nsqd exits.
+            let serve = async {
+                match tls {
+                    None => serve_connection(stream, remote, app, header_timeout).await,
+                    Some(acceptor) => {
+                        let handshake =
+                            tokio::time::timeout(header_timeout, acceptor.accept(stream));
+                        if let Ok(Ok(tls)) = handshake.await {
+                            serve_connection(tls, remote, app, header_timeout).await;
+                        }
                     }
                 }
+            };
+            tokio::select! {
+                _ = serve => {}
+                _ = stop.wait_for(|&s| s) => {}
             }
             crate::common::connection_closed();
         });

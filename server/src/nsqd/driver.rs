@@ -22,7 +22,7 @@ use nsqlab_core::{
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 /// Output for one connection, in order.
 #[derive(Debug)]
@@ -238,12 +238,14 @@ pub struct Opened {
     pub store: Option<super::store::Store>,
 }
 
-/// Start one broker task per partition (partition `i` is `parts[i]`); they end when every
-/// handle is dropped.
+/// Start one broker task per partition (partition `i` is `parts[i]`); they end when
+/// `shutdown` flips (what they owe the store is written first), or when every handle is
+/// dropped.
 pub fn spawn(
     parts: Vec<Opened>,
     auth: super::auth::AuthConfig,
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
+    shutdown: watch::Receiver<bool>,
 ) -> (DriverHandle, Vec<tokio::task::JoinHandle<Broker>>) {
     let (events, _) = broadcast::channel(65_536);
     let write_timeout = parts
@@ -295,7 +297,7 @@ pub fn spawn(
                 auth_start: 0,
             };
             let part = Partition::with_broker(p.broker);
-            tokio::spawn(run(part, rx, peer_rx, ctx, p.store))
+            tokio::spawn(run(part, rx, peer_rx, ctx, p.store, shutdown.clone()))
         })
         .collect();
     let handle = DriverHandle {
@@ -363,6 +365,7 @@ async fn run(
     mut peer_rx: mpsc::UnboundedReceiver<Peer>,
     mut ctx: Ctx,
     mut store: Option<super::store::Store>,
+    mut shutdown: watch::Receiver<bool>,
 ) -> Broker {
     let me = ctx.me();
     let alarm = Alarm::start(me.clone());
@@ -404,6 +407,9 @@ async fn run(
             m = rx.recv() => m,
             _ = probe => Some(ToDriver::Tick),
             _ = fins => Some(ToDriver::Tick),
+            // The server stops: whoever still holds a handle (a connection that has not
+            // noticed yet, an idle keep-alive HTTP connection) does not keep it running.
+            _ = shutdown.changed() => None,
         };
         let Some(m) = m else { break };
         // What other partitions sent comes first: a client moving here is adopted before
@@ -793,7 +799,10 @@ mod tests {
                 ),
             };
             let (registry, _) = mpsc::unbounded_channel();
-            let (h, _tasks) = spawn(parts, auth, registry);
+            let (_stop, shutdown) = watch::channel(false);
+            // (The broker tasks run as long as the test holds the sender's twin: leaked.)
+            std::mem::forget(_stop);
+            let (h, _tasks) = spawn(parts, auth, registry, shutdown);
             let part = h.pick();
             let (out_tx, out) = mpsc::unbounded_channel();
             let (reply_tx, reply_rx) = oneshot::channel();

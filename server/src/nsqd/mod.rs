@@ -148,7 +148,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         tls: client_tls,
     };
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx);
+    let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx, shutdown.clone());
 
     // TCP and HTTP on a unix socket too, for a path (nsqd v1.3).
     let tcp = crate::net::listen_any_or_fail(&args.tcp_address).await?;
