@@ -56,8 +56,6 @@ pub struct Sim {
     pub auth_requests: Vec<crate::auth::AuthRequest>,
     /// Topics and channels that came or went (with [`Options::registry`]), not yet taken.
     pub registry: Vec<crate::store::RegistryChange>,
-    /// Bodies asked for while the last flush answered others: answered at the next.
-    next_loads: Vec<crate::LoadRun>,
     /// The simulated disk (with [`Options::durable`]).
     pub store: SimStore,
 }
@@ -97,7 +95,6 @@ impl Sim {
             record_events: true,
             auth_requests: Vec::new(),
             registry: Vec::new(),
-            next_loads: Vec::new(),
             store: SimStore::default(),
         }
     }
@@ -115,7 +112,6 @@ impl Sim {
             record_events: self.record_events,
             auth_requests: Vec::new(),
             registry: Vec::new(),
-            next_loads: Vec::new(),
             store: SimStore {
                 replay: self.store.replay.clone(),
                 ..SimStore::default()
@@ -231,14 +227,11 @@ impl Sim {
     }
 
     /// Drain the broker's outputs into the store, the client ends and the event log. Bodies
-    /// asked for come back in one batch a flush, as from the server's loader thread: those
-    /// asked for while it is answered (the read-ahead) wait for the next flush.
+    /// asked for come back in batches, as from the server's loader thread, until none is
+    /// asked for (the store is in memory: no batch has to wait for the next flush).
     pub fn flush(&mut self) {
-        // Those the last flush left come back with this one's.
-        let mut carried = std::mem::take(&mut self.next_loads);
-        let mut answered = false;
         loop {
-            let mut loaded: Vec<_> = carried.drain(..).map(|run| self.read(run)).collect();
+            let mut loaded = Vec::new();
             while let Some(o) = self.broker.poll_output() {
                 match o {
                     Output::Store(op) => {
@@ -256,8 +249,6 @@ impl Sim {
                     Output::Load(run) => {
                         if self.store.hold_loads {
                             self.store.held_loads.push(run);
-                        } else if answered {
-                            self.next_loads.push(run);
                         } else {
                             loaded.push(self.read(run));
                         }
@@ -294,10 +285,9 @@ impl Sim {
                     }
                 }
             }
-            if answered || loaded.is_empty() {
+            if loaded.is_empty() {
                 break;
             }
-            answered = true;
             self.broker.handle_loaded(self.now, loaded);
         }
     }

@@ -8,10 +8,9 @@
 //! the registration alive.
 
 use crate::store::RegistryChange;
-use serde::Serialize;
 
 /// What a node tells nsqlookupd about itself in IDENTIFY.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeIdentity {
     pub broadcast_address: String,
     pub hostname: String,
@@ -22,8 +21,15 @@ pub struct NodeIdentity {
 
 /// The magic and the IDENTIFY command a node opens its connection with.
 pub fn hello(node: &NodeIdentity) -> Vec<u8> {
-    // Fields in key order: Go encodes nsqd's map sorted, so its bytes are these.
-    let body = crate::protocol::to_go_json(node).expect("plain fields serialise");
+    // A JSON object's keys come sorted, as Go encodes nsqd's map.
+    let body = crate::protocol::to_go_json(&serde_json::json!({
+        "broadcast_address": node.broadcast_address,
+        "hostname": node.hostname,
+        "http_port": node.http_port,
+        "tcp_port": node.tcp_port,
+        "version": node.version,
+    }))
+    .expect("plain fields serialise");
     let mut b = b"  V1IDENTIFY\n".to_vec();
     b.extend_from_slice(&(body.len() as u32).to_be_bytes());
     b.extend_from_slice(&body);

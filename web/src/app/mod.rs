@@ -49,6 +49,9 @@ impl Reducible for Shared {
     }
 }
 
+/// Sends actions to the model.
+pub type Dispatch = UseReducerDispatcher<Shared>;
+
 fn params() -> Option<web_sys::UrlSearchParams> {
     let search = web_sys::window()?.location().search().ok()?;
     web_sys::UrlSearchParams::new_with_str(&search).ok()

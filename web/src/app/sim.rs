@@ -3,16 +3,15 @@
 use super::flip::{animate_moves, Flip};
 use super::heap::{HeapProps, HeapView};
 use super::parts::*;
-use super::{params, Shared};
+use super::{params, Dispatch, Shared};
 use crate::forms::Field;
 use crate::i18n::{t, Lang, Text};
-use crate::lab::{Admin, Answer, Lab};
+use crate::lab::Lab;
 use crate::model::{Action, Knob, Model, Pane, SPEEDS};
 use crate::scenarios::SCENARIOS;
 use crate::view::{secs, Role};
 use gloo_timers::callback::Interval;
 use nsqlab_core::time::Time;
-use nsqlab_core::{ClientId, MessageId};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlSelectElement, KeyboardEvent};
@@ -105,18 +104,14 @@ fn tokens(lab: &Lab, ids: impl Iterator<Item = nsqlab_core::MessageId>) -> Vec<T
         .collect()
 }
 
-/// The callbacks a lab's pane hands its components.
-#[derive(Clone)]
-struct Handlers {
-    on_term: Callback<&'static str>,
-    on_tune: Callback<(usize, ClientId, Knob, String)>,
-    on_crash: Callback<(usize, ClientId)>,
-    on_remove: Callback<(usize, ClientId)>,
-    on_answer: Callback<(usize, ClientId, MessageId, Answer)>,
-}
-
 /// The topology's props for one lab.
-fn topology(i: usize, lab: &Lab, h: &Handlers, m: &Model) -> Html {
+fn topology(
+    i: usize,
+    lab: &Lab,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+    m: &Model,
+) -> Html {
     let v = &lab.view;
     let l = m.lang;
     let between = lab.next_time() != Some(lab.now());
@@ -203,8 +198,7 @@ fn topology(i: usize, lab: &Lab, h: &Handlers, m: &Model) -> Html {
         .collect();
     html! {
       <Topology lang={l} lab={i} {producers} {topics} {channels} {consumers}
-                highlight={v.highlight.map(|h| h.to_string())} on_tune={h.on_tune.clone()}
-                on_crash={h.on_crash.clone()} on_remove={h.on_remove.clone()} on_term={h.on_term.clone()}/>
+                highlight={v.highlight.map(|h| h.to_string())} dispatch={d.clone()} on_term={on_term.clone()}/>
     }
 }
 
@@ -245,8 +239,14 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
 }
 
 /// One lab: the current step, the picture, the in-flight window, the log.
-fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, h: &Handlers) -> Html {
-    let on_term = &h.on_term;
+fn pane(
+    i: usize,
+    p: &Pane,
+    m: &Model,
+    state: &Shared,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+) -> Html {
     let lab = &p.lab;
     let v = &lab.view;
     let l = m.lang;
@@ -300,7 +300,7 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, h: &Handlers) -> Html {
             { match &lab.cluster {
                 Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l),
                 None if m.flow => flow(i, m, state),
-                None => topology(i, lab, h, m),
+                None => topology(i, lab, d, on_term, m),
             } }
             { heap.unwrap_or_default() }
           </div>
@@ -321,7 +321,7 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, h: &Handlers) -> Html {
                     deadline: f.deadline,
                 }).collect();
                 html!{ <InFlight lang={l} lab={i} channel={format!("{}/{}", c.topic, c.name)} {rows} now={lab.now()}
-                                 highlight={v.highlight.map(|h| h.to_string())} on_answer={Some(h.on_answer.clone())}/> }
+                                 highlight={v.highlight.map(|h| h.to_string())} dispatch={Some(d.clone())}/> }
             }) }
             <StepLog len={lab.log.len()} {rows} wall={false} lang={l}/>
           </div>
@@ -435,54 +435,13 @@ pub fn sim_app() -> Html {
         use_effect(move || animate_moves(&mut flip.borrow_mut()));
     }
 
-    let on_term = use_callback(d.clone(), |k: &'static str, d| {
-        d.dispatch(Action::Explain(Some(k)))
-    });
-    let on_glossary = use_callback(d.clone(), |k: Option<&'static str>, d| {
-        d.dispatch(Action::Explain(k))
-    });
-    // Each component gets the callbacks it needs, made once (so its props stay equal between
-    // renders while nothing it shows changed).
-    let on_edit = use_callback(d.clone(), |(f, v): (Field, String), d| {
-        d.dispatch(Action::Edit(f, v))
-    });
-    let on_seek = use_callback(d.clone(), |pos: usize, d| d.dispatch(Action::Seek(pos)));
-    let on_publish = use_callback(d.clone(), |(), d| d.dispatch(Action::Publish));
-    let on_add_consumer = use_callback(d.clone(), |(), d| d.dispatch(Action::AddConsumer));
-    let on_admin = use_callback(d.clone(), |a: Admin, d| d.dispatch(Action::Admin(a)));
-    let on_predict = use_callback(d.clone(), |i: usize, d| d.dispatch(Action::Predict(i)));
-    let on_next = use_callback(d.clone(), |(), d| d.dispatch(Action::NextChapter));
-    let on_end = use_callback(d.clone(), |(), d| d.dispatch(Action::EndTour));
-    let handlers = Handlers {
-        on_term: on_term.clone(),
-        on_tune: use_callback(
-            d.clone(),
-            |(lab, client, knob, value): (usize, ClientId, Knob, String), d| {
-                d.dispatch(Action::Tune {
-                    lab,
-                    client,
-                    knob,
-                    value,
-                })
-            },
-        ),
-        on_crash: use_callback(d.clone(), |(lab, client): (usize, ClientId), d| {
-            d.dispatch(Action::ToggleCrash { lab, client })
-        }),
-        on_remove: use_callback(d.clone(), |(lab, client): (usize, ClientId), d| {
-            d.dispatch(Action::RemoveConsumer { lab, client })
-        }),
-        on_answer: use_callback(
-            d.clone(),
-            |(lab, client, id, what): (usize, ClientId, MessageId, Answer), d| {
-                d.dispatch(Action::Answer {
-                    lab,
-                    client,
-                    id,
-                    what,
-                })
-            },
-        ),
+    let on_term = {
+        let d = d.clone();
+        Callback::from(move |k: &'static str| d.dispatch(Action::Explain(Some(k))))
+    };
+    let on_glossary = {
+        let d = d.clone();
+        Callback::from(move |k: Option<&'static str>| d.dispatch(Action::Explain(k)))
     };
     let click = |a: Action| {
         let d = d.clone();
@@ -511,7 +470,7 @@ pub fn sim_app() -> Html {
     let on_export = {
         let state = state.clone();
         Callback::from(move |_: MouseEvent| {
-            let json = serde_json::to_string_pretty(&state.get().run()).unwrap_or_default();
+            let json = serde_json::to_string(&state.get().run()).unwrap_or_default();
             download("nsqlab-run.json", &json);
         })
     };
@@ -633,7 +592,7 @@ pub fn sim_app() -> Html {
             </select>
           </label>
           <form class="seed" onsubmit={on_seed} novalidate=true>
-            <FormField field={Field::Seed} label={t(l, "ui.seed")} value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} on_edit={on_edit.clone()}
+            <FormField field={Field::Seed} label={t(l, "ui.seed")} value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} dispatch={d.clone()}
                        hint={Some(AttrValue::from(t(l, "ui.seed.hint")))}/>
             <button type="submit" data-testid="apply-seed">{t(l, "ui.seed.apply")}</button>
           </form>
@@ -650,21 +609,20 @@ pub fn sim_app() -> Html {
             html!{ <p class="share"><span>{Text::new("ui.share.copied").arg("pos", at).render(l)}</span>
               <input type="text" readonly=true value={url} data-testid="share-url" size="60"/></p> }
         }) }
-        <Scrubber lang={l} {pos} {horizon} {marks} on_seek={on_seek}/>
+        <Scrubber lang={l} {pos} {horizon} {marks} dispatch={d.clone()}/>
         { for m.tour.as_ref().map(|ts| {
             let q = ts.tour.chapters[ts.chapter].question.as_ref().map(|q| (q.options, q.answer));
             html!{ <TourPanel lang={l} scenario={ts.tour.scenario} chapter={ts.chapter} chapters={ts.tour.chapters.len()}
-                              question={q} predicted={ts.predicted} reached={ts.reached} on_predict={on_predict.clone()}
-                              on_next={on_next.clone()} on_end={on_end.clone()} on_term={on_term.clone()}/> }
+                              question={q} predicted={ts.predicted} reached={ts.reached} dispatch={d.clone()} on_term={on_term.clone()}/> }
         }) }
         <div class="panes">
-          { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &handlers)) }
+          { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
         </div>
         { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
         { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
         <div class="forms">
-          <PublishForm fields={forms.clone()} lang={l} on_edit={on_edit.clone()} {on_publish}/>
-          <ManageForm fields={forms} lang={l} {on_edit} {on_add_consumer} {on_admin}/>
+          <PublishForm fields={forms.clone()} dispatch={d.clone()} lang={l}/>
+          <ManageForm fields={forms} dispatch={d.clone()} lang={l}/>
         </div> } } }
         <Glossary lang={l} open={m.term} on_term={on_glossary}/>
         </main>

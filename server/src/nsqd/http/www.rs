@@ -47,9 +47,13 @@ pub(super) async fn static_file(s: &AppState, rel: &str, headers: &HeaderMap) ->
         }
     }
     // The page and its stylesheet are small and change with a plain edit: they are
-    // compressed as they are sent (a precompressed twin could go stale).
+    // compressed as they are sent (a precompressed twin could go stale), at the best level —
+    // a few milliseconds for them, and a revalidation is a 304 that compresses nothing.
     let svc = tower::ServiceBuilder::new()
-        .layer(tower_http::compression::CompressionLayer::new())
+        .layer(
+            tower_http::compression::CompressionLayer::new()
+                .quality(tower_http::CompressionLevel::Best),
+        )
         .service(
             tower_http::services::ServeDir::new(dir)
                 .precompressed_br()

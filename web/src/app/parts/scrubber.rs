@@ -9,8 +9,7 @@ pub struct ScrubberProps {
     pub horizon: usize,
     /// Key moments: (position, kind), at most a few hundred (binned by the caller).
     pub marks: Vec<(usize, crate::model::Mark)>,
-    /// Go to a point of the run.
-    pub on_seek: Callback<usize>,
+    pub dispatch: Dispatch,
 }
 
 /// The run so far as a line: drag to any point of it; its key moments are marked.
@@ -19,11 +18,11 @@ pub fn scrubber(p: &ScrubberProps) -> Html {
     use crate::model::Mark;
     let l = p.lang;
     let oninput = {
-        let on_seek = p.on_seek.clone();
+        let d = p.dispatch.clone();
         Callback::from(move |e: InputEvent| {
             let v = e.target_unchecked_into::<HtmlInputElement>().value();
             if let Ok(pos) = v.parse() {
-                on_seek.emit(pos);
+                d.dispatch(Action::Seek(pos));
             }
         })
     };

@@ -68,12 +68,7 @@ pub struct TopologyProps {
     pub channels: Vec<ChannelCard>,
     pub consumers: Vec<ConsumerCard>,
     pub highlight: Option<String>,
-    /// A consumer's knob changed: (lab, consumer, knob, its new text).
-    pub on_tune: Callback<(usize, ClientId, Knob, String)>,
-    /// Crash a consumer, or bring it back: (lab, consumer).
-    pub on_crash: Callback<(usize, ClientId)>,
-    /// Disconnect a consumer: (lab, consumer).
-    pub on_remove: Callback<(usize, ClientId)>,
+    pub dispatch: Dispatch,
     pub on_term: Callback<&'static str>,
 }
 
@@ -110,7 +105,7 @@ pub fn topology(p: &TopologyProps) -> Html {
         </div>
         <div class="arrow" aria-hidden="true">{"→"}</div>
         <div class="col consumers"><h3>{t(l, "ui.consumers")}</h3>
-          { for p.consumers.iter().map(|c| consumer_box(l, c, p)) }
+          { for p.consumers.iter().map(|c| consumer_box(l, c, p.lab, &p.dispatch, &p.on_term)) }
           { if p.consumers.is_empty() { html!{ <p class="hint">{t(l, "ui.consumers.none")}</p> } } else { html!{} } }
         </div>
       </div>
@@ -162,16 +157,34 @@ pub fn channel_box(
     }
 }
 
-fn consumer_box(l: Lang, c: &ConsumerCard, p: &TopologyProps) -> Html {
-    let (lab, client, on_term) = (p.lab, c.id, &p.on_term);
+fn consumer_box(
+    l: Lang,
+    c: &ConsumerCard,
+    lab: usize,
+    d: &Dispatch,
+    on_term: &Callback<&'static str>,
+) -> Html {
+    let client = c.id;
     let tune = |knob: Knob| {
-        p.on_tune.reform(move |e: Event| {
+        let d = d.clone();
+        Callback::from(move |e: Event| {
             let value = e.target_unchecked_into::<HtmlInputElement>().value();
-            (lab, client, knob, value)
+            d.dispatch(Action::Tune {
+                lab,
+                client,
+                knob,
+                value,
+            });
         })
     };
-    let crash = p.on_crash.reform(move |_: MouseEvent| (lab, client));
-    let remove = p.on_remove.reform(move |_: MouseEvent| (lab, client));
+    let crash = {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(Action::ToggleCrash { lab, client }))
+    };
+    let remove = {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(Action::RemoveConsumer { lab, client }))
+    };
     let refusal = |k: Knob| {
         c.refusals
             .iter()

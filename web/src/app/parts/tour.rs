@@ -12,12 +12,7 @@ pub struct TourProps {
     pub question: Option<(usize, usize)>,
     pub predicted: Option<usize>,
     pub reached: bool,
-    /// Answer the question with option `i` (from 1).
-    pub on_predict: Callback<usize>,
-    /// On to the next chapter (or the end, after the last).
-    pub on_next: Callback<()>,
-    /// Leave the tour.
-    pub on_end: Callback<()>,
+    pub dispatch: Dispatch,
     pub on_term: Callback<&'static str>,
 }
 
@@ -26,13 +21,18 @@ pub struct TourProps {
 pub fn tour_panel(p: &TourProps) -> Html {
     let l = p.lang;
     let key = |part: &str| format!("tour.{}.{}.{part}", p.scenario, p.chapter + 1);
+    let d = &p.dispatch;
+    let send = |a: Action| {
+        let d = d.clone();
+        Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
+    };
     let last = p.chapter + 1 == p.chapters;
     let can_go_on = p.question.is_none() || p.predicted.is_some();
     html! {
       <section class="tour" data-testid="tour" data-chapter={(p.chapter + 1).to_string()} aria-live="polite">
         <div class="tour-head">
           <span class="tour-n">{Text::new("ui.tour.chapter").arg("n", p.chapter + 1).arg("of", p.chapters).render(l)}</span>
-          <button type="button" class="link" data-testid="tour-end" onclick={p.on_end.reform(|_: MouseEvent| ())}>{t(l, "ui.tour.end")}</button>
+          <button type="button" class="link" data-testid="tour-end" onclick={send(Action::EndTour)}>{t(l, "ui.tour.end")}</button>
         </div>
         <h2>{t(l, &key("title"))}</h2>
         <p><Words lang={l} on_term={Some(p.on_term.clone())} text={t(l, &key("text"))}/></p>
@@ -51,7 +51,7 @@ pub fn tour_panel(p: &TourProps) -> Html {
                         (chosen && i != answer).then_some("wrong"),
                     );
                     html!{ <button type="button" class={cls} data-testid={format!("option-{i}")} disabled={p.predicted.is_some()}
-                                   aria-pressed={chosen.to_string()} onclick={p.on_predict.reform(move |_: MouseEvent| i)}>{t(l, &key(&format!("a{i}")))}</button> }
+                                   aria-pressed={chosen.to_string()} onclick={send(Action::Predict(i))}>{t(l, &key(&format!("a{i}")))}</button> }
                 }) }
               </div>
               { for p.predicted.map(|k| {
@@ -65,7 +65,7 @@ pub fn tour_panel(p: &TourProps) -> Html {
               }) }
             </div>
         }) }
-        <button type="button" class="next" data-testid="tour-next" disabled={!can_go_on} onclick={p.on_next.reform(|_: MouseEvent| ())}>
+        <button type="button" class="next" data-testid="tour-next" disabled={!can_go_on} onclick={send(Action::NextChapter)}>
           { if last { t(l, "ui.tour.finish") } else { t(l, "ui.tour.next") } }</button>
       </section>
     }
