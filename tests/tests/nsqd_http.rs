@@ -637,17 +637,12 @@ fn sigterm_closes_idle_connections_and_exits() {
     assert!(got[..n].starts_with(b"HTTP/1.1 200"), "{:?}", &got[..n]);
     let mut tcp = d.client();
     tcp.cmd(&Command::Nop);
-    let start = std::time::Instant::now();
+    // (It exits in milliseconds; `terminate` allows a busy machine 10 s. Before, it never did.)
     let status = d.terminate();
     assert!(status.success(), "{status:?}");
-    assert!(
-        start.elapsed() < std::time::Duration::from_secs(5),
-        "exiting took {:?}",
-        start.elapsed()
-    );
     // Both connections were closed: reading finds their end.
-    http.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+    http.set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
     assert_eq!(http.read(&mut got).unwrap_or(0), 0);
-    assert!(tcp.closed_within(std::time::Duration::from_secs(5)));
+    assert!(tcp.closed_within(std::time::Duration::from_secs(20)));
 }
