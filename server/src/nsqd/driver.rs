@@ -562,70 +562,68 @@ fn output(
     loads: &mut Vec<nsqlab_core::LoadRun>,
     committed: &mut bool,
 ) {
-    {
-        match o {
-            Output::Store(op) => ops.push(op),
-            Output::Commit { through } => {
-                let Some(s) = store else {
-                    unreachable!("store ops come only with storage");
-                };
-                s.apply_all(ops.drain(..));
-                let r = commit(s);
-                let stored = r.clone().map_err(StoreFailure::new);
-                part.broker_mut()
-                    .handle_stored(crate::clock::now(), through, stored);
-                answer_stored(part, ctx, through, r);
-                *committed = true;
-            }
-            Output::Load(run) => loads.push(run),
-            Output::Route(Route::Moved { client }) => {
-                let Some(out) = part.conn(client) else {
-                    return;
-                };
-                // On the connection's output: what the old partition sent, this, then ours.
-                let _ = match ctx.me().upgrade() {
-                    Some(tx) => out.send(Out::Moved(Part { tx })),
-                    // Shutting down.
-                    None => out.send(Out::Close),
-                };
-            }
-            Output::Transmit(t) => {
-                let (client, out) = match t {
-                    Transmit::Data { client, data } => (client, Out::Data(data)),
-                    Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
-                    Transmit::Close { client } => (client, Out::Close),
-                    Transmit::WriteTimeout { client, timeout } => {
-                        (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
-                    }
-                };
-                if let Some(tx) = part.conn(client) {
-                    let _ = tx.send(out);
+    match o {
+        Output::Store(op) => ops.push(op),
+        Output::Commit { through } => {
+            let Some(s) = store else {
+                unreachable!("store ops come only with storage");
+            };
+            s.apply_all(ops.drain(..));
+            let r = commit(s);
+            let stored = r.clone().map_err(StoreFailure::new);
+            part.broker_mut()
+                .handle_stored(crate::clock::now(), through, stored);
+            answer_stored(part, ctx, through, r);
+            *committed = true;
+        }
+        Output::Load(run) => loads.push(run),
+        Output::Route(Route::Moved { client }) => {
+            let Some(out) = part.conn(client) else {
+                return;
+            };
+            // On the connection's output: what the old partition sent, this, then ours.
+            let _ = match ctx.me().upgrade() {
+                Some(tx) => out.send(Out::Moved(Part { tx })),
+                // Shutting down.
+                None => out.send(Out::Close),
+            };
+        }
+        Output::Transmit(t) => {
+            let (client, out) = match t {
+                Transmit::Data { client, data } => (client, Out::Data(data)),
+                Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+                Transmit::Close { client } => (client, Out::Close),
+                Transmit::WriteTimeout { client, timeout } => {
+                    (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
                 }
+            };
+            if let Some(tx) = part.conn(client) {
+                let _ = tx.send(out);
             }
-            Output::Registry(c) => {
-                let _ = ctx.registry.send(c);
-            }
-            Output::Event(e) => {
-                let _ = ctx.events.send(e);
-            }
-            Output::Route(Route::Peer { to, msg }) => ctx.to_peer(to, msg),
-            Output::Auth(req) => {
-                // The HTTP query runs on its own task; the answer comes back as input.
-                let (cfg, me) = (ctx.auth.clone(), ctx.me());
-                ctx.auth_start = ctx.auth_start.wrapping_add(1);
-                let start = ctx.auth_start;
-                tokio::spawn(async move {
-                    let answer = super::auth::query(&cfg, &req, start).await;
-                    if let Some(tx) = me.upgrade() {
-                        let _ = tx
-                            .send(ToDriver::Auth {
-                                client: req.client,
-                                answer,
-                            })
-                            .await;
-                    }
-                });
-            }
+        }
+        Output::Registry(c) => {
+            let _ = ctx.registry.send(c);
+        }
+        Output::Event(e) => {
+            let _ = ctx.events.send(e);
+        }
+        Output::Route(Route::Peer { to, msg }) => ctx.to_peer(to, msg),
+        Output::Auth(req) => {
+            // The HTTP query runs on its own task; the answer comes back as input.
+            let (cfg, me) = (ctx.auth.clone(), ctx.me());
+            ctx.auth_start = ctx.auth_start.wrapping_add(1);
+            let start = ctx.auth_start;
+            tokio::spawn(async move {
+                let answer = super::auth::query(&cfg, &req, start).await;
+                if let Some(tx) = me.upgrade() {
+                    let _ = tx
+                        .send(ToDriver::Auth {
+                            client: req.client,
+                            answer,
+                        })
+                        .await;
+                }
+            });
         }
     }
 }
