@@ -290,13 +290,21 @@ impl Broker {
         raw: &[u8; 16],
     ) -> Result<(), ProtocolError> {
         let failed = |e: InFlightError| in_flight_failed("FIN", raw, e);
-        let (ch, mid) = self.in_flight_target(id, raw).map_err(failed)?;
+        // The hot path: one client lookup (not `in_flight_target`'s and another), and one
+        // index lookup finds, checks the owner and removes.
+        let cl = self
+            .clients
+            .get_mut(&id)
+            .ok_or_else(|| failed(InFlightError::NotInFlight))?;
+        let ch = cl
+            .channel
+            .ok_or_else(|| failed(InFlightError::NotInFlight))?;
+        let mid = MessageId::from_hex(raw).ok_or_else(|| failed(InFlightError::NotInFlight))?;
         let window = self.opts.e2e_window;
         let c = self.channels[ch.0 as usize]
             .as_mut()
             .expect("a subscribed client's channel exists");
         c.finish(now, mid, id, window).map_err(failed)?;
-        let cl = self.clients.get_mut(&id).expect("client exists");
         cl.in_flight_count = cl.in_flight_count.saturating_sub(1);
         cl.finish_count += 1;
         self.out
