@@ -295,6 +295,8 @@ pub fn spawn(
                 registry: registry.clone(),
                 auth: auth.clone(),
                 auth_start: 0,
+                ops: Vec::new(),
+                loads: Vec::new(),
             };
             let part = Partition::with_broker(p.broker);
             tokio::spawn(run(part, rx, peer_rx, ctx, p.store, shutdown.clone()))
@@ -329,6 +331,10 @@ struct Ctx {
     registry: mpsc::UnboundedSender<nsqlab_core::RegistryChange>,
     auth: Arc<super::auth::AuthConfig>,
     auth_start: usize,
+    /// A wake-up's store ops and load runs, gathered for the store (kept: their capacity is
+    /// reused, wake-up after wake-up).
+    ops: Vec<nsqlab_core::StoreOp>,
+    loads: Vec<nsqlab_core::LoadRun>,
 }
 
 impl Ctx {
@@ -509,8 +515,7 @@ fn drain_outputs(
     ctx: &mut Ctx,
     mut store: Option<&mut super::store::Store>,
 ) -> bool {
-    let mut ops = Vec::new();
-    let mut loads = Vec::new();
+    let (mut ops, mut loads) = (std::mem::take(&mut ctx.ops), std::mem::take(&mut ctx.loads));
     let mut committed = false;
     loop {
         while let Some(o) = part.poll_output() {
@@ -534,6 +539,7 @@ fn drain_outputs(
         }
         handle_loaded(part.broker_mut(), failed);
     }
+    (ctx.ops, ctx.loads) = (ops, loads);
     committed
 }
 
