@@ -133,6 +133,55 @@ impl MessageQueue {
         Some(m)
     }
 
+    /// The ID of the next message [`MessageQueue::pop`] gives.
+    pub fn front_id(&self) -> Option<MessageId> {
+        match self.fetched.front() {
+            Some(m) => Some(m.id),
+            None => self.unfetched_front_id(),
+        }
+    }
+
+    /// The ID of the next message after the fetched ones.
+    pub fn unfetched_front_id(&self) -> Option<MessageId> {
+        match self.memory.front() {
+            Some(m) => Some(m.id),
+            None => self.backend.front().map(|s| s.id),
+        }
+    }
+
+    /// Take out the messages whose IDs `remove` says yes to (wherever they are in the
+    /// queue); returns their IDs. Rare: the queue is rebuilt.
+    pub fn remove_where(&mut self, mut remove: impl FnMut(MessageId) -> bool) -> Vec<MessageId> {
+        let mut out: Vec<MessageId> = Vec::new();
+        self.fetched.retain(|m| {
+            !remove(m.id) || {
+                out.push(m.id);
+                false
+            }
+        });
+        out.extend(
+            self.memory
+                .retain_out(|m| !remove(m.id))
+                .iter()
+                .map(|m| m.id),
+        );
+        let mut bodies = std::mem::take(&mut self.bodies);
+        for s in self.backend.retain_out(|_| false) {
+            let body = s
+                .in_memory
+                .then(|| bodies.pop_front().expect("a body per entry"));
+            if remove(s.id) {
+                out.push(s.id);
+            } else {
+                self.backend.push_back(s);
+                if let Some(b) = body {
+                    self.bodies.push_back(b);
+                }
+            }
+        }
+        out
+    }
+
     /// Messages in front whose bodies came back from the store.
     pub fn fetched_len(&self) -> usize {
         self.fetched.len()
@@ -211,6 +260,9 @@ pub struct Channel {
     /// ephemeral).
     pub stored: bool,
     pub paused: bool,
+    /// Its topic's first message the store has not written yet (see `Topic::unstored`):
+    /// it and every later one wait in the queue until the store has them.
+    pub unstored: Option<MessageId>,
     pub queue: MessageQueue,
     pub deferred: PQueue<Message>,
     pub in_flight: IndexedQueue<InFlight>,
@@ -246,6 +298,7 @@ impl Channel {
             ephemeral,
             stored: false,
             paused: false,
+            unstored: None,
             queue: MessageQueue::default(),
             deferred,
             in_flight,

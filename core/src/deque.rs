@@ -43,6 +43,21 @@ impl<T> ChunkedDeque<T> {
         self.len == 0
     }
 
+    /// Keep only the elements `keep` says yes to, in order; returns those removed. (Rare:
+    /// every element moves.)
+    pub fn retain_out(&mut self, mut keep: impl FnMut(&T) -> bool) -> Vec<T> {
+        let mut removed = Vec::new();
+        for _ in 0..self.len {
+            let v = self.pop_front().expect("len counts the elements");
+            if keep(&v) {
+                self.push_back(v);
+            } else {
+                removed.push(v);
+            }
+        }
+        removed
+    }
+
     pub fn push_back(&mut self, v: T) {
         match self.chunks.back_mut() {
             Some(last) if last.len() < CHUNK => last.push_back(v),

@@ -158,6 +158,16 @@ impl<T: HeapItem> PQueue<T> {
         std::mem::take(&mut self.heap)
     }
 
+    /// Take out every entry whose item `remove` says yes to, each as a removal from the
+    /// middle (recorded, and sifted, as any other). Rare: each is searched for.
+    pub fn remove_where(&mut self, mut remove: impl FnMut(&T) -> bool) -> Vec<Entry<T>> {
+        let mut out = Vec::new();
+        while let Some(at) = self.heap.iter().position(|e| remove(&e.item)) {
+            out.push(self.remove_at(at));
+        }
+        out
+    }
+
     /// Bytes of heap storage (capacity included).
     pub fn memory_bytes(&self) -> usize {
         self.heap.capacity() * std::mem::size_of::<Entry<T>>()

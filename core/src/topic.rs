@@ -14,6 +14,11 @@ pub struct Topic {
     pub name: Name,
     pub ephemeral: bool,
     pub paused: bool,
+    /// The first message published to it that the store has not written yet: no channel
+    /// sends it, or any later one, until the store has (and a publish the store failed to
+    /// write is taken back, never delivered). `None` when every message is written, and
+    /// always without durable storage.
+    pub unstored: Option<MessageId>,
     /// Messages held while the topic has no channel or is paused.
     pub queue: MessageQueue,
     /// Due times of deferred messages among `queue` (absolute, so holding them does not make
@@ -34,6 +39,7 @@ impl Topic {
             ephemeral: crate::protocol::is_ephemeral(&name),
             name,
             paused: false,
+            unstored: None,
             queue: MessageQueue::default(),
             held_due: FxHashMap::default(),
             channels: BTreeMap::new(),

@@ -4,7 +4,7 @@
 use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::sim::Sim;
 use nsqlab_core::time::{ms, Time, SECOND};
-use nsqlab_core::{ClientId, MessageId, Options};
+use nsqlab_core::{ClientId, MessageId, Options, StatsFilter};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use std::collections::{BTreeMap, BTreeSet};
@@ -128,6 +128,69 @@ fn a_failed_write_is_nsqds_fatal_put_error_and_makes_the_broker_unhealthy() {
         let r = sim.connect();
         sim.send(r, &pub_cmd("t", "c"));
         assert_eq!(sim.frames(r), vec![Frame::Response(b"OK".to_vec())]);
+    }
+}
+
+/// A message goes to consumers only once the store has it; one the store failed to write is
+/// taken back: never delivered (its publisher was told E_PUB_FAILED and publishes it again),
+/// whether it was queued, deferred or held by a topic without channels, and whatever was
+/// published before it still goes.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_message_goes_out_once_stored_and_a_refused_one_never() {
+    for refused in [
+        pub_cmd("t", "refused"),
+        Command::Mpub {
+            topic: "t".into(),
+            bodies: vec![b"refused"[..].into(), b"refused too"[..].into()],
+        },
+        Command::Dpub {
+            topic: "t".into(),
+            defer_ms: 10,
+            body: b"refused"[..].into(),
+        },
+    ] {
+        for channel_first in [true, false] {
+            let mut sim = Sim::new(durable(), 1);
+            let c = channel_first.then(|| sub(&mut sim, "t", "c", 10));
+            let p = sim.connect();
+            sim.store.hold = true;
+            sim.send(p, &pub_cmd("t", "stored"));
+            if let Some(c) = c {
+                assert!(bodies(&mut sim, c).is_empty(), "sent before it was stored");
+            }
+            sim.store_ack();
+            assert_eq!(sim.frames(p), vec![Frame::Response(b"OK".to_vec())]);
+            let c = c.unwrap_or_else(|| sub(&mut sim, "t", "c", 10));
+            assert_eq!(bodies(&mut sim, c), ["stored"]);
+            // The next write fails: nothing of it goes out, now or later.
+            sim.send(p, &refused);
+            sim.store.fail = Some("disk full".into());
+            sim.store_ack();
+            assert!(sim.is_closed(p));
+            sim.sleep(SECOND);
+            assert!(
+                bodies(&mut sim, c).is_empty(),
+                "{refused:?}: refused, then delivered"
+            );
+            let stats = sim.broker.stats(&StatsFilter::default());
+            let t = &stats.topics.as_ref().expect("topics")[0];
+            assert_eq!((t.message_count, t.depth), (1, 0), "{refused:?}");
+            let ch = &t.channels[0];
+            assert_eq!(
+                (ch.depth, ch.deferred_count, ch.in_flight_count),
+                (0, 0, 1),
+                "{refused:?}"
+            );
+            // Storage back: publishing and delivery go on.
+            sim.store.fail = None;
+            sim.store.hold = false;
+            sim.broker.set_health(None);
+            let q = sim.connect();
+            sim.send(q, &pub_cmd("t", "later"));
+            assert_eq!(sim.frames(q), vec![Frame::Response(b"OK".to_vec())]);
+            assert_eq!(bodies(&mut sim, c), ["later"]);
+        }
     }
 }
 

@@ -229,6 +229,7 @@ impl Broker {
             ch.e2e = Some(crate::e2e::E2eWindow::new(now, self.rng.next_u64()));
         }
         ch.stored = self.opts.durable && !ch.ephemeral && !self.topics[topic].ephemeral;
+        ch.unstored = self.topics[topic].unstored;
         let start = ch.stored.then(|| self.topics[topic].channel_start());
         let id = match self.free_channels.pop() {
             Some(i) => {

@@ -67,9 +67,12 @@ impl Broker {
         let mut chans = std::mem::take(&mut self.pub_scratch);
         chans.clear();
         chans.extend(self.topics.at(slot).channels.values().copied());
+        let mut first = None;
+        let bytes_before = self.topics.at(slot).message_bytes;
         for body in bodies {
             let t = self.topics.at_mut(slot);
             let id = t.next_id(now);
+            first.get_or_insert(id);
             t.message_count += 1;
             t.message_bytes += body.len() as u64;
             let msg = Message::new(id, now, body);
@@ -100,6 +103,12 @@ impl Broker {
                 }
             };
             c.pub_counts[count].1 += n;
+        }
+        if let (Some(s), Some(first)) = (&stored, first) {
+            // Nothing of it goes out before the store has it (see `Topic::unstored`).
+            let t = self.topics.at(slot);
+            let (last, bytes) = (t.last_id, t.message_bytes - bytes_before);
+            self.wait_for_store(slot, s.ticket, (first, last), (n, bytes));
         }
         for &ch in &chans {
             self.pump(now, ch);
@@ -352,7 +361,15 @@ impl Broker {
         } else {
             i64::MAX
         };
-        while !c.paused && !c.queue.is_empty() && !c.clients.is_empty() && room > 0 {
+        // Messages the store has not written yet wait (see `Topic::unstored`).
+        let gate = c.unstored;
+        let waits = |id: Option<MessageId>| matches!((gate, id), (Some(g), Some(id)) if id >= g);
+        while !c.paused
+            && !c.queue.is_empty()
+            && !c.clients.is_empty()
+            && room > 0
+            && !waits(c.queue.front_id())
+        {
             let n = c.clients.len();
             let mut found = None;
             for k in 0..n {
@@ -426,12 +443,15 @@ impl Broker {
         if fetching
             && !c.paused
             && c.queue.unfetched_is_evicted()
+            && !waits(c.queue.unfetched_front_id())
             && c.loading.len() + c.queue.fetched_len() < ahead.div_ceil(2)
             && c.clients
                 .iter()
                 .any(|id| clients.get(id).is_some_and(|cl| cl.wants_messages()))
         {
-            while c.loading.len() + c.queue.fetched_len() < ahead && c.queue.unfetched_is_evicted()
+            while c.loading.len() + c.queue.fetched_len() < ahead
+                && c.queue.unfetched_is_evicted()
+                && !waits(c.queue.unfetched_front_id())
             {
                 fetch_next(c, loads);
             }

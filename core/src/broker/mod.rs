@@ -159,6 +159,9 @@ pub struct Broker {
     parked: VecDeque<(Ticket, Transmit)>,
     /// Why storage is failing, if it is (nsqd's health).
     health: Option<StoreFailure>,
+    /// Publishes handed to the store and not yet written, in ticket order: their messages
+    /// wait (see `Topic::unstored`).
+    unstored: VecDeque<storage::Unstored>,
     /// Evicted bodies to fetch from storage, in runs of one channel's.
     loads: VecDeque<LoadRun>,
     /// Store ops were handed out since the last `Output::Commit`.
@@ -194,6 +197,7 @@ impl Broker {
             held_clients: Vec::new(),
             parked: VecDeque::new(),
             health: None,
+            unstored: VecDeque::new(),
             loads: VecDeque::new(),
             uncommitted: false,
             migrations: VecDeque::new(),

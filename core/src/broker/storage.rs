@@ -3,11 +3,26 @@
 
 use super::session::push_frame;
 use super::{Broker, Transmit};
-use crate::event::EventKind;
+use crate::event::{EventKind, Name};
+use crate::message::MessageId;
 use crate::protocol::{ProtocolError, FRAME_TYPE_RESPONSE, OK};
 use crate::store::{Hold, LoadedRun, StoreFailure, Ticket};
 use crate::time::Time;
 use crate::ClientId;
+use std::sync::Arc;
+
+/// A publish handed to the store and not written yet: topic `topic`'s messages `first` to
+/// `last` (IDs within a topic increase, so these are the IDs between).
+#[derive(Debug, Clone)]
+pub(super) struct Unstored {
+    ticket: Ticket,
+    topic: Name,
+    first: MessageId,
+    last: MessageId,
+    /// How many messages, of how many bytes (taken off the topic's counts if it fails).
+    count: u64,
+    bytes: u64,
+}
 
 impl Broker {
     /// Bodies asked for with [`Output::Load`](crate::Output::Load), in the order they were asked for
@@ -113,6 +128,7 @@ impl Broker {
                 self.transmits.push_back(t);
             }
         }
+        self.release_unstored(now, through, result.is_ok());
         if let Err(reason) = result {
             self.health = Some(reason.clone());
             for (id, cmd) in failed {
@@ -123,6 +139,117 @@ impl Broker {
         for id in resume {
             self.resume_migration(now, id);
         }
+    }
+
+    /// Publish `ticket` of the topic in `slot` (messages `first` to `last`: `count` of them,
+    /// `bytes` long) went to the store: its messages wait until the store has them.
+    pub(super) fn wait_for_store(
+        &mut self,
+        slot: u32,
+        ticket: Ticket,
+        (first, last): (MessageId, MessageId),
+        (count, bytes): (u64, u64),
+    ) {
+        let t = self.topics.at_mut(slot);
+        self.unstored.push_back(Unstored {
+            ticket,
+            topic: t.name.clone(),
+            first,
+            last,
+            count,
+            bytes,
+        });
+        if t.unstored.is_none() {
+            t.unstored = Some(first);
+            for ch in t.channels.values() {
+                if let Some(c) = self.channels[ch.0 as usize].as_mut() {
+                    c.unstored = Some(first);
+                }
+            }
+        }
+    }
+
+    /// The publishes up to ticket `through` were written (`stored`), or were not: their
+    /// messages may go now, or are taken back (nsqd never enqueues a publish whose put
+    /// failed, and its publisher, told so, publishes it again).
+    fn release_unstored(&mut self, now: Time, through: Ticket, stored: bool) {
+        let mut topics: Vec<Name> = Vec::new();
+        while self.unstored.front().is_some_and(|u| u.ticket <= through) {
+            let u = self.unstored.pop_front().expect("just seen");
+            if !stored {
+                self.take_back(now, &u);
+            }
+            if !topics.iter().any(|t| Arc::ptr_eq(t, &u.topic)) {
+                topics.push(u.topic);
+            }
+        }
+        let mut chans = std::mem::take(&mut self.scratch);
+        for name in topics {
+            let next = self
+                .unstored
+                .iter()
+                .find(|u| *u.topic == *name)
+                .map(|u| u.first);
+            // (Gone meanwhile: deleted, with its messages.)
+            let Some(t) = self.topics.get_mut(&name) else {
+                continue;
+            };
+            t.unstored = next;
+            chans.clear();
+            chans.extend(t.channels.values().copied());
+            for &ch in &chans {
+                self.ch(ch).unstored = next;
+                self.pump(now, ch);
+            }
+        }
+        self.scratch = chans;
+    }
+
+    /// A publish the store failed to write: its messages leave the topic and its channels
+    /// (they have not been sent: they waited for the store).
+    fn take_back(&mut self, now: Time, u: &Unstored) {
+        let Some(t) = self.topics.get_mut(&u.topic) else {
+            return;
+        };
+        let of_it = |id: MessageId| (u.first..=u.last).contains(&id);
+        let held = t.queue.remove_where(of_it);
+        for id in &held {
+            t.held_due.remove(id);
+        }
+        let chans: Vec<_> = t.channels.values().copied().collect();
+        let topic = t.name.clone();
+        for id in held {
+            self.emit(
+                now,
+                EventKind::TopicDropped {
+                    topic: topic.clone(),
+                    id,
+                },
+            );
+        }
+        for ch in chans {
+            let c = self.ch(ch);
+            let mut ids = c.queue.remove_where(of_it);
+            ids.extend(
+                c.deferred
+                    .remove_where(|m| of_it(m.id))
+                    .into_iter()
+                    .map(|e| e.item.id),
+            );
+            c.loading.retain(|m| !of_it(m.id));
+            c.message_count = c.message_count.saturating_sub(ids.len() as u64);
+            for id in ids {
+                self.emit_ch(now, ch, |topic, channel| EventKind::Dropped {
+                    topic,
+                    channel,
+                    id,
+                });
+            }
+            self.settle(now, ch, false);
+        }
+        let t = self.topics.get_mut(&u.topic).expect("topic exists");
+        t.message_count = t.message_count.saturating_sub(u.count);
+        t.message_bytes = t.message_bytes.saturating_sub(u.bytes);
     }
 
     /// While storage is failing, publishes fail at once (nsqd: every failed put).
