@@ -188,6 +188,57 @@ pub fn python_check(script: &str, args: &[String]) {
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 }
 
+/// A real, small file system that fills: a tmpfs of `size` bytes mounted on a fresh temp
+/// directory (unmounted when dropped). Needs root (`mount`), as CI has; a test that needs it
+/// fails, not skips, without it.
+pub struct Tmpfs {
+    dir: tempdir::TempDir,
+}
+
+impl Tmpfs {
+    pub fn new(size: u64) -> Tmpfs {
+        let dir = tempdir::TempDir::new();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .expect("run mount");
+        assert!(
+            out.status.success(),
+            "mount -t tmpfs (the test needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Tmpfs { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Bytes free for writing.
+    pub fn free(&self) -> u64 {
+        let out = Command::new("df")
+            .args(["--output=avail", "-B1"])
+            .arg(self.path())
+            .output()
+            .expect("run df");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().parse().ok())
+            .expect("df's answer")
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
 /// A running nsqd.
 pub struct Nsqd {
     child: Child,

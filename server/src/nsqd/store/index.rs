@@ -72,7 +72,7 @@ impl Index {
         while self
             .entries
             .back()
-            .is_some_and(|e| e.seg == seg && e.off as u64 >= len)
+            .is_some_and(|e| e.seg > seg || (e.seg == seg && e.off as u64 >= len))
         {
             self.entries.pop_back();
         }

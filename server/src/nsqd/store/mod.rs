@@ -36,6 +36,7 @@
 //! FINs and drops). The oldest segments are deleted once their count is zero, in order, by the
 //! sync thread (so is a deleted topic's directory): freeing a file's blocks is slow.
 
+mod batch;
 mod cache;
 mod crc;
 mod error;
@@ -168,6 +169,8 @@ struct TopicStore {
     reads: Reads,
     /// `meta.json` is behind `meta` (a write failed): rewritten on the next commit or probe.
     meta_dirty: bool,
+    /// Where this commit's writes began, if it wrote (see [`batch::Batch`]).
+    batch: Option<batch::Batch>,
 }
 
 impl TopicStore {
@@ -317,7 +320,7 @@ impl Store {
         // one that is full (nsqd does not): consumers can then drain it.
         let probe = root.join(".probe");
         let no_room = match fs::write(&probe, b"ok") {
-            Ok(()) => None,
+            Ok(()) => write::short_of_room(&root).err(),
             Err(e) if is_no_room(&e) => Some(io_err("write", &probe, e)),
             Err(e) => return Err(io_err("write", &probe, e)),
         };

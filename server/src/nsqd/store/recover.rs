@@ -7,10 +7,10 @@ use super::segment::rewrite;
 use super::sys::{give_back_reserved, write_atomic_io};
 use super::write::{add_ref, meta_bytes};
 use super::{index, record, seg_path};
-use super::{Segment, Store, Tail, TopicMeta, TopicStore};
+use super::{Segment, Store, TopicMeta, TopicStore};
 use nsqlab_core::{Broker, MessageId, Name, Replay, StoreOp, Time};
 use std::collections::{HashMap, VecDeque};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -142,13 +142,31 @@ impl Store {
             })
             .collect();
         nums.sort_unstable();
+        // Files a crash left half made (metadata written through a `.tmp` file): nothing
+        // reads them, and on a full disk their blocks are room.
+        remove_tmp_files(dir);
         let mut segments = VecDeque::new();
         let mut index = index::Index::default();
         let mut last_id = 0u64;
         let mut max_key: Option<u32> = None;
+        // The last segment, when it is empty: made ahead of a roll, or just made, when the
+        // crash came (see `empty_tail`).
+        let mut empty_tail = None;
+        let last_num = nums.last().copied();
         for num in nums {
             let path = seg_path(dir, num);
             let mut bytes = fs::read(&path).map_err(|e| io_err("read", &path, e))?;
+            if bytes.is_empty() {
+                // Nothing in it, not even its header: the last one becomes the tail as a
+                // new segment does (its header is written with the first records, so a
+                // full disk does not stop the start); any other is deleted.
+                if Some(num) == last_num {
+                    empty_tail = Some(num);
+                } else {
+                    let _ = fs::remove_file(&path);
+                }
+                continue;
+            }
             let mut scan = record::scan_without_bodies(&bytes);
             if scan.needs_rewrite() {
                 rec.corrupt_ranges += scan.bad.len();
@@ -233,23 +251,24 @@ impl Store {
             let mark = mark.unwrap_or_else(|| segments.back().map_or(0, |s: &Segment| s.mark));
             segments.push_back(Segment::new(num, mark, salt, len));
         }
-        if segments.is_empty() {
-            let path = seg_path(dir, 0);
+        // The tail has its header to come: an empty segment found above, or a new one when
+        // there is none (created empty: on a full disk an empty file can still be made).
+        let mut pending = Vec::new();
+        if empty_tail.is_some() || segments.is_empty() {
+            let num = empty_tail.unwrap_or(0);
+            let path = seg_path(dir, num);
+            if empty_tail.is_none() {
+                fs::File::create(&path).map_err(|e| io_err("create", &path, e))?;
+            }
             let salt = record::Salt::random();
-            let b = record::new_segment(salt, MessageId(last_id));
-            fs::write(&path, &b).map_err(|e| io_err("write", &path, e))?;
-            segments.push_back(Segment::new(0, last_id, salt, b.len() as u64));
+            pending = record::new_segment(salt, MessageId(last_id));
+            segments.push_back(Segment::new(num, last_id, salt, 0));
         }
         // Full segments give back blocks still reserved past their end (a crash came before
         // the sync thread did it).
         for s in segments.iter().take(segments.len() - 1) {
             give_back_reserved(&seg_path(dir, s.num), s.len);
         }
-        let tail_path = seg_path(dir, segments.back().expect("a segment").num);
-        let tail = OpenOptions::new()
-            .append(true)
-            .open(&tail_path)
-            .map_err(|e| io_err("open", &tail_path, e))?;
         let mut meta = meta;
         if !known {
             // New keys must not meet the old channels' FIN records; and until a channel
@@ -263,9 +282,11 @@ impl Store {
             dir: dir.to_path_buf(),
             meta,
             segments,
-            tail: Some(Tail::new(tail)),
+            // Opened when first written: a descriptor per topic at start would be more
+            // than a server with thousands of topics may hold (see `Store::close_idle_files`).
+            tail: None,
             last_write: 0,
-            pending: Vec::new(),
+            pending,
             unsealed: Vec::new(),
             pending_msgs: 0,
             pending_fins: 0,
@@ -275,6 +296,7 @@ impl Store {
             index,
             reads: self.reads(),
             meta_dirty: false,
+            batch: None,
             next: Prepared::default(),
             next_asked: false,
         };
@@ -292,5 +314,17 @@ impl Store {
             return Ok(ts);
         }
         Ok(ts)
+    }
+}
+
+/// Delete the `.tmp` files in `dir` (see [`super::sys::write_atomic`]).
+fn remove_tmp_files(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_str().is_some_and(|n| n.ends_with(".tmp")) {
+            let _ = fs::remove_file(e.path());
+        }
     }
 }

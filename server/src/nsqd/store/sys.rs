@@ -37,7 +37,10 @@ pub(super) fn write_atomic_io(
 pub(super) fn write_unsynced(path: &Path, data: &[u8]) -> Result<(), StoreError> {
     let tmp = path.with_extension("tmp");
     let mut f = File::create(&tmp).map_err(|e| io_err("create", &tmp, e))?;
-    f.write_all(data).map_err(|e| io_err("write", &tmp, e))?;
+    if let Err(e) = f.write_all(data) {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err("write", &tmp, e));
+    }
     fs::rename(&tmp, path).map_err(|e| io_err("rename", path, e))
 }
 
@@ -98,6 +101,18 @@ pub(super) fn give_back_reserved(path: &Path, len: u64) {
 
 #[cfg(not(unix))]
 pub(super) fn give_back_reserved(_: &Path, _: u64) {}
+
+/// Bytes this process may still write on the file system holding `path` (`None` where that
+/// cannot be asked).
+pub(super) fn free_bytes(path: &Path) -> Option<u64> {
+    let st = rustix::fs::statvfs(path).ok()?;
+    // (Root may also write the blocks kept back for it.)
+    let blocks = match rustix::process::geteuid().is_root() {
+        true => st.f_bfree,
+        false => st.f_bavail,
+    };
+    Some(blocks.saturating_mul(st.f_frsize))
+}
 
 /// The open file `f` has no name left (deleted, or its directory was).
 pub(super) fn removed(f: &File) -> bool {

@@ -432,6 +432,99 @@ fn a_failed_write_releases_no_copies_and_loads_nothing_of_what_it_lost() {
     close_and_remove(store, &dir);
 }
 
+/// A commit is all or nothing: when one topic's write fails, what the same commit wrote to
+/// other topics, and the pieces a long batch wrote before its last, are taken out of the log
+/// again (their publishers hear E_PUB_FAILED, so a restart must not deliver them).
+#[test]
+fn a_failed_commit_leaves_nothing_of_its_batch_in_any_log() {
+    let (mut store, _rx, dir) = store_with_sync_channel("undo");
+    let (a, b): (Name, Name) = (Arc::from("a"), Arc::from("b"));
+    for t in [&a, &b] {
+        store.apply(StoreOp::TopicCreated { topic: t.clone() });
+    }
+    for id in 1..=10 {
+        publish(&mut store, &a, id, 100);
+        publish(&mut store, &b, 1000 + id, 100);
+    }
+    store.commit().unwrap();
+    let len = |store: &Store, t: &Name| store.topics[t].segments.back().unwrap().len;
+    let before = (len(&store, &a), len(&store, &b));
+    // Topic b's next write fails (its tail is open read-only meanwhile); topic a's succeeds,
+    // and is long enough to be written in pieces as it is applied.
+    let path = seg_path(&dir.join("nsqlab").join("b"), 0);
+    let writable = store
+        .topics
+        .get_mut(&b)
+        .unwrap()
+        .tail
+        .replace(Tail::new(File::open(&path).unwrap()));
+    for id in 11..=40 {
+        publish(&mut store, &a, id, 100_000);
+    }
+    publish(&mut store, &b, 1011, 100);
+    assert!(store.commit().is_err());
+    store.topics.get_mut(&b).unwrap().tail = writable;
+    assert_eq!((len(&store, &a), len(&store, &b)), before);
+    assert_eq!(store.topics[&a].segments[0].refs, 10);
+    assert!(store.load(&a, MessageId(20)).is_err());
+    // The next commit works, and lands where the failed one began.
+    publish(&mut store, &a, 41, 100);
+    store.commit().unwrap();
+    assert_eq!(store.load(&a, MessageId(41)).unwrap().len(), 100);
+    drop(store);
+    let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
+    let cfg = StoreConfig {
+        data_path: dir.to_path_buf(),
+        max_bytes_per_file: 100 << 20,
+        sync_every: 2500,
+        sync_timeout: Duration::from_secs(3600),
+        partition: (0, 1),
+    };
+    let (store, rec) = Store::open(cfg, &mut broker, 0).unwrap();
+    assert_eq!(rec.messages, 21, "10 + 10 before the failure, 1 after");
+    assert_eq!(rec.corrupt_ranges, 0);
+    close_and_remove(store, &dir);
+}
+
+/// The same across a roll: a batch that filled its segment and began the next one, then
+/// failed, leaves the old segment as it was and no new one.
+#[test]
+fn a_failed_commit_takes_back_the_segment_it_began() {
+    let (mut store, _rx, dir) = store_with_segments_of("undoroll", 64 << 10);
+    let topic = new_topic(&mut store);
+    let other: Name = Arc::from("o");
+    store.apply(StoreOp::TopicCreated {
+        topic: other.clone(),
+    });
+    for id in 1..=10 {
+        publish(&mut store, &topic, id, 1000);
+    }
+    store.commit().unwrap();
+    let segs = |store: &Store| {
+        let ts = &store.topics[&topic];
+        (ts.segments.len(), ts.segments.back().unwrap().len)
+    };
+    let before = segs(&store);
+    for id in 11..=200 {
+        publish(&mut store, &topic, id, 1000);
+    }
+    assert!(store.topics[&topic].segments.len() > 1, "it rolled");
+    let path = seg_path(&dir.join("nsqlab").join("o"), 0);
+    store.topics.get_mut(&other).unwrap().tail = Some(Tail::new(File::open(&path).unwrap()));
+    publish(&mut store, &other, 1, 10);
+    assert!(store.commit().is_err());
+    assert_eq!(segs(&store), before);
+    let files = fs::read_dir(dir.join("nsqlab").join("t"))
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            n.to_str().unwrap().ends_with(".log")
+        })
+        .count();
+    assert_eq!(files, 1);
+    close_and_remove(store, &dir);
+}
+
 fn sync_requests(rx: &mpsc::Receiver<SyncMsg>) -> usize {
     rx.try_iter().filter(|m| matches!(m, SyncMsg::Now)).count()
 }

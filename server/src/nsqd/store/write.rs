@@ -1,11 +1,12 @@
 //! Writing: ops applied into per-topic buffers, committed with one write per topic, metadata
 //! kept, files closed when too many are open, and the probe that finds storage working again.
 
+use super::batch::{undo_batch, Batch};
 use super::error::{io_err, StoreError};
 use super::prep::{ask_next, Prep, Prepared};
 use super::segment::{compact, create_segment, empty_finished_tail, make_again, roll};
 use super::sync::{mark_dirty, SyncMsg};
-use super::sys::{removed, sync_dir, write_atomic, write_unsynced};
+use super::sys::{free_bytes, removed, sync_dir, write_atomic, write_unsynced};
 use super::{index, record, seg_path};
 use super::{ChannelMeta, Segment, Store, Tail, TopicMeta, TopicStore};
 use nsqlab_core::{Message, MessageId, Name, StoreOp, Time};
@@ -43,6 +44,27 @@ pub(super) const FIN_BATCH: usize = 64 << 10;
 /// How long FINs wait to be written at most (see [`FIN_BATCH`]): what a crash can deliver
 /// again beyond what the page cache held unsynced anyway.
 pub(super) const FIN_WAIT: Duration = Duration::from_millis(20);
+
+/// A failing store is healthy again only once its file system has this much room: a few
+/// messages' worth is not enough to call it writable.
+pub(super) const PROBE_ROOM: u64 = 1 << 20;
+
+/// Whether the file system of `root` has [`PROBE_ROOM`]: room for a marker is not room for
+/// messages, and publishers told all is well would fail again at once (with `/ping` swinging
+/// between OK and not).
+pub(super) fn short_of_room(root: &std::path::Path) -> Result<(), StoreError> {
+    match free_bytes(root).filter(|&f| f < PROBE_ROOM) {
+        None => Ok(()),
+        Some(free) => Err(StoreError::io(
+            "write",
+            root,
+            std::io::Error::from_raw_os_error(28),
+        ))
+        .inspect_err(|_| {
+            tracing::debug!("storage: {free} bytes free, waiting for {PROBE_ROOM}");
+        }),
+    }
+}
 
 /// The segment holding message `id` gains (or loses) `delta` live copies.
 /// Only messages the log recorded count: one whose record was never written (a failed write)
@@ -131,6 +153,16 @@ pub(super) fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
     match written {
         Ok(()) => {
             let bytes = ts.pending.len() as u64;
+            let b = ts.batch.get_or_insert(Batch {
+                num: tail.num,
+                len: tail.len,
+                copies: 0,
+                first: None,
+            });
+            if b.num == tail.num {
+                b.copies += ts.pending_copies;
+            }
+            b.first = b.first.or(ts.pending_first);
             tail.len += bytes;
             ts.pending.clear();
             ts.pending_fins = 0;
@@ -156,6 +188,10 @@ pub(super) fn write_pending(ts: &mut TopicStore) -> Result<Wrote, StoreError> {
             // What was read of the tail may be rewritten now.
             ts.reads.forget(tail.num);
             ts.pending.clear();
+            if tail.len == 0 {
+                // A new segment's header went with the failed write: it comes first again.
+                ts.pending = record::new_segment(tail.salt, MessageId(tail.mark));
+            }
             ts.pending_fins = 0;
             ts.pending_msgs = 0;
             Err(io_err("write", &path, e))
@@ -536,6 +572,7 @@ impl Store {
                 index: index::Index::default(),
                 reads,
                 meta_dirty: false,
+                batch: None,
                 next: Prepared::default(),
                 next_asked: false,
             };
@@ -599,8 +636,6 @@ impl Store {
                 }
             }
             if ts.pending.is_empty() {
-                // Drops and FINs of an idle topic can still free segments.
-                compact(topic, ts, &self.sync);
                 continue;
             }
             if !all && ts.pending_fins == ts.pending.len() && ts.pending.len() < FIN_BATCH {
@@ -622,6 +657,13 @@ impl Store {
                         result = Err(e);
                     }
                 }
+            }
+        }
+        // All or nothing (see `Batch`); then segments nothing needs go.
+        for (topic, ts) in self.topics.iter_mut() {
+            match result {
+                Ok(()) => ts.batch = None,
+                Err(_) => undo_batch(topic, ts),
             }
             compact(topic, ts, &self.sync);
         }
@@ -700,6 +742,7 @@ impl Store {
             ts.next.give_back();
             empty_finished_tail(topic, ts)?;
         }
+        short_of_room(&self.root)?;
         let missing: Vec<Name> = self.missing.keys().cloned().collect();
         for topic in missing {
             self.create_topic(&topic)?;
@@ -725,6 +768,7 @@ impl Store {
             ts.tail()?
                 .sync_data()
                 .map_err(|e| io_err("sync", &ts.dir, e))?;
+            ts.batch = None;
         }
         Ok(())
     }
