@@ -243,3 +243,34 @@ fn the_checks_catch_a_circle_and_count_only_code() {
     let text = "fn a() {}\n#[cfg(test)]\nfn helper() {\n    let x = 1;\n}\n#[cfg(test)]\nmod tests;\nfn b() {\n}\n#[cfg(test)]\nmod t {\n    #[test]\n    fn x() {}\n}\n";
     assert_eq!(lines_outside_tests(text), 3);
 }
+
+/// Users get a stripped release binary (it was 90 MB with debug information); symbols for
+/// profiling come from a profile of their own.
+#[test]
+fn the_release_binary_is_stripped_and_profiling_keeps_symbols() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let toml = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let section = |name: &str| -> Vec<String> {
+        let head = format!("[profile.{name}]");
+        let at = toml
+            .find(&head)
+            .unwrap_or_else(|| panic!("no {head} in Cargo.toml"));
+        toml[at + head.len()..]
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.starts_with('['))
+            .map(|l| l.replace(' ', ""))
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect()
+    };
+    let release = section("release");
+    assert!(release.contains(&"strip=true".to_string()), "{release:?}");
+    assert!(release.contains(&"debug=false".to_string()), "{release:?}");
+    let profiling = section("profiling");
+    assert!(
+        profiling.contains(&"inherits=\"release\"".to_string())
+            && profiling.contains(&"debug=1".to_string())
+            && profiling.contains(&"strip=false".to_string()),
+        "{profiling:?}"
+    );
+}

@@ -646,3 +646,37 @@ fn sigterm_closes_idle_connections_and_exits() {
     assert_eq!(http.read(&mut got).unwrap_or(0), 0);
     assert!(tcp.closed_within(std::time::Duration::from_secs(20)));
 }
+
+/// A body over `--max-msg-size` is answered 413 from its head, before the body is read. A
+/// client that sends its body after the head (here, once the answer is out) must still get
+/// that answer rather than a broken pipe: the server closes its sending side, waits, and only
+/// then closes (Go's `closeWriteAndWait`), so the body's bytes meanwhile are taken, and the
+/// answer is read before the connection ends.
+#[test]
+fn a_413_can_be_read_by_a_client_still_sending_its_body() {
+    use std::io::{Read, Write};
+    let d = Nsqd::start(&["--max-msg-size=1000"]);
+    for round in 0..3 {
+        let mut s = std::net::TcpStream::connect(d.http).unwrap();
+        s.write_all(b"POST /pub?topic=t HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\n\r\n")
+            .unwrap();
+        // The answer goes out meanwhile (nsqd, and Go, answer from the head).
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        for i in 0..10 {
+            if let Err(e) = s.write_all(&[b'x'; 20_000]) {
+                panic!("round {round}: writing the body, piece {i}: {e}");
+            }
+        }
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let read = s.read_to_end(&mut got);
+        let text = String::from_utf8_lossy(&got);
+        assert!(read.is_ok(), "round {round}: {read:?} after {text:?}");
+        assert!(
+            text.starts_with("HTTP/1.1 413 Request Entity Too Large\r\n")
+                && text.ends_with(r#"{"message":"MSG_TOO_BIG"}"#),
+            "round {round}: {text}"
+        );
+    }
+}

@@ -18,6 +18,7 @@
 //!   Request: missing required Host header`) or with two; hyper serves them.
 
 use axum::http;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -40,6 +41,11 @@ pub const GO_400_NO_HOST: &[u8] = b"HTTP/1.1 400 Bad Request: missing required H
 /// goes idle. Go's server has no bound, but nsqd runs with a file limit it raised to the
 /// hard limit; this stays well inside a usual one.
 pub const IDLE_MAX: usize = 10_000;
+
+/// After an answer that left its request's body unread, Go closes its sending side, waits
+/// this long, then closes (its `closeWriteAndWait`): the client, still sending the body,
+/// reads the answer (with the end of the stream) before its writes are refused.
+const LINGER: Duration = Duration::from_millis(500);
 
 /// How much of a request head is kept to tell Go's 505 from its 400 (the request line).
 const SNIFF: usize = 256;
@@ -66,6 +72,9 @@ struct State {
     replace: Option<&'static [u8]>,
     /// The connection was upgraded (a WebSocket): bytes pass untouched.
     upgraded: bool,
+    /// The last answer left its request's body unread (a 413): the connection ends as Go
+    /// ends it then (see [`LINGER`]).
+    linger: bool,
 }
 
 /// What a connection's stream, service and watch task share.
@@ -84,6 +93,7 @@ impl Shared {
                 head: Vec::new(),
                 replace: None,
                 upgraded: false,
+                linger: false,
             }),
             changed: Notify::new(),
         })
@@ -108,6 +118,7 @@ impl Shared {
         self.set(|s| {
             s.phase = Phase::Idle;
             s.upgraded |= status == http::StatusCode::SWITCHING_PROTOCOLS;
+            s.linger = status == http::StatusCode::PAYLOAD_TOO_LARGE;
         });
     }
 
@@ -180,6 +191,8 @@ pub struct Watched<I> {
     out: Vec<u8>,
     /// Go's answer replaced hyper's: what hyper writes from now on is dropped.
     replacing: bool,
+    /// The wait before closing after a shut down sending side (see [`LINGER`]).
+    linger: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<I> Watched<I> {
@@ -189,6 +202,7 @@ impl<I> Watched<I> {
             shared,
             out: Vec::new(),
             replacing: false,
+            linger: None,
         }
     }
 }
@@ -298,7 +312,15 @@ impl<I: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<I> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         std::task::ready!(this.drive(cx))?;
-        Pin::new(&mut this.io).poll_shutdown(cx)
+        if this.linger.is_none() {
+            std::task::ready!(Pin::new(&mut this.io).poll_shutdown(cx))?;
+            if !this.shared.lock().linger {
+                return Poll::Ready(Ok(()));
+            }
+            this.linger = Some(Box::pin(tokio::time::sleep(LINGER)));
+        }
+        let wait = this.linger.as_mut().expect("just set");
+        wait.as_mut().poll(cx).map(Ok)
     }
 }
 

@@ -5,6 +5,7 @@
 //! errors (`response.rs`).
 
 mod conn;
+mod go_order;
 pub mod query;
 pub mod response;
 pub mod router;
@@ -88,9 +89,12 @@ async fn serve_connection<I>(
                             .insert(header::CONNECTION, HeaderValue::from_static("close"));
                         r
                     }
-                    None => tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
-                        .await
-                        .unwrap_or_else(|e| match e {}),
+                    None => {
+                        let r = tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
+                            .await
+                            .unwrap_or_else(|e| match e {});
+                        go_order::go_order(r).await
+                    }
                 };
                 shared.request_done(response.status());
                 Ok::<_, std::convert::Infallible>(response)

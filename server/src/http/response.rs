@@ -23,6 +23,20 @@ pub(crate) fn v1(code: StatusCode, content_type: Option<&'static str>, body: Vec
     if let Some(ct) = ct {
         h.insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
     }
+    if content_type.is_none() {
+        r.extensions_mut().insert(super::go_order::Sniffed);
+    }
+    r
+}
+
+/// A raw text answer written without nsqd's `X-NSQ-Content-Type` (`/ping`): Go sniffs its
+/// type.
+pub(crate) fn plain(code: StatusCode, t: impl Into<String>) -> Response {
+    let mut r = Response::new(axum::body::Body::from(t.into()));
+    *r.status_mut() = code;
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_TYPE));
+    r.extensions_mut().insert(super::go_order::Sniffed);
     r
 }
 

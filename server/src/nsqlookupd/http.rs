@@ -4,17 +4,16 @@
 
 use super::Shared;
 use crate::http::query::{first, query};
-use crate::http::response::{json, ok_empty, ApiErr, ApiResult, TEXT_TYPE};
+use crate::http::response::{json, ok_empty, plain, ApiErr, ApiResult};
 use axum::extract::{RawQuery, Request, State};
-use axum::http::header;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
 use nsqlab_core::protocol::is_valid_name;
 
 async fn ping() -> Response {
-    ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response()
+    plain(axum::http::StatusCode::OK, "OK")
 }
 
 async fn info() -> Response {

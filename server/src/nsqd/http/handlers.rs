@@ -4,7 +4,7 @@
 use super::AppState;
 use super::{ConfigValue, Remote};
 use crate::http::query::{bool_param, first, query};
-use crate::http::response::{json, ok_empty, ok_text, ApiErr, ApiResult, TEXT_TYPE};
+use crate::http::response::{json, ok_empty, ok_text, plain, ApiErr, ApiResult};
 use axum::body::Bytes;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{ConnectInfo, Path, RawQuery, State};
@@ -56,13 +56,8 @@ pub(super) async fn ping(State(s): State<AppState>) -> Response {
         .await
         .and_then(|h| h.into_iter().flatten().next());
     match health {
-        None => ([(header::CONTENT_TYPE, TEXT_TYPE)], "OK").into_response(),
-        Some(e) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            [(header::CONTENT_TYPE, TEXT_TYPE)],
-            format!("NOK - {e}"),
-        )
-            .into_response(),
+        None => plain(StatusCode::OK, "OK"),
+        Some(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, format!("NOK - {e}")),
     }
 }
 

@@ -12,16 +12,20 @@ pub(super) fn routed_methods(path: &str) -> Option<&'static [&'static str]> {
     const GET: &[&str] = &["GET"];
     const POST: &[&str] = &["POST"];
     const GET_PUT: &[&str] = &["GET", "PUT"];
+    // The visualiser's page and files (not nsqd's): HEAD as for any page.
+    const PAGE: &[&str] = &["GET", "HEAD"];
     match path {
-        "/" | "/style.css" | "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events"
-        | "/api/queues" | "/metrics" => Some(GET),
+        "/" | "/style.css" => Some(PAGE),
+        "/ping" | "/info" | "/stats" | "/ws/nsq" | "/ws/events" | "/api/queues" | "/metrics" => {
+            Some(GET)
+        }
         "/pub" | "/mpub" | "/debug/freememory" => Some(POST),
         _ => {
             let (dir, leaf) = path.rsplit_once('/')?;
             match dir {
                 "/topic" | "/channel" if ADMIN_ACTIONS.contains(&leaf) => Some(POST),
                 "/config" if !leaf.is_empty() => Some(GET_PUT),
-                "/pkg" if !leaf.is_empty() => Some(GET),
+                "/pkg" if !leaf.is_empty() => Some(PAGE),
                 _ => None,
             }
         }
@@ -46,7 +50,8 @@ mod tests {
             routed_methods("/config/nsqlookupd_tcp_addresses"),
             Some(&["GET", "PUT"][..])
         );
-        assert_eq!(routed_methods("/pkg/web.js"), Some(&["GET"][..]));
+        assert_eq!(routed_methods("/pkg/web.js"), Some(&["GET", "HEAD"][..]));
+        assert_eq!(routed_methods("/"), Some(&["GET", "HEAD"][..]));
         for unknown in ["/topic/rename", "/config/", "/pkg/", "/nope", "/ping/x", ""] {
             assert_eq!(routed_methods(unknown), None, "{unknown}");
         }
