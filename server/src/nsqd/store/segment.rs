@@ -15,28 +15,100 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 /// A topic whose files were removed while open (by hand: `rm -rf` of the data path) is made
-/// again: its directory, its metadata, and a new segment after the last one. Messages it
-/// still owes from before stay with the broker (and are delivered) but are no longer on
-/// disk; a restart before they are finished loses them, as the removal did.
+/// again: its directory, its metadata, the segments that still hold owed messages, and a
+/// new segment after the last one.
+///
+/// A removed file lives on while a descriptor is open on it: each segment still owing
+/// messages is copied back, byte for byte under its own name (so the index and the copy
+/// counts stay true), through the tail's descriptor or one a load opened. One with no open
+/// descriptor (a topic idle long enough to have its files closed) is gone: its messages stay
+/// with the broker and are delivered, but a restart before they are finished loses them.
 pub(super) fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreError> {
     fs::create_dir_all(&ts.dir).map_err(|e| io_err("create", &ts.dir, e))?;
     write_meta(ts)?;
     ts.meta_dirty = false;
+    let (mut saved, mut lost) = (0, 0);
+    for i in 0..ts.segments.len() {
+        let last = i + 1 == ts.segments.len();
+        if ts.segments[i].refs <= 0 && !last {
+            continue;
+        }
+        match salvage(ts, i)? {
+            true => saved += 1,
+            false if ts.segments[i].refs > 0 => lost += 1,
+            false => {}
+        }
+    }
     let num = ts.segments.back().expect("a segment").num + 1;
     let path = seg_path(&ts.dir, num);
     let (f, salt, len) = create_segment(&path, MessageId(ts.last_id))?;
     f.sync_data().map_err(|e| io_err("sync", &path, e))?;
     sync_dir(&ts.dir);
     ts.tail = Some(Tail::new(f));
+    // Records still buffered were sealed for where they would have lain in the old tail
+    // (FINs waiting for company: lost, which only delivers their messages again).
+    ts.pending.clear();
+    ts.unsealed.clear();
+    ts.pending_fins = 0;
     // A next segment made ahead was made in the old directory.
     ts.next = Prepared::default();
     ts.next_asked = false;
     ts.segments
         .push_back(Segment::new(num, ts.last_id, salt, len));
-    tracing::error!(
-        "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}. Messages published before the removal are no longer on disk: they are delivered unless the server restarts first"
-    );
+    match lost {
+        0 => tracing::error!(
+            "TOPIC({topic}): its files were removed while the server ran; made again ({saved} segment(s) still owing messages copied back), new segment {num}"
+        ),
+        _ => tracing::error!(
+            "TOPIC({topic}): its files were removed while the server ran; made again from segment {num}, {saved} segment(s) copied back, {lost} lost (no descriptor open on them): their messages are delivered unless the server restarts first"
+        ),
+    }
     Ok(())
+}
+
+/// Copy segment `i` of `ts`, removed from under the store, back under its own name, from a
+/// descriptor still open on it (see [`make_again`]); false when none is.
+fn salvage(ts: &mut TopicStore, i: usize) -> Result<bool, StoreError> {
+    use std::os::fd::AsRawFd;
+    let last = i + 1 == ts.segments.len();
+    let s = &ts.segments[i];
+    let open = s.reader.as_ref().map(|r| r.file.as_raw_fd()).or_else(|| {
+        ts.tail
+            .as_ref()
+            .filter(|_| last)
+            .map(|t| t.file.as_raw_fd())
+    });
+    // (Opened again through /proc: the tail's descriptor is for appending only.)
+    let Some(mut from) = open.and_then(|fd| fs::File::open(format!("/proc/self/fd/{fd}")).ok())
+    else {
+        return Ok(false);
+    };
+    let path = seg_path(&ts.dir, s.num);
+    let mut to = OpenOptions::new()
+        .create_new(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_err("create", &path, e))?;
+    let copied = std::io::copy(&mut std::io::Read::take(&mut from, s.len), &mut to).and_then(|n| {
+        match n == s.len {
+            true => to.sync_data(),
+            false => Err(std::io::Error::other(format!(
+                "copied {n} of {} bytes",
+                s.len
+            ))),
+        }
+    });
+    if let Err(e) = copied {
+        let _ = fs::remove_file(&path);
+        return Err(io_err("write", &path, e));
+    }
+    // Loads read the copy from now on; appends go to the new tail.
+    ts.segments[i].reader = None;
+    ts.reads.forget(ts.segments[i].num);
+    if last {
+        ts.tail = None;
+    }
+    Ok(true)
 }
 
 /// A topic's only segment holds nothing that is owed (every message in it was finished): cut
