@@ -2,6 +2,7 @@
 
 use super::record;
 use super::seg_path;
+use super::sys::fsync;
 use super::TopicStore;
 use nsqlab_core::{MessageId, Name};
 use std::fs;
@@ -49,12 +50,14 @@ pub(super) fn undo_batch(topic: &Name, ts: &mut TopicStore) {
         return;
     };
     let path = seg_path(&ts.dir, b.num);
+    // Synced at once: the sync thread may have synced the failed write meanwhile, and a
+    // power loss must not bring back what its publishers were told failed.
     let cut = match &ts.tail {
-        Some(t) if i + 1 == ts.segments.len() => t.set_len(b.len),
+        Some(t) if i + 1 == ts.segments.len() => t.set_len(b.len).and_then(|()| fsync(t)),
         _ => fs::OpenOptions::new()
             .write(true)
             .open(&path)
-            .and_then(|f| f.set_len(b.len)),
+            .and_then(|f| f.set_len(b.len).and_then(|()| fsync(&f))),
     };
     if let Err(e) = cut {
         tracing::error!(

@@ -42,6 +42,8 @@ mod crc;
 mod error;
 mod index;
 pub mod loader;
+#[cfg(test)]
+mod power_loss;
 mod prep;
 mod read;
 pub mod record;
@@ -316,6 +318,9 @@ impl Store {
     ) -> Result<(Store, Recovered), StoreError> {
         let root = cfg.data_path.join("nsqlab");
         fs::create_dir_all(&root).map_err(|e| io_err("create", &root, e))?;
+        // (A power loss must not take the directory made just now, with what goes in it.)
+        sys::sync_dir(&cfg.data_path);
+        sys::sync_dir(&root);
         // A probe write: refuse to start on a data path that cannot be written, but start on
         // one that is full (nsqd does not): consumers can then drain it.
         let probe = root.join(".probe");
@@ -371,7 +376,7 @@ impl Store {
             let len = ts.segments.back().expect("a segment").len;
             if let Some(tail) = &ts.tail {
                 let _ = tail.set_len(len);
-                let _ = tail.sync_data();
+                let _ = sys::fsync(tail);
             }
         }
         // Unused next segments are deleted (once their thread is done with them).

@@ -4,7 +4,7 @@
 use super::error::{io_err, StoreError};
 use super::prep::Prepared;
 use super::sync::SyncMsg;
-use super::sys::{sync_dir, write_atomic_io};
+use super::sys::{fsync, sync_dir, write_atomic_io};
 use super::write::{write_meta, write_pending, Wrote};
 use super::{record, seg_path};
 use super::{Segment, Tail, TopicStore};
@@ -42,7 +42,7 @@ pub(super) fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreE
     let num = ts.segments.back().expect("a segment").num + 1;
     let path = seg_path(&ts.dir, num);
     let (f, salt, len) = create_segment(&path, MessageId(ts.last_id))?;
-    f.sync_data().map_err(|e| io_err("sync", &path, e))?;
+    fsync(&f).map_err(|e| io_err("sync", &path, e))?;
     sync_dir(&ts.dir);
     ts.tail = Some(Tail::new(f));
     // Records still buffered were sealed for where they would have lain in the old tail
@@ -91,7 +91,7 @@ fn salvage(ts: &mut TopicStore, i: usize) -> Result<bool, StoreError> {
         .map_err(|e| io_err("create", &path, e))?;
     let copied = std::io::copy(&mut std::io::Read::take(&mut from, s.len), &mut to).and_then(|n| {
         match n == s.len {
-            true => to.sync_data(),
+            true => fsync(&to),
             false => Err(std::io::Error::other(format!(
                 "copied {n} of {} bytes",
                 s.len

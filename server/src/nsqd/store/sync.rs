@@ -2,7 +2,7 @@
 //! finished segments and directories, and keeps the page cache in bounds (see [`super::cache`]).
 
 use super::cache::PageCache;
-use super::sys::{give_back_reserved, remove_in, sync_dir, sync_file};
+use super::sys::{fsync, give_back_reserved, remove_in, sync_dir, sync_dir_fd, sync_file};
 use super::Tail;
 use std::fs::{self, File};
 use std::path::PathBuf;
@@ -85,7 +85,13 @@ impl SyncThread {
                 give_back_reserved(&path, len);
                 self.cache.full(path, len);
             }
-            SyncMsg::RemoveSegment(dir, path) => remove_in(&dir, &path),
+            SyncMsg::RemoveSegment(dir, path) => {
+                remove_in(&dir, &path);
+                // Made durable before the next (later) segment goes: a power loss that kept
+                // a later deletion but lost this one would bring back messages whose FINs
+                // went with the later segment. (Once per finished segment.)
+                sync_dir_fd(&dir, &path);
+            }
             SyncMsg::RemoveDir(path) => {
                 if let Err(e) = fs::remove_dir_all(&path) {
                     tracing::warn!("storage: failed to remove {}: {e}", path.display());
@@ -109,7 +115,7 @@ impl SyncThread {
             // Cleared first (with acquire: the writes it was set after are in this sync),
             // so a write from now on tells us again.
             f.queued.swap(false, Ordering::AcqRel);
-            if let Err(e) = f.sync_data() {
+            if let Err(e) = fsync(&f.file) {
                 tracing::error!("storage: fsync failed: {e}");
             }
         }

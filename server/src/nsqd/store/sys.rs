@@ -22,7 +22,7 @@ pub(super) fn write_atomic_io(
     let written = f
         .write_all(data)
         .map_err(|e| ("write", e))
-        .and_then(|()| f.sync_data().map_err(|e| ("sync", e)));
+        .and_then(|()| fsync(&f).map_err(|e| ("sync", e)));
     if let Err((what, e)) = written {
         let _ = fs::remove_file(&tmp);
         return Err((what, tmp, e));
@@ -47,16 +47,38 @@ pub(super) fn write_unsynced(path: &Path, data: &[u8]) -> Result<(), StoreError>
 /// fsync a file by path (one written whole; gone or replaced meanwhile is fine).
 pub(super) fn sync_file(path: &Path) {
     if let Ok(f) = File::open(path) {
-        if let Err(e) = f.sync_data() {
+        if let Err(e) = fsync(&f) {
             tracing::error!("storage: fsync {} failed: {e}", path.display());
         }
     }
 }
 
+/// fsync a directory by path (the names made, renamed and removed in it).
 pub(super) fn sync_dir(dir: &Path) {
     if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+        if d.sync_all().is_ok() {
+            #[cfg(test)]
+            synced::tell(synced::Synced::Dir(dir));
+        }
     }
+}
+
+/// fsync an open directory (`file` names a file in it, for the test's ears only).
+pub(super) fn sync_dir_fd(dir: &File, file: &Path) {
+    if dir.sync_all().is_ok() {
+        #[cfg(test)]
+        synced::tell(synced::Synced::Dir(file.parent().unwrap_or(Path::new("."))));
+    }
+    let _ = file;
+}
+
+/// `fdatasync` of an open file. Every sync of the store's files goes through here or
+/// [`sync_dir`]: a test sees each (see [`synced`]).
+pub(super) fn fsync(f: &File) -> std::io::Result<()> {
+    f.sync_data()?;
+    #[cfg(test)]
+    synced::tell(synced::Synced::File(f));
+    Ok(())
 }
 
 /// Create the file named as `path`'s last part in directory `dir`, for appending; `None` if
@@ -245,4 +267,33 @@ pub(super) fn read_cached(f: &File, buf: &mut [u8], at: u64) -> std::io::Result<
 #[cfg(not(target_os = "linux"))]
 pub(super) fn read_cached(_: &File, _: &mut [u8], _: u64) -> std::io::Result<usize> {
     Ok(0)
+}
+
+/// What a test hears of the store's syncs, as they complete: the power-loss simulation
+/// (`store/power_loss.rs`) keeps what each made durable.
+#[cfg(test)]
+pub(super) mod synced {
+    use std::fs::File;
+    use std::path::Path;
+    use std::sync::Mutex;
+
+    pub(crate) enum Synced<'a> {
+        File(&'a File),
+        Dir(&'a Path),
+    }
+
+    type Listener = Box<dyn FnMut(Synced<'_>) + Send>;
+
+    static LISTENER: Mutex<Option<Listener>> = Mutex::new(None);
+
+    /// Hear every sync from now on (`None`: stop).
+    pub(crate) fn listen(l: Option<Listener>) {
+        *LISTENER.lock().unwrap_or_else(|e| e.into_inner()) = l;
+    }
+
+    pub(super) fn tell(s: Synced<'_>) {
+        if let Some(l) = LISTENER.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            l(s);
+        }
+    }
 }

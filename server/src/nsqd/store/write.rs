@@ -6,7 +6,7 @@ use super::error::{io_err, StoreError};
 use super::prep::{ask_next, Prep, Prepared};
 use super::segment::{compact, create_segment, empty_finished_tail, make_again, roll};
 use super::sync::{mark_dirty, SyncMsg};
-use super::sys::{free_bytes, removed, sync_dir, write_atomic, write_unsynced};
+use super::sys::{free_bytes, fsync, removed, sync_dir, write_atomic, write_unsynced};
 use super::{index, record, seg_path};
 use super::{ChannelMeta, Segment, Store, Tail, TopicMeta, TopicStore};
 use nsqlab_core::{Message, MessageId, Name, StoreOp, Time};
@@ -765,9 +765,7 @@ impl Store {
             let seal = ts.seal();
             record::put_mark(&mut ts.pending, seal, MessageId(ts.last_id));
             write_pending(ts)?;
-            ts.tail()?
-                .sync_data()
-                .map_err(|e| io_err("sync", &ts.dir, e))?;
+            fsync(ts.tail()?).map_err(|e| io_err("sync", &ts.dir, e))?;
             ts.batch = None;
         }
         Ok(())
