@@ -106,6 +106,11 @@ struct TopicMeta {
     /// for the first channel) rather than dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     held_floor: Option<u64>,
+    /// The topic's secret, from which each segment's salt comes (`record::Salt::of_segment`):
+    /// a second home for every salt, apart from the segment's own header. (A topic from
+    /// before it has none until it is opened again.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    secret: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -221,6 +226,14 @@ impl TopicStore {
         self.next.give_back();
         self.next = Prepared::default();
         self.next_asked = false;
+    }
+
+    /// The salt of a new segment numbered `num` (see [`TopicMeta::secret`]).
+    fn salt_for(&self, num: u64) -> record::Salt {
+        match self.meta.secret {
+            Some(s) => record::Salt::of_segment(s, num),
+            None => record::Salt::random(),
+        }
     }
 
     /// Where records appended to `pending` will lie (its first byte at the tail's end).

@@ -168,6 +168,18 @@ impl Store {
                 continue;
             }
             let mut scan = record::scan_without_bodies(&bytes);
+            if let (record::Layout::Unknown, Some(secret)) = (scan.layout, meta.secret) {
+                // Both header copies gone: the salt comes from the topic's secret (a segment
+                // from before secrets, or another topic's file, yields no record with it).
+                let again = record::scan_with_salt(&bytes, record::Salt::of_segment(secret, num));
+                if !again.records.is_empty() {
+                    tracing::warn!(
+                        "TOPIC({topic}): {} lost both copies of its header; its records are read with the salt its topic's metadata keeps",
+                        path.display()
+                    );
+                    scan = again;
+                }
+            }
             if scan.needs_rewrite() {
                 rec.corrupt_ranges += scan.bad.len();
                 match rewrite(topic, &path, &bytes, &scan) {
@@ -260,7 +272,10 @@ impl Store {
             if empty_tail.is_none() {
                 fs::File::create(&path).map_err(|e| io_err("create", &path, e))?;
             }
-            let salt = record::Salt::random();
+            let salt = match meta.secret {
+                Some(s) => record::Salt::of_segment(s, num),
+                None => record::Salt::random(),
+            };
             pending = record::new_segment(salt, MessageId(last_id));
             segments.push_back(Segment::new(num, last_id, salt, 0));
         }
@@ -270,6 +285,9 @@ impl Store {
             give_back_reserved(&seg_path(dir, s.num), s.len);
         }
         let mut meta = meta;
+        // A topic from before secrets gets one (its later segments are salted from it).
+        let new_secret = known && meta.secret.is_none();
+        meta.secret.get_or_insert_with(record::Salt::secret);
         if !known {
             // New keys must not meet the old channels' FIN records; and until a channel
             // takes them, the restored messages stay held across further restarts.
@@ -300,7 +318,7 @@ impl Store {
             next: Prepared::default(),
             next_asked: false,
         };
-        if !known {
+        if !known || new_secret {
             // Write fresh metadata so the next start knows the topic (once there is room).
             let mut ts = ts;
             match write_atomic_io(&ts.dir.join("meta.json"), &meta_bytes(&ts)) {

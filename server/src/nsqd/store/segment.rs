@@ -41,7 +41,7 @@ pub(super) fn make_again(topic: &Name, ts: &mut TopicStore) -> Result<(), StoreE
     }
     let num = ts.segments.back().expect("a segment").num + 1;
     let path = seg_path(&ts.dir, num);
-    let (f, salt, len) = create_segment(&path, MessageId(ts.last_id))?;
+    let (f, salt, len) = create_segment(&path, ts.salt_for(num), MessageId(ts.last_id))?;
     fsync(&f).map_err(|e| io_err("sync", &path, e))?;
     sync_dir(&ts.dir);
     ts.tail = Some(Tail::new(f));
@@ -163,7 +163,7 @@ pub(super) fn roll(ts: &mut TopicStore) -> Result<Rolled, StoreError> {
     };
     ts.next_asked = false;
     let old = ts.tail.replace(Tail::new(f));
-    let salt = record::Salt::random();
+    let salt = ts.salt_for(num);
     ts.segments
         .push_back(Segment::new(num, ts.last_id, salt, 0));
     debug_assert!(ts.pending.is_empty(), "written to the old segment");
@@ -253,13 +253,14 @@ pub(super) fn rewrite(
     Ok(good)
 }
 
-/// Make a new segment at `path` whose messages will have IDs above `mark`: its file header
-/// written (not synced), the file open for appending. Returns the file, its salt and length.
+/// Make a new segment at `path`, salted with `salt`, whose messages will have IDs above
+/// `mark`: its file header written (not synced), the file open for appending. Returns the
+/// file, its salt and length.
 pub(super) fn create_segment(
     path: &Path,
+    salt: record::Salt,
     mark: MessageId,
 ) -> Result<(std::fs::File, record::Salt, u64), StoreError> {
-    let salt = record::Salt::random();
     let b = record::new_segment(salt, mark);
     let mut f = OpenOptions::new()
         .create(true)

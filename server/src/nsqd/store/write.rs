@@ -550,12 +550,14 @@ impl Store {
             return Ok(());
         }
         let dir = self.root.join(&**topic);
-        let pending_meta = self.missing.get(topic).cloned().unwrap_or_default();
+        let mut pending_meta = self.missing.get(topic).cloned().unwrap_or_default();
+        let secret = *pending_meta.secret.get_or_insert_with(record::Salt::secret);
         let reads = self.reads();
         let made = (|| {
             fs::create_dir_all(&dir).map_err(|e| io_err("create", &dir, e))?;
             let path = seg_path(&dir, 0);
-            let (f, salt, len) = create_segment(&path, MessageId(0))?;
+            let salt = record::Salt::of_segment(secret, 0);
+            let (f, salt, len) = create_segment(&path, salt, MessageId(0))?;
             let ts = TopicStore {
                 dir: dir.clone(),
                 meta: pending_meta.clone(),

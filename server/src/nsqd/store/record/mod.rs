@@ -41,7 +41,8 @@ pub use read_ahead::{ReadAhead, Spare};
 #[cfg(test)]
 pub use scan::scan;
 pub use scan::{
-    checksum_mismatch, intact_all, record_len, scan_without_bodies, Found, Layout, Scan,
+    checksum_mismatch, intact_all, record_len, scan_with_salt, scan_without_bodies, Found, Layout,
+    Scan,
 };
 
 use nsqlab_core::{Body, Message, MessageId, Time};
@@ -81,6 +82,21 @@ impl Salt {
         use std::sync::atomic::{AtomicU64, Ordering};
         static N: AtomicU64 = AtomicU64::new(0);
         Salt(RandomState::new().hash_one(N.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// Segment `num`'s salt in the topic whose secret is `topic` (kept in its metadata, so a
+    /// segment whose header copies are both gone is still read: see `recover.rs`). As
+    /// unpredictable as the secret to anyone without it.
+    pub fn of_segment(topic: u64, num: u64) -> Salt {
+        let mut z = topic ^ num.wrapping_add(1).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        z = (z ^ (z >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        z = (z ^ (z >> 32)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        Salt(z ^ (z >> 32))
+    }
+
+    /// A new topic secret (see [`Salt::of_segment`]).
+    pub fn secret() -> u64 {
+        Salt::random().0
     }
 
     /// The key of a record at offset `off` with a payload of `len` bytes (a SplitMix64

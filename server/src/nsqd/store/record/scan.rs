@@ -148,6 +148,20 @@ pub fn scan_without_bodies(b: &[u8]) -> Scan {
     scan_with(b, false)
 }
 
+/// [`scan_without_bodies`] of a segment whose header copies are both gone, its salt known
+/// from elsewhere (its topic's metadata): its records are read with it, the header counted
+/// bad. Nothing is found when the salt is not the segment's.
+pub fn scan_with_salt(b: &[u8], salt: Salt) -> Scan {
+    let mut out = Scan {
+        layout: Layout::Salted(salt),
+        records: Vec::new(),
+        bad: Vec::new(),
+    };
+    out.bad.push(0..FILE_HEADER.min(b.len()));
+    scan_records(b, false, salt, &mut out);
+    out
+}
+
 fn scan_with(b: &[u8], bodies: bool) -> Scan {
     let mut out = Scan {
         layout: Layout::Unknown,
@@ -170,6 +184,12 @@ fn scan_with(b: &[u8], bodies: bool) -> Scan {
     } else if header_copy(b, COPY) != Some(salt) {
         out.bad.push(COPY..FILE_HEADER.min(b.len()));
     }
+    scan_records(b, bodies, salt, &mut out);
+    out
+}
+
+/// The intact records after the file header, and the stretches between them, into `out`.
+fn scan_records(b: &[u8], bodies: bool, salt: Salt, out: &mut Scan) {
     let seal = Seal { salt, base: 0 };
     let mut at = FILE_HEADER;
     while at < b.len() {
@@ -185,5 +205,4 @@ fn scan_with(b: &[u8], bodies: bool) -> Scan {
         }
         out.bad.push(bad_start..at);
     }
-    out
 }
