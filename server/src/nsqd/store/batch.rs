@@ -39,6 +39,8 @@ pub(super) fn undo_batch(topic: &Name, ts: &mut TopicStore) {
         if let Err(e) = fs::remove_file(&path) {
             tracing::error!("TOPIC({topic}): failed to remove {}: {e}", path.display());
         }
+        // (Durable now: a power loss must not bring its records back.)
+        super::sys::sync_dir(&ts.dir);
     }
     ts.pending.clear();
     ts.unsealed.clear();
