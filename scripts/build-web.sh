@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the visualiser into www/pkg (no tool that downloads binaries: cargo + wasm-bindgen).
+# www/pkg is committed, and built into the binary: after changing core/ or web/, run this and
+# commit www/pkg (the test command fails while it is stale).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup-build.sh
+source scripts/setup-web.sh
 cargo build --locked -p nsqlab-web --target wasm32-unknown-unknown --profile wasm-release
 wasm-bindgen --target web --no-typescript --out-dir www/pkg --out-name web \
   target/wasm32-unknown-unknown/wasm-release/nsqlab_web.wasm
@@ -16,5 +18,7 @@ for f in www/pkg/web_bg.wasm www/pkg/web.js; do
   gzip -9 -n -k -f "$f"
   if command -v brotli >/dev/null 2>&1; then brotli -q 11 -k -f "$f"; else rm -f "$f.br"; fi
 done
+# The sources it was built from (the test command checks the committed build against them).
+bash scripts/web-stamp.sh >www/pkg/SOURCES
 printf 'visualiser: %s bytes wasm, %s bytes gzipped\n' \
   "$(stat -c %s www/pkg/web_bg.wasm)" "$(stat -c %s www/pkg/web_bg.wasm.gz)"

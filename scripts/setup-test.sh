@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Install what nsqlab's tests need besides the build (setup-build.sh), idempotently.
+# Install what nsqlab's tests need besides the build (setup-web.sh), idempotently.
 # Sourced by test.sh.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-source scripts/setup-build.sh
+source scripts/setup-web.sh
 
 if ! command -v wasm-pack >/dev/null 2>&1; then
   log "installing wasm-pack (about 5 minutes, once)"

@@ -38,7 +38,10 @@ check "core for wasm32" core_wasm
 step "clippy for the wasm-only visualiser code"
 check "clippy (wasm32)" cargo clippy --locked -p nsqlab-web --target wasm32-unknown-unknown --release -- -D warnings
 
-step "the visualiser page (www/pkg)"
+step "the committed visualiser build (www/pkg) is that of core/ and web/ as they are"
+check "visualiser build up to date" bash scripts/web-stamp.sh --check
+
+step "the visualiser page (www/pkg), built again"
 check "visualiser page build" bash scripts/build-web.sh
 
 step "the nsqlab binary the black-box tests start"

@@ -97,8 +97,6 @@ pub enum Tool {
     PageTools,
     /// Debian's Chromium, which the page tests drive.
     Chromium,
-    /// The visualiser page's build (`www/pkg`, made by `scripts/build-web.sh`).
-    VisualiserBuild,
     /// gnsq 1.0.2's own test suite, from its sdist (`target/gnsq-suite`), with pytest and
     /// pytest-timeout in the interop venv.
     GnsqSuite,
@@ -107,7 +105,6 @@ pub enum Tool {
 impl Tool {
     /// Where it is, and the file whose presence says it is installed.
     fn paths(self) -> (PathBuf, PathBuf, &'static str) {
-        let www = Path::new(env!("CARGO_MANIFEST_DIR")).join("../www");
         match self {
             Tool::Python => {
                 let p = target_dir().join("venv-interop/bin/python");
@@ -125,10 +122,6 @@ impl Tool {
             Tool::Chromium => {
                 let p = PathBuf::from("/usr/bin/chromium");
                 (p.clone(), p, "Debian's chromium")
-            }
-            Tool::VisualiserBuild => {
-                let p = www.join("pkg/web_bg.wasm.gz");
-                (www, p, "the visualiser's build in www/pkg")
             }
             Tool::GnsqSuite => {
                 let d = target_dir().join("gnsq-suite");

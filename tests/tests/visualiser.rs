@@ -1,20 +1,16 @@
 //! The visualiser page in real headless Chromium (Debian's, driven by playwright-core),
-//! served by the real binary: every scenario, heap order at every step, phone layout.
-//! Needs `scripts/build-web.sh` (the test command runs it) for `www/pkg`.
+//! served by the real binary from the copy built into it (started in an empty directory, no
+//! `--www-dir`): every scenario, heap order at every step, phone layout.
 
 use nsqlab_tests::{http_raw, need, target_dir, Nsqd, Tool};
 use std::process::Command;
 
 #[test]
 fn visualiser_in_headless_chromium() {
-    let (Some(www), Some(tools), Some(_)) = (
-        need(Tool::VisualiserBuild),
-        need(Tool::PageTools),
-        need(Tool::Chromium),
-    ) else {
+    let (Some(tools), Some(_)) = (need(Tool::PageTools), need(Tool::Chromium)) else {
         return;
     };
-    let d = Nsqd::start(&[&format!("-www-dir={}", www.display())]);
+    let d = Nsqd::start(&[]);
     let shots = target_dir().join("screenshots");
     let out = Command::new("node")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/e2e/visualiser.mjs"))
@@ -33,14 +29,12 @@ fn visualiser_in_headless_chromium() {
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 }
 
-/// Issue item 12: the page's assets go compressed (precompressed at build) with cache headers,
-/// and a first load is at most 400 KiB on the wire; a revalidation is a 304.
+/// The page's assets, from the copy built into the binary (the server started in an empty
+/// directory, no `--www-dir`), go compressed (precompressed at build) with cache headers, and
+/// a first load is at most 400 KiB on the wire; a revalidation is a 304.
 #[test]
 fn visualiser_assets_are_compressed_and_cached() {
-    let Some(www) = need(Tool::VisualiserBuild) else {
-        return;
-    };
-    let d = Nsqd::start(&[&format!("-www-dir={}", www.display())]);
+    let d = Nsqd::start(&[]);
     let get = |path: &str, extra: &str| {
         let req =
             format!("GET {path} HTTP/1.1\r\nHost: nsqlab\r\n{extra}Connection: close\r\n\r\n");
@@ -74,4 +68,17 @@ fn visualiser_assets_are_compressed_and_cached() {
     let plain = get("/pkg/web_bg.wasm", "");
     assert_eq!(plain.header("content-encoding"), None);
     assert!(plain.body.starts_with(b"\0asm"));
+}
+
+/// `--www-dir` serves the page from a directory instead (for development).
+#[test]
+fn www_dir_overrides_the_built_in_page() {
+    let dir = nsqlab_tests::tempdir::TempDir::new();
+    std::fs::write(dir.path().join("index.html"), "<p>mine</p>").unwrap();
+    let d = Nsqd::start(&[&format!("-www-dir={}", dir.path().display())]);
+    let r = http_raw(
+        d.http,
+        b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!((r.status, r.text().as_str()), (200, "<p>mine</p>"));
 }

@@ -198,7 +198,8 @@ pub struct NsqdArgs {
     /// nsqlab: time an HTTP client has to send a request's headers (slowloris protection)
     #[arg(long, default_value = "10s", value_parser = duration_arg)]
     pub http_header_timeout: Duration,
-    /// nsqlab: the directory the visualiser page is served from (default: the repository's www/)
+    /// nsqlab: serve the visualiser page from this directory (for development) instead of
+    /// the copy built into the binary
     #[arg(long)]
     pub www_dir: Option<String>,
     /// nsqlab: do not serve the visualiser page at GET /
@@ -227,12 +228,10 @@ impl NsqdArgs {
         default_node_id(&hostname())
     }
 
-    /// `--www-dir`, else `www/` next to the running binary's repository checkout.
-    pub fn www_dir(&self) -> std::path::PathBuf {
-        match &self.www_dir {
-            Some(d) => d.into(),
-            None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../www"),
-        }
+    /// Where the visualiser page comes from: nowhere (`--no-visualiser`), `--www-dir`, or
+    /// the copy built into the binary.
+    pub fn visualiser(&self) -> Option<Option<std::path::PathBuf>> {
+        (!self.no_visualiser).then(|| self.www_dir.as_ref().map(Into::into))
     }
 
     /// How many partitions to run (`--partitions`, or one per core).

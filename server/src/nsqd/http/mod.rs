@@ -60,8 +60,9 @@ pub struct ServerInfo {
     pub max_deflate_level: i64,
     pub limits: Limits,
     pub max_req_timeout: u64,
-    /// Where the visualiser page lives (`None` with `--no-visualiser`).
-    pub www_dir: Option<std::path::PathBuf>,
+    /// Where the visualiser page comes from: `None` with `--no-visualiser`, else
+    /// `--www-dir` or (`Some(None)`) the copy built into the binary.
+    pub www_dir: Option<Option<std::path::PathBuf>>,
     /// Readable options by nsqd's config name, in nsqd's order.
     pub config: Vec<(String, ConfigValue)>,
 }
@@ -96,7 +97,7 @@ impl ServerInfo {
                 max_body_size: args.max_body_size.max(0) as u64,
             },
             max_req_timeout: args.max_req_timeout.as_nanos() as u64,
-            www_dir: (!args.no_visualiser).then(|| args.www_dir()),
+            www_dir: args.visualiser(),
             config: args.config_values(bound),
         }
     }
