@@ -9,7 +9,11 @@ cargo build --locked -p nsqlab-web --target wasm32-unknown-unknown --profile was
 wasm-bindgen --target web --no-typescript --out-dir www/pkg --out-name web \
   target/wasm32-unknown-unknown/wasm-release/nsqlab_web.wasm
 if [ -x target/node-build/node_modules/.bin/wasm-opt ]; then
+  # --low-memory-unused: addresses below 1 KiB are never used (rustc lays the 1 MiB stack
+  # out first, growing down towards 0, data after it), so constant offsets fold into loads
+  # and stores: 2 KB less on the wire.
   target/node-build/node_modules/.bin/wasm-opt -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --low-memory-unused \
     www/pkg/web_bg.wasm -o www/pkg/web_bg.wasm
 fi
 # Precompressed twins, which the server sends to browsers that accept them (brotli too when
