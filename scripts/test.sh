@@ -44,9 +44,12 @@ check "visualiser build up to date" bash scripts/web-stamp.sh --check
 step "the visualiser page (www/pkg), built again"
 check "visualiser page build" bash scripts/build-web.sh
 
-step "the nsqlab binary the black-box tests start"
-check "nsqlab binary" cargo build --locked -p nsqlab --bin nsqlab
-export NSQLAB_BIN="$PWD/target/debug/nsqlab"
+step "the nsqlab binary the black-box tests start: installed as users install it (cargo install)"
+# A debug build (its checks on), installed out of the checkout: the page it serves is the copy
+# built into it. (It reuses target/'s build: CARGO_TARGET_DIR.)
+check "nsqlab binary" env CARGO_TARGET_DIR="$PWD/target" \
+  cargo install --locked --debug --force --path server --root target/install --quiet
+export NSQLAB_BIN="$PWD/target/install/bin/nsqlab"
 
 step "native tests (SIM_SEEDS=${SIM_SEEDS:-10000} simulation seeds)"
 # --no-fail-fast: every test binary runs, whatever failed before it.

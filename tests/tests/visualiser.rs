@@ -1,6 +1,7 @@
 //! The visualiser page in real headless Chromium (Debian's, driven by playwright-core),
 //! served by the real binary from the copy built into it (started in an empty directory, no
-//! `--www-dir`): every scenario, heap order at every step, phone layout.
+//! `--www-dir`; under the test command, the binary `cargo install` put in `target/install`):
+//! every scenario, heap order at every step, phone layout.
 
 use nsqlab_tests::{http_raw, need, target_dir, Nsqd, Tool};
 use std::process::Command;
