@@ -714,13 +714,19 @@ impl Model {
         }
         self.grow(|m| {
             let mut t = m.now();
-            while t < target && shown < TICK_STEPS {
+            // Nothing more happens by itself once every lab is finished: the clock stops
+            // there (within a slice of the last event), not at wherever playing would take it.
+            while t < target && shown < TICK_STEPS && !m.finished() {
                 t = (t + SLICE).min(target);
                 for p in &mut m.panes {
                     shown += p.lab.run_until(t);
                 }
             }
         });
+        if self.finished() && self.pos() >= self.timeline.horizon() {
+            // A finished scenario stops playing (Pause turns back into Play).
+            self.playing = false;
+        }
     }
 
     /// One step on the shared clock: every lab with something at the earliest next instant

@@ -71,14 +71,27 @@ fn thirty_minutes_at_100x() {
     let mut m = Model::new("load-balance", 1, 100.0);
     assert_eq!(m.speed, 100.0);
     m.update(Action::TogglePlay);
-    while m.now() < 30 * 60 * SECOND {
+    let mut ticks = 0;
+    while m.playing {
         m.update(Action::Tick(50.0));
+        ticks += 1;
+        assert!(ticks < 100_000);
     }
+    // Playing stops at the end (see `a_finished_scenario_stops_playing_and_its_clock_stops`);
+    // thirty minutes pass on the labs' own clock all the same, heartbeats and all.
+    m.grow(|m| {
+        for p in &mut m.panes {
+            p.lab.run_until(30 * 60 * SECOND);
+        }
+    });
+    assert!(m.now() >= 30 * 60 * SECOND);
     let before = m.panes[0].lab.view.channels[&("jobs".into(), "workers".into())].finished;
     m.update(Action::Publish);
+    m.update(Action::TogglePlay);
     let t = m.now();
-    while m.now() < t + 10 * SECOND {
+    while m.playing {
         m.update(Action::Tick(50.0));
+        assert!(m.now() < t + 60 * SECOND, "the publish never finished");
     }
     let lab = &m.panes[0].lab;
     let after = lab.view.channels[&("jobs".into(), "workers".into())].finished;
@@ -277,9 +290,48 @@ fn a_tick_has_a_budget() {
         assert!(ticks < 10_000);
     }
     assert!(ticks > 20, "{ticks} ticks: the bursts were spread out");
-    // Idle time still passes at full speed.
+}
+
+/// Issue 50, item 4: a finished scenario stops playing, and its clock stops with it (at 100×
+/// it ran on for thousands of seconds under "Nothing more happens by itself", Pause showing).
+/// Time with something due still passes at full speed.
+#[test]
+fn a_finished_scenario_stops_playing_and_its_clock_stops() {
+    for s in crate::scenarios::SCENARIOS {
+        let id = s.id;
+        let mut m = Model::new(id, 1, 100.0);
+        assert_eq!(m.scenario.id, id);
+        m.update(Action::TogglePlay);
+        let mut ticks = 0;
+        while m.playing {
+            m.update(Action::Tick(50.0));
+            ticks += 1;
+            assert!(ticks < 10_000, "{id}: never stopped playing");
+        }
+        assert!(m.finished(), "{id}: stopped before the end");
+        let last = m
+            .panes
+            .iter()
+            .filter_map(|p| p.lab.log.last().map(|s| s.at))
+            .max()
+            .expect("a step");
+        assert!(
+            m.now() <= last + SLICE,
+            "{id}: the clock ran on to {} after the last event at {last}",
+            m.now()
+        );
+        let t = m.now();
+        for _ in 0..100 {
+            m.update(Action::Tick(50.0));
+        }
+        assert_eq!(m.now(), t, "{id}: ticks after the end moved the clock");
+    }
+    // Idle time with something still due passes at full speed: 5 s a tick at 100x.
+    let mut m = Model::new("dpub-heap", 1, 100.0);
+    m.update(Action::TogglePlay);
     let t = m.now();
     m.update(Action::Tick(50.0));
+    assert!(m.playing);
     assert_eq!(m.now(), t + 5 * SECOND);
 }
 
