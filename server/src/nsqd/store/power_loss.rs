@@ -159,13 +159,7 @@ fn image(live: &Path, img: &Path, rng: &mut Xoshiro256PlusPlus) {
 
 /// Topic `t`'s messages the store opened from `dir` owes: its channel's and those it holds.
 fn owed_after_restart(dir: &Path, topics: &[Name]) -> Result<BTreeSet<(String, u64)>, String> {
-    let cfg = StoreConfig {
-        data_path: dir.to_path_buf(),
-        max_bytes_per_file: SEGMENT,
-        sync_every: 2500,
-        sync_timeout: Duration::from_secs(3600),
-        partition: (0, 1),
-    };
+    let cfg = config(dir);
     let mut broker = Broker::new(
         nsqlab_core::Options {
             durable: true,
@@ -191,6 +185,17 @@ fn owed_after_restart(dir: &Path, topics: &[Name]) -> Result<BTreeSet<(String, u
 /// Small segments: rolls, and deletions of finished ones, come often.
 const SEGMENT: u64 = 6 << 10;
 
+/// The store's settings here: under `dir`, small segments, syncs only when the test says.
+fn config(dir: &Path) -> StoreConfig {
+    StoreConfig {
+        data_path: dir.to_path_buf(),
+        max_bytes_per_file: SEGMENT,
+        sync_every: 2500,
+        sync_timeout: Duration::from_secs(3600),
+        partition: (0, 1),
+    }
+}
+
 /// What the test promised itself, by (topic, ID).
 #[derive(Default, Clone)]
 struct Promised {
@@ -207,13 +212,7 @@ fn run(seed: u64) -> usize {
     let dir = crate::common::test_dir("power");
     listen(&dir);
     let (mut store, _) = {
-        let cfg = StoreConfig {
-            data_path: dir.to_path_buf(),
-            max_bytes_per_file: SEGMENT,
-            sync_every: 2500,
-            sync_timeout: Duration::from_secs(3600),
-            partition: (0, 1),
-        };
+        let cfg = config(&dir);
         let mut broker = Broker::new(nsqlab_core::Options::default(), 1, 0);
         Store::open(cfg, &mut broker, 0).unwrap()
     };
