@@ -68,9 +68,11 @@ fn fill(d: &Nsqd, topic: &str, extra: usize) -> Filled {
     f
 }
 
-/// Subscribe to `t`/`c` and FIN everything until nothing comes for `idle`; returns the
-/// names seen, with how often.
-fn drain(d: &Nsqd, idle: Duration) -> HashMap<String, u32> {
+/// Subscribe to `t`/`c` and FIN everything until every name in `expect` has come and then
+/// nothing more for a moment (or, however busy the machine, nothing at all for 30 s); returns
+/// the names seen, with how often. Messages come in the order they were published, so what
+/// must not come (refused, or finished before a restart) would come before that moment ends.
+fn drain(d: &Nsqd, expect: &[String]) -> HashMap<String, u32> {
     let mut c = d.client();
     c.cmd(&Command::Sub {
         topic: "t".into(),
@@ -80,10 +82,20 @@ fn drain(d: &Nsqd, idle: Duration) -> HashMap<String, u32> {
     c.cmd(&Command::Rdy(200));
     let mut seen = HashMap::new();
     let mut last = Instant::now();
-    while last.elapsed() < idle {
+    let mut missing: HashSet<&String> = expect.iter().collect();
+    loop {
+        let idle = match missing.is_empty() {
+            true => Duration::from_millis(500),
+            false => Duration::from_secs(30),
+        };
+        if last.elapsed() >= idle {
+            return seen;
+        }
         match c.frame_within(Duration::from_millis(100)) {
             Some(Frame::Message(m)) => {
-                *seen.entry(name_of(&m.body)).or_insert(0) += 1;
+                let name = name_of(&m.body);
+                missing.remove(&name);
+                *seen.entry(name).or_insert(0) += 1;
                 c.cmd(&Command::Fin(m.id.to_hex()));
                 last = Instant::now();
             }
@@ -91,7 +103,6 @@ fn drain(d: &Nsqd, idle: Duration) -> HashMap<String, u32> {
             _ => {}
         }
     }
-    seen
 }
 
 /// Wait (at most `within`) until `/ping` says OK and a PUB is acknowledged.
@@ -135,7 +146,7 @@ fn a_full_disk_recovers_once_drained_and_refused_publishes_are_never_delivered()
             f.acked.len()
         );
         let seen = match delete {
-            false => drain(&d, Duration::from_secs(2)),
+            false => drain(&d, &f.acked),
             true => {
                 let r = d.http("POST", "/channel/delete?topic=t&channel=c", b"");
                 assert_eq!(r.status, 200, "run {run}");
@@ -153,7 +164,7 @@ fn a_full_disk_recovers_once_drained_and_refused_publishes_are_never_delivered()
             lost.is_empty(),
             "run {run}: acknowledged, not delivered: {lost:?}"
         );
-        if let Err(e) = publishes_again(&d, Duration::from_secs(10)) {
+        if let Err(e) = publishes_again(&d, Duration::from_secs(30)) {
             panic!(
                 "run {run}: never recovered after the drain ({e}); {} bytes free",
                 fs.free()
@@ -162,7 +173,8 @@ fn a_full_disk_recovers_once_drained_and_refused_publishes_are_never_delivered()
         assert!(fs.free() > 32 * MIB, "run {run}: {} bytes free", fs.free());
         assert!(d.terminate().success(), "run {run}: exit status");
         let d = Nsqd::start_in(Some(fs.path()), &[]);
-        let again = drain(&d, Duration::from_millis(800));
+        // (The last message published: what must not come back would come before it.)
+        let again = drain(&d, &["again".to_string()]);
         let back: Vec<&String> = again.keys().filter(|n| *n != "again").collect();
         assert!(
             back.is_empty(),
@@ -197,7 +209,7 @@ fn it_starts_after_kill9_on_a_full_disk() {
         d.kill9();
         let d = Nsqd::start_in(Some(fs.path()), &[]);
         assert_eq!(d.http("GET", "/ping", b"").status, 500, "run {run}");
-        let seen = drain(&d, Duration::from_secs(2));
+        let seen = drain(&d, &f.acked);
         let lost: Vec<&String> = f.acked.iter().filter(|n| !seen.contains_key(*n)).collect();
         assert!(
             lost.is_empty(),
@@ -207,7 +219,7 @@ fn it_starts_after_kill9_on_a_full_disk() {
         for n in &f.refused {
             assert!(!seen.contains_key(n), "run {run}: refused {n} delivered");
         }
-        publishes_again(&d, Duration::from_secs(10)).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        publishes_again(&d, Duration::from_secs(30)).unwrap_or_else(|e| panic!("run {run}: {e}"));
         // And once more from a clean stop.
         assert!(d.terminate().success(), "run {run}");
         let d = Nsqd::start_in(Some(fs.path()), &[]);
