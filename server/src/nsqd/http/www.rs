@@ -153,7 +153,11 @@ fn embedded(req: axum::http::Request<axum::body::Body>) -> Response {
     };
     let mut r = match unchanged {
         true => StatusCode::NOT_MODIFIED.into_response(),
-        false => Response::new(axum::body::Body::from(body.into_owned())),
+        // (The embedded bytes are static: sent without a copy.)
+        false => Response::new(axum::body::Body::from(match body {
+            std::borrow::Cow::Borrowed(b) => bytes::Bytes::from_static(b),
+            std::borrow::Cow::Owned(v) => bytes::Bytes::from(v),
+        })),
     };
     let out = r.headers_mut();
     let kind = match rel.rsplit('.').next() {
