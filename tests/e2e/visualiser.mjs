@@ -422,11 +422,19 @@ if (part('i18n')) {
   // product's name; names from the data are added per page (topics, channels, labels, clients).
   const keep = ['nsqlab', 'nsqd', 'RDY', 'FIN', 'REQ', 'TOUCH', 'PUB', 'MPUB', 'DPUB', 'SUB', 'NOP', 'OK',
     'msg_timeout', 'mem', 'queue', 'size', 'max', 'req', 'timeout', 'ms', 'UTC', 'worker', 'attempts', 'sample_rate', 'ephemeral', 'curl', 'http', 'pub', 'topic', 'defer', 'hi'];
+  // The Chinese words are fetched when first asked for, not with the page.
+  let zhFetched = 0;
+  page.on('request', (r) => { if (r.url().endsWith('/pkg/zh.json')) zhFetched++; });
   for (const id of ['dpub-heap', 'load-balance', 'scan-vs-exact', 'overflow-disk']) {
     await page.goto(`${base}/?scenario=${id}&seed=1&speed=1`);
     await page.waitForSelector('[data-testid=explain]');
+    zhFetched = 0;
+    await page.waitForTimeout(100);
+    check(zhFetched === 0, `${id}: an English page does not fetch the Chinese words`);
     await page.click('[data-testid=lang]');
     check(page.url().includes('lang=zh'), `${id}: the language is kept in the URL (${page.url()})`);
+    await page.waitForFunction(() => document.documentElement.lang === 'zh-CN', null, { timeout: 10000 }).catch(() => {});
+    check(zhFetched === 1, `${id}: switching to Chinese fetches its words once (${zhFetched})`);
     for (let i = 0; i < 60 && !(await page.isDisabled('[data-testid=step]')); i++) await stepOnce(page);
     await page.fill('#pub-defer', 'abc');
     await page.click('[data-testid=publish]');

@@ -69,6 +69,27 @@ fn visualiser_assets_are_compressed_and_cached() {
     let plain = get("/pkg/web_bg.wasm", "");
     assert_eq!(plain.header("content-encoding"), None);
     assert!(plain.body.starts_with(b"\0asm"));
+    // The Chinese words are not in that first load: the page fetches them when Chinese is
+    // first asked for (the e2e walk-through switches language and reads them).
+    let next_chapter = "下一章".as_bytes();
+    assert!(
+        !plain
+            .body
+            .windows(next_chapter.len())
+            .any(|w| w == next_chapter),
+        "the wasm carries the Chinese catalogue"
+    );
+    let zh = get("/pkg/zh.json", "Accept-Encoding: br\r\n");
+    assert_eq!(zh.status, 200);
+    assert_eq!(zh.header("content-type"), Some("application/json"));
+    assert_eq!(zh.header("content-encoding"), Some("br"));
+    let zh = get("/pkg/zh.json", "");
+    let words: std::collections::HashMap<String, String> =
+        serde_json::from_slice(&zh.body).expect("zh.json is a JSON object");
+    assert_eq!(
+        words.get("ui.tour.next").map(String::as_str),
+        Some("下一章 →")
+    );
 }
 
 /// `--www-dir` serves the page from a directory instead (for development).

@@ -54,7 +54,80 @@ impl Lang {
 pub struct Entry {
     pub key: &'static str,
     pub en: &'static str,
+    /// Not in the page's build: there the Chinese arrive with [`load_zh`].
+    #[cfg(not(target_arch = "wasm32"))]
     pub zh: &'static str,
+}
+
+/// The Chinese words the page loaded (`pkg/zh.json`), by key.
+#[cfg(target_arch = "wasm32")]
+static ZH: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+
+/// An entry's Chinese, if this build has it yet.
+fn zh_of(e: &Entry) -> Option<&'static str> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return Some(e.zh);
+    #[cfg(target_arch = "wasm32")]
+    return ZH.get().and_then(|m| m.get(e.key).copied());
+}
+
+/// Whether a language's words are here. English always is, and natively Chinese too; the page
+/// loads Chinese when first asked for (until then it speaks English).
+pub fn ready(lang: Lang) -> bool {
+    #[cfg(target_arch = "wasm32")]
+    if lang == Lang::Zh {
+        return ZH.get().is_some();
+    }
+    let _ = lang;
+    true
+}
+
+/// The language to draw in: `lang` once its words are here, English until then.
+pub fn shown(lang: Lang) -> Lang {
+    if ready(lang) {
+        lang
+    } else {
+        Lang::En
+    }
+}
+
+/// The Chinese catalogue as the page loads it: a JSON object of key to words.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn zh_json() -> String {
+    let map: std::collections::BTreeMap<&str, &str> =
+        CATALOGUE.iter().map(|e| (e.key, e.zh)).collect();
+    let mut out = serde_json::to_string_pretty(&map).expect("strings serialise");
+    out.push('\n');
+    out
+}
+
+/// Take in the Chinese catalogue ([`zh_json`]'s form). It must have every key, with the same
+/// `{places}` as the English; otherwise nothing is taken and the page stays in English.
+/// (Natively, where the Chinese are built in, it only checks.)
+pub fn load_zh(json: &str) -> Result<(), String> {
+    let map: HashMap<String, String> =
+        serde_json::from_str(json).map_err(|e| format!("zh.json: {e}"))?;
+    for e in CATALOGUE {
+        let zh = map
+            .get(e.key)
+            .ok_or_else(|| format!("zh.json has no {:?}", e.key))?;
+        if placeholders(zh) != placeholders(e.en) {
+            return Err(format!(
+                "zh.json: {:?} has other places than English",
+                e.key
+            ));
+        }
+    }
+    #[cfg(target_arch = "wasm32")]
+    {
+        // Kept for the page's life, as the English are.
+        let mut map = map;
+        let words = CATALOGUE
+            .iter()
+            .filter_map(|e| Some((e.key, &*Box::leak(map.remove(e.key)?.into_boxed_str()))));
+        let _ = ZH.set(words.collect());
+    }
+    Ok(())
 }
 
 fn index() -> &'static HashMap<&'static str, &'static Entry> {
@@ -74,7 +147,7 @@ pub fn t(lang: Lang, key: &str) -> &'static str {
     match index().get(key) {
         Some(e) => match lang {
             Lang::En => e.en,
-            Lang::Zh => e.zh,
+            Lang::Zh => zh_of(e).unwrap_or(e.en),
         },
         None => {
             debug_assert!(false, "no catalogue entry {key:?}");
@@ -217,6 +290,40 @@ pub fn has_cjk(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The page loads its Chinese from `www/pkg/zh.json`: the committed file is this catalogue's,
+    /// and it is taken in whole.
+    #[test]
+    fn the_chinese_the_page_loads_are_the_catalogues() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../www/pkg/zh.json");
+        let committed = std::fs::read_to_string(path).expect("www/pkg/zh.json");
+        assert!(
+            committed == zh_json(),
+            "www/pkg/zh.json is not this catalogue's: run 'bash scripts/build-web.sh'"
+        );
+        load_zh(&committed).unwrap();
+    }
+
+    /// A catalogue with a key missing, or with other places, is refused whole.
+    #[test]
+    fn a_chinese_catalogue_that_does_not_fit_is_refused() {
+        let mut map: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&zh_json()).unwrap();
+        let full = map.clone();
+        map.remove("ui.publish");
+        let e = load_zh(&serde_json::to_string(&map).unwrap()).unwrap_err();
+        assert!(e.contains("ui.publish"), "{e}");
+        let mut map = full;
+        let (k, v) = map
+            .iter_mut()
+            .find(|(_, v)| v.contains('{'))
+            .expect("a template with places");
+        let k = k.clone();
+        *v = v.replacen('{', "{x", 1);
+        let e = load_zh(&serde_json::to_string(&map).unwrap()).unwrap_err();
+        assert!(e.contains(&k), "{e}");
+        assert!(load_zh("[1, 2]").is_err());
+    }
 
     /// Every key the code names is in the catalogue (and so, by the test below, in both
     /// languages): the literal in `t(_, "…")`, `Text::new("…")`, `.word(_, "…")`, `has("…")`,

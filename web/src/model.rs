@@ -83,6 +83,8 @@ pub enum Action {
     Explain(Option<&'static str>),
     /// Speak this language.
     SetLang(Lang),
+    /// The words of the chosen language have loaded (the page can now draw in it).
+    WordsLoaded,
     /// Show the flow view (messages as tokens) or the structures.
     ToggleFlow,
     /// Start the scenario's guided tour (from the beginning of the run).
@@ -328,6 +330,7 @@ impl Model {
             }),
             Action::Explain(term) => self.term = term,
             Action::SetLang(lang) => self.lang = lang,
+            Action::WordsLoaded => {}
             Action::ToggleFlow => self.flow = !self.flow,
             Action::StartTour => {
                 if let Some(tour) = crate::tours::tour(self.scenario.id) {

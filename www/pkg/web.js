@@ -422,6 +422,10 @@ function __wbg_get_imports() {
         __wbg_observe_fa02ec4710cff1db: function(arg0, arg1) {
             getObject(arg0).observe(getObject(arg1));
         },
+        __wbg_ok_125878a7db256ecb: function(arg0) {
+            const ret = getObject(arg0).ok;
+            return ret;
+        },
         __wbg_origin_96d72883773c6d82: function() { return handleError(function (arg0, arg1) {
             const ret = getObject(arg1).origin;
             const ptr1 = passStringToWasm0(ret, wasm.__wbindgen_export, wasm.__wbindgen_export2);
@@ -682,44 +686,47 @@ function __wbg_get_imports() {
             getDataViewMemory0().setInt32(arg0 + 4 * 1, len1, true);
             getDataViewMemory0().setInt32(arg0 + 4 * 0, ptr1, true);
         },
+        __wbg_warn_13abc63e0d4b3527: function(arg0) {
+            console.warn(getObject(arg0));
+        },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 17, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3358);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3382);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 857, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7854);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 877, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7940);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("KeyboardEvent")], shim_idx: 17, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3358_3);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3382_3);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 850, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6567);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 870, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6651);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 748, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5837);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 768, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5920);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 15, ret: Externref, inner_ret: Some(Externref) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3356);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3380);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3357);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3381);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 849, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6566);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 869, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6650);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -746,43 +753,43 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_3357(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_3357(arg0, arg1);
+function __wasm_bindgen_func_elem_3381(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_3381(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_6566(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_6566(arg0, arg1);
+function __wasm_bindgen_func_elem_6650(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_6650(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_3356(arg0, arg1) {
-    const ret = wasm.__wasm_bindgen_func_elem_3356(arg0, arg1);
+function __wasm_bindgen_func_elem_3380(arg0, arg1) {
+    const ret = wasm.__wasm_bindgen_func_elem_3380(arg0, arg1);
     return takeObject(ret);
 }
 
-function __wasm_bindgen_func_elem_3358(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_3358(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_3382(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_3382(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_3358_3(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_3358_3(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_3382_3(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_3382_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_6567(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_6567(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_6651(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_6651(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5837(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_5920(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_5837(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_5920(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_7854(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_7940(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_7854(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_7940(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -21,6 +21,8 @@ pub enum LiveAction {
     Status(&'static str),
     Explain(Option<&'static str>),
     SetLang(Lang),
+    /// The words of the chosen language have loaded.
+    WordsLoaded,
 }
 
 /// The mirror as the reducer holds it (see [`super::Shared`]).
@@ -48,6 +50,7 @@ impl Reducible for Live {
             LiveAction::Status(s) => status = s,
             LiveAction::Explain(x) => term = x,
             LiveAction::SetLang(l) => lang = l,
+            LiveAction::WordsLoaded => {}
         }
         Rc::new(Live {
             model: self.model.clone(),
@@ -58,22 +61,10 @@ impl Reducible for Live {
     }
 }
 
-async fn fetch_text(url: &str) -> Option<String> {
-    let w = web_sys::window()?;
-    let resp = wasm_bindgen_futures::JsFuture::from(w.fetch_with_str(url))
-        .await
-        .ok()?;
-    let resp: web_sys::Response = resp.dyn_into().ok()?;
-    let text = wasm_bindgen_futures::JsFuture::from(resp.text().ok()?)
-        .await
-        .ok()?;
-    text.as_string()
-}
-
 /// Load `/api/queues` into the mirror.
 fn load_snapshot(d: UseReducerDispatcher<Live>) {
     wasm_bindgen_futures::spawn_local(async move {
-        if let Some(text) = fetch_text("/api/queues").await {
+        if let Some(text) = super::fetch_text("/api/queues").await {
             if let Ok(qs) = serde_json::from_str::<Vec<QueuesJson>>(&text) {
                 d.dispatch(LiveAction::Snapshot(qs));
             }
@@ -174,7 +165,14 @@ pub fn live_app() -> Html {
         let d = d.clone();
         Callback::from(move |k: Option<&'static str>| d.dispatch(LiveAction::Explain(k)))
     };
-    let l = state.lang;
+    {
+        let d = d.clone();
+        super::use_words(
+            state.lang,
+            Callback::from(move |()| d.dispatch(LiveAction::WordsLoaded)),
+        );
+    }
+    let l = crate::i18n::shown(state.lang);
     let m = state.model.borrow();
     let v = &m.view;
     let host = web_sys::window()

@@ -12,6 +12,7 @@ mod live;
 mod parts;
 mod sim;
 
+use crate::i18n::Lang;
 use crate::model::{Action, Model};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -51,6 +52,44 @@ impl Reducible for Shared {
 
 /// Sends actions to the model.
 pub type Dispatch = UseReducerDispatcher<Shared>;
+
+/// A URL's text (`None` when it cannot be fetched).
+async fn fetch_text(url: &str) -> Option<String> {
+    use wasm_bindgen::JsCast;
+    let w = web_sys::window()?;
+    let resp = wasm_bindgen_futures::JsFuture::from(w.fetch_with_str(url))
+        .await
+        .ok()?;
+    let resp: web_sys::Response = resp.dyn_into().ok()?;
+    if !resp.ok() {
+        return None;
+    }
+    let text = wasm_bindgen_futures::JsFuture::from(resp.text().ok()?)
+        .await
+        .ok()?;
+    text.as_string()
+}
+
+/// The words of a language load when it is first asked for (Chinese is not in the first
+/// download): while `lang` is not [`ready`](crate::i18n::ready), fetch `pkg/zh.json`, take it
+/// in and call `loaded`. Until then the page speaks English ([`i18n::shown`](crate::i18n::shown)).
+#[hook]
+fn use_words(lang: Lang, loaded: Callback<()>) {
+    use_effect_with(lang, move |&lang| {
+        if !crate::i18n::ready(lang) {
+            wasm_bindgen_futures::spawn_local(async move {
+                let Some(json) = fetch_text("pkg/zh.json").await else {
+                    web_sys::console::warn_1(&"pkg/zh.json could not be fetched".into());
+                    return;
+                };
+                match crate::i18n::load_zh(&json) {
+                    Ok(()) => loaded.emit(()),
+                    Err(e) => web_sys::console::warn_1(&e.into()),
+                }
+            });
+        }
+    });
+}
 
 fn params() -> Option<web_sys::UrlSearchParams> {
     let search = web_sys::window()?.location().search().ok()?;

@@ -113,7 +113,7 @@ fn topology(
     m: &Model,
 ) -> Html {
     let v = &lab.view;
-    let l = m.lang;
+    let l = crate::i18n::shown(m.lang);
     let between = lab.next_time() != Some(lab.now());
     let producers: Vec<ProducerCard> = v
         .actors
@@ -232,9 +232,9 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
         .take(2)
         .any(|s| s.what == crate::view::What::TimedOut);
     html! {
-      <super::flow::FlowView lang={m.lang} {layout} version={m.version} {glide_ms}
+      <super::flow::FlowView lang={crate::i18n::shown(m.lang)} {layout} version={m.version} {glide_ms}
           highlight={lab.view.highlight.map(|h| h.to_string())} {timed_out}
-          pane={(!m.panes[i].title.is_empty()).then(|| AttrValue::from(crate::i18n::t(m.lang, m.panes[i].title)))}/>
+          pane={(!m.panes[i].title.is_empty()).then(|| AttrValue::from(crate::i18n::t(crate::i18n::shown(m.lang), m.panes[i].title)))}/>
     }
 }
 
@@ -249,7 +249,7 @@ fn pane(
 ) -> Html {
     let lab = &p.lab;
     let v = &lab.view;
-    let l = m.lang;
+    let l = crate::i18n::shown(m.lang);
     let last = lab.log.last();
     let text = last
         .map(|s| s.text.render(l))
@@ -347,6 +347,14 @@ pub fn sim_app() -> Html {
         let m = state.get();
         (m.playing, m.query(), m.lang)
     };
+    {
+        let d = d.clone();
+        super::use_words(
+            lang,
+            Callback::from(move |()| d.dispatch(Action::WordsLoaded)),
+        );
+    }
+    let lang = crate::i18n::shown(lang);
 
     // The play timer: owned by the effect, dropped (cancelled) when play stops. Virtual time
     // follows real time (× speed), however late a tick comes.

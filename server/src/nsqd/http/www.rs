@@ -165,6 +165,7 @@ fn embedded(req: axum::http::Request<axum::body::Body>) -> Response {
         Some("css") => "text/css",
         Some("js") => "text/javascript",
         Some("wasm") => "application/wasm",
+        Some("json") => "application/json",
         _ => "application/octet-stream",
     };
     out.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
