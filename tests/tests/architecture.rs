@@ -1,5 +1,6 @@
 //! The code's shape, checked: the top-level modules of `core/src` and of `server/src` import
-//! each other in no circle, and no file of `server/src` is over 800 lines outside its tests.
+//! each other in no circle, no file of `server/src` is over 800 lines outside its tests, and
+//! the page's parts take callbacks, not the reducer's dispatcher.
 //!
 //! A module's imports are the `crate::<top>` and `super::…` paths in its files (comments
 //! aside), resolved to the top-level module they name; `lib.rs` and `main.rs` only declare
@@ -212,6 +213,30 @@ fn no_server_file_is_over_800_lines_outside_its_tests() {
         }
     }
     assert!(long.is_empty(), "over {MAX_LINES} lines: {long:?}");
+}
+
+/// The page's parts are given the callbacks they need, never the reducer's dispatcher: only
+/// the two apps that own a reducer (`app/sim.rs`, `app/live.rs`) and `app/mod.rs`, which names
+/// its type, may mention it.
+#[test]
+fn the_pages_parts_take_callbacks_not_the_dispatcher() {
+    let root = workspace().join("web/src");
+    let owners = ["app/mod.rs", "app/sim.rs", "app/live.rs"].map(|f| root.join(f));
+    let files = rust_files(&root);
+    assert!(files.len() > 20, "only {} files in web/src", files.len());
+    let holders: Vec<String> = files
+        .iter()
+        .filter(|f| !owners.contains(f))
+        .filter(|f| {
+            let text = code(&std::fs::read_to_string(f).unwrap());
+            text.contains("Dispatch") || text.contains("UseReducerDispatcher")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        holders.is_empty(),
+        "parts that hold the dispatcher: {holders:?}"
+    );
 }
 
 /// The checks themselves: a tree with a circle (through `super::super` and `crate::`) is

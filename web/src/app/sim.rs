@@ -12,6 +12,7 @@ use crate::scenarios::SCENARIOS;
 use crate::view::{secs, Role};
 use gloo_timers::callback::Interval;
 use nsqlab_core::time::Time;
+use nsqlab_core::{ClientId, MessageId};
 use std::cell::Cell;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlSelectElement, KeyboardEvent};
@@ -19,6 +20,62 @@ use yew::prelude::*;
 
 /// How often the play timer ticks (real milliseconds).
 const TICK_MS: u32 = 50;
+
+/// The callbacks the page's parts are given, each turning what a part asks for into an
+/// [`Action`]: made once from the dispatcher, so a part's props compare equal from one render to
+/// the next (and it is not drawn again for nothing), and no part holds the dispatcher.
+#[derive(PartialEq)]
+struct Hands {
+    term: Callback<&'static str>,
+    glossary: Callback<Option<&'static str>>,
+    edit: Callback<(Field, String)>,
+    seek: Callback<usize>,
+    answer: Callback<(usize, ClientId, MessageId, crate::lab::Answer)>,
+    forms: FormHands,
+    tour: TourHands,
+    consumers: ConsumerHands,
+}
+
+impl Hands {
+    fn new(d: &Dispatch) -> Hands {
+        fn to<T: 'static>(d: &Dispatch, action: impl Fn(T) -> Action + 'static) -> Callback<T> {
+            let d = d.clone();
+            Callback::from(move |x| d.dispatch(action(x)))
+        }
+        Hands {
+            term: to(d, |k| Action::Explain(Some(k))),
+            glossary: to(d, Action::Explain),
+            edit: to(d, |(f, v)| Action::Edit(f, v)),
+            seek: to(d, Action::Seek),
+            answer: to(d, |(lab, client, id, what)| Action::Answer {
+                lab,
+                client,
+                id,
+                what,
+            }),
+            forms: FormHands {
+                publish: to(d, |()| Action::Publish),
+                add_consumer: to(d, |()| Action::AddConsumer),
+                admin: to(d, Action::Admin),
+            },
+            tour: TourHands {
+                predict: to(d, Action::Predict),
+                next_chapter: to(d, |()| Action::NextChapter),
+                end: to(d, |()| Action::EndTour),
+            },
+            consumers: ConsumerHands {
+                tune: to(d, |(lab, client, knob, value)| Action::Tune {
+                    lab,
+                    client,
+                    knob,
+                    value,
+                }),
+                crash: to(d, |(lab, client)| Action::ToggleCrash { lab, client }),
+                remove: to(d, |(lab, client)| Action::RemoveConsumer { lab, client }),
+            },
+        }
+    }
+}
 
 fn query() -> (String, u64, f64, Lang, bool) {
     let p = params();
@@ -105,13 +162,7 @@ fn tokens(lab: &Lab, ids: impl Iterator<Item = nsqlab_core::MessageId>) -> Vec<T
 }
 
 /// The topology's props for one lab.
-fn topology(
-    i: usize,
-    lab: &Lab,
-    d: &Dispatch,
-    on_term: &Callback<&'static str>,
-    m: &Model,
-) -> Html {
+fn topology(i: usize, lab: &Lab, hands: &Hands, m: &Model) -> Html {
     let v = &lab.view;
     let l = crate::i18n::shown(m.lang);
     let between = lab.next_time() != Some(lab.now());
@@ -198,7 +249,7 @@ fn topology(
         .collect();
     html! {
       <Topology lang={l} lab={i} {producers} {topics} {channels} {consumers}
-                highlight={v.highlight.map(|h| h.to_string())} dispatch={d.clone()} on_term={on_term.clone()}/>
+                highlight={v.highlight.map(|h| h.to_string())} on_term={hands.term.clone()} hands={hands.consumers.clone()}/>
     }
 }
 
@@ -239,14 +290,8 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
 }
 
 /// One lab: the current step, the picture, the in-flight window, the log.
-fn pane(
-    i: usize,
-    p: &Pane,
-    m: &Model,
-    state: &Shared,
-    d: &Dispatch,
-    on_term: &Callback<&'static str>,
-) -> Html {
+fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, hands: &Hands) -> Html {
+    let on_term = &hands.term;
     let lab = &p.lab;
     let v = &lab.view;
     let l = crate::i18n::shown(m.lang);
@@ -300,7 +345,7 @@ fn pane(
             { match &lab.cluster {
                 Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l),
                 None if m.flow => flow(i, m, state),
-                None => topology(i, lab, d, on_term, m),
+                None => topology(i, lab, hands, m),
             } }
             { heap.unwrap_or_default() }
           </div>
@@ -321,7 +366,7 @@ fn pane(
                     deadline: f.deadline,
                 }).collect();
                 html!{ <InFlight lang={l} lab={i} channel={format!("{}/{}", c.topic, c.name)} {rows} now={lab.now()}
-                                 highlight={v.highlight.map(|h| h.to_string())} dispatch={Some(d.clone())}/> }
+                                 highlight={v.highlight.map(|h| h.to_string())} on_answer={Some(hands.answer.clone())}/> }
             }) }
             <StepLog len={lab.log.len()} {rows} wall={false} lang={l}/>
           </div>
@@ -443,14 +488,11 @@ pub fn sim_app() -> Html {
         use_effect(move || animate_moves(&mut flip.borrow_mut()));
     }
 
-    let on_term = {
+    let hands = {
         let d = d.clone();
-        Callback::from(move |k: &'static str| d.dispatch(Action::Explain(Some(k))))
+        use_memo((), move |_| Hands::new(&d))
     };
-    let on_glossary = {
-        let d = d.clone();
-        Callback::from(move |k: Option<&'static str>| d.dispatch(Action::Explain(k)))
-    };
+    let on_term = hands.term.clone();
     let click = |a: Action| {
         let d = d.clone();
         Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
@@ -600,7 +642,7 @@ pub fn sim_app() -> Html {
             </select>
           </label>
           <form class="seed" onsubmit={on_seed} novalidate=true>
-            <FormField field={Field::Seed} label={t(l, "ui.seed")} value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} dispatch={d.clone()}
+            <FormField field={Field::Seed} label={t(l, "ui.seed")} value={m.field(Field::Seed).to_string()} refusal={seed_refusal.map(AttrValue::from)} size={6} on_edit={hands.edit.clone()}
                        hint={Some(AttrValue::from(t(l, "ui.seed.hint")))}/>
             <button type="submit" data-testid="apply-seed">{t(l, "ui.seed.apply")}</button>
           </form>
@@ -617,22 +659,22 @@ pub fn sim_app() -> Html {
             html!{ <p class="share"><span>{Text::new("ui.share.copied").arg("pos", at).render(l)}</span>
               <input type="text" readonly=true value={url} data-testid="share-url" size="60"/></p> }
         }) }
-        <Scrubber lang={l} {pos} {horizon} {marks} dispatch={d.clone()}/>
+        <Scrubber lang={l} {pos} {horizon} {marks} on_seek={hands.seek.clone()}/>
         { for m.tour.as_ref().map(|ts| {
             let q = ts.tour.chapters[ts.chapter].question.as_ref().map(|q| (q.options, q.answer));
             html!{ <TourPanel lang={l} scenario={ts.tour.scenario} chapter={ts.chapter} chapters={ts.tour.chapters.len()}
-                              question={q} predicted={ts.predicted} reached={ts.reached} dispatch={d.clone()} on_term={on_term.clone()}/> }
+                              question={q} predicted={ts.predicted} reached={ts.reached} on_term={on_term.clone()} hands={hands.tour.clone()}/> }
         }) }
         <div class="panes">
-          { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &d, &on_term)) }
+          { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &hands)) }
         </div>
         { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
         { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
         <div class="forms">
-          <PublishForm fields={forms.clone()} dispatch={d.clone()} lang={l}/>
-          <ManageForm fields={forms} dispatch={d.clone()} lang={l}/>
+          <PublishForm fields={forms.clone()} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>
+          <ManageForm fields={forms} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>
         </div> } } }
-        <Glossary lang={l} open={m.term} on_term={on_glossary}/>
+        <Glossary lang={l} open={m.term} on_term={hands.glossary.clone()}/>
         </main>
       </div>
     }

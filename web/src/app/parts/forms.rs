@@ -10,7 +10,8 @@ pub struct FieldProps {
     pub value: AttrValue,
     pub refusal: Option<AttrValue>,
     pub size: u32,
-    pub dispatch: Dispatch,
+    /// A field's new value, as typed.
+    pub on_edit: Callback<(Field, String)>,
     #[prop_or_default]
     pub hint: Option<AttrValue>,
 }
@@ -19,11 +20,9 @@ pub struct FieldProps {
 #[function_component(FormField)]
 pub fn form_field(p: &FieldProps) -> Html {
     let f = p.field;
-    let d = p.dispatch.clone();
-    let oninput = Callback::from(move |e: InputEvent| {
-        let v = e.target_unchecked_into::<HtmlInputElement>().value();
-        d.dispatch(Action::Edit(f, v));
-    });
+    let oninput = p
+        .on_edit
+        .reform(move |e: InputEvent| (f, e.target_unchecked_into::<HtmlInputElement>().value()));
     let err_id = format!("{}-refusal", f.id());
     html! {
       <label class="field">
@@ -39,8 +38,18 @@ pub fn form_field(p: &FieldProps) -> Html {
 #[derive(Properties, PartialEq)]
 pub struct FormsProps {
     pub fields: Vec<(Field, String, Option<String>)>,
-    pub dispatch: Dispatch,
     pub lang: Lang,
+    pub on_edit: Callback<(Field, String)>,
+    /// The form's buttons (publish; add a consumer, and the admin calls).
+    pub hands: FormHands,
+}
+
+/// What the forms' buttons ask for.
+#[derive(Clone, PartialEq)]
+pub struct FormHands {
+    pub publish: Callback<()>,
+    pub add_consumer: Callback<()>,
+    pub admin: Callback<Admin>,
 }
 
 impl FormsProps {
@@ -54,18 +63,14 @@ impl FormsProps {
 
     fn field(&self, f: Field, label: &'static str, size: u32, hint: &'static str) -> Html {
         let (value, refusal) = self.get(f);
-        html! { <FormField field={f} label={t(self.lang, label)} {value} {refusal} {size} dispatch={self.dispatch.clone()} hint={Some(AttrValue::from(t(self.lang, hint)))}/> }
+        html! { <FormField field={f} label={t(self.lang, label)} {value} {refusal} {size} on_edit={self.on_edit.clone()} hint={Some(AttrValue::from(t(self.lang, hint)))}/> }
     }
 }
 
 /// Publish: PUB, DPUB (with a delay), MPUB (with a count), or several DPUBs.
 #[function_component(PublishForm)]
 pub fn publish_form(p: &FormsProps) -> Html {
-    let d = p.dispatch.clone();
-    let onsubmit = Callback::from(move |e: SubmitEvent| {
-        e.prevent_default();
-        d.dispatch(Action::Publish);
-    });
+    let onsubmit = p.hands.publish.reform(|e: SubmitEvent| e.prevent_default());
     html! {
       <form class="publish" {onsubmit} aria-label={t(p.lang, "ui.publish")} novalidate=true>
         <b>{t(p.lang, "ui.publish")}</b>
@@ -81,10 +86,8 @@ pub fn publish_form(p: &FormsProps) -> Html {
 /// Add a consumer; create or delete a topic or channel (nsqd's HTTP admin calls).
 #[function_component(ManageForm)]
 pub fn manage_form(p: &FormsProps) -> Html {
-    let act = |a: Action| {
-        let d = p.dispatch.clone();
-        Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
-    };
+    let admin = |a: Admin| p.hands.admin.reform(move |_: MouseEvent| a);
+    let add_consumer = p.hands.add_consumer.reform(|_: MouseEvent| ());
     html! {
       <form class="manage" aria-label={t(p.lang, "ui.manage")} onsubmit={Callback::from(|e: SubmitEvent| e.prevent_default())} novalidate=true>
         <b>{t(p.lang, "ui.manage")}</b>
@@ -92,11 +95,11 @@ pub fn manage_form(p: &FormsProps) -> Html {
         { p.field(Field::ManageChannel, "ui.f.channel", 10, "ui.h.mchannel") }
         { p.field(Field::ManageRdy, "ui.f.rdy", 4, "ui.h.rdy") }
         <span class="buttons">
-          <button type="button" data-testid="add-consumer" onclick={act(Action::AddConsumer)}>{t(p.lang, "ui.add-consumer")}</button>
-          <button type="button" data-testid="create-topic" onclick={act(Action::Admin(Admin::CreateTopic))}>{t(p.lang, "ui.create-topic")}</button>
-          <button type="button" data-testid="create-channel" onclick={act(Action::Admin(Admin::CreateChannel))}>{t(p.lang, "ui.create-channel")}</button>
-          <button type="button" data-testid="delete-channel" onclick={act(Action::Admin(Admin::DeleteChannel))}>{t(p.lang, "ui.delete-channel")}</button>
-          <button type="button" data-testid="delete-topic" onclick={act(Action::Admin(Admin::DeleteTopic))}>{t(p.lang, "ui.delete-topic")}</button>
+          <button type="button" data-testid="add-consumer" onclick={add_consumer}>{t(p.lang, "ui.add-consumer")}</button>
+          <button type="button" data-testid="create-topic" onclick={admin(Admin::CreateTopic)}>{t(p.lang, "ui.create-topic")}</button>
+          <button type="button" data-testid="create-channel" onclick={admin(Admin::CreateChannel)}>{t(p.lang, "ui.create-channel")}</button>
+          <button type="button" data-testid="delete-channel" onclick={admin(Admin::DeleteChannel)}>{t(p.lang, "ui.delete-channel")}</button>
+          <button type="button" data-testid="delete-topic" onclick={admin(Admin::DeleteTopic)}>{t(p.lang, "ui.delete-topic")}</button>
         </span>
       </form>
     }

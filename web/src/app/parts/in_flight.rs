@@ -22,9 +22,10 @@ pub struct InFlightProps {
     pub rows: Vec<FlightRow>,
     pub now: Time,
     pub highlight: Option<String>,
-    /// Without it the rows have no buttons (live mode).
+    /// FIN, REQ or TOUCH by hand: (lab, client, message, which). Without it the rows have no
+    /// buttons (live mode).
     #[prop_or_default]
-    pub dispatch: Option<Dispatch>,
+    pub on_answer: Option<Callback<(usize, ClientId, MessageId, Answer)>>,
 }
 
 /// A channel's in-flight window: each message, whose it is, and the time left.
@@ -36,18 +37,18 @@ pub fn in_flight(p: &InFlightProps) -> Html {
         { for p.rows.iter().map(|r| {
             let left = crate::layout::time_left(r.sent, r.deadline, p.now);
             let answer = |what: Answer, name: &str| -> Html {
-                let Some(d) = p.dispatch.clone() else { return html!{} };
+                let Some(on) = &p.on_answer else { return html!{} };
                 let (lab, client, id) = (p.lab, r.client, r.msg);
                 html!{ <button type="button" aria-label={Text::new("ui.answer").arg("cmd", name).arg("label", &r.token.label).render(p.lang)}
-                    onclick={Callback::from(move |_: MouseEvent| d.dispatch(Action::Answer { lab, client, id, what }))}>{name.to_string()}</button> }
+                    onclick={on.reform(move |_: MouseEvent| (lab, client, id, what))}>{name.to_string()}</button> }
             };
-            html!{ <div class={classes!("row", p.dispatch.is_none().then_some("ro"))} data-id={r.token.id.clone()} data-client={r.client.to_string()} data-flip={r.token.id.clone()}>
+            html!{ <div class={classes!("row", p.on_answer.is_none().then_some("ro"))} data-id={r.token.id.clone()} data-client={r.client.to_string()} data-flip={r.token.id.clone()}>
               { token(&r.token, p.highlight.as_deref() == Some(r.token.id.as_str()), false) }
               <span class="who">{Text::new("ui.inflight.row").arg("who", &r.who).arg("n", r.attempts).render(p.lang)}</span>
               <span class="bar" role="meter" aria-label={t(p.lang, "ui.timeleft")} aria-valuemin="0" aria-valuemax="100" aria-valuenow={format!("{:.0}", left * 100.0)}>
                 <span class="fill" style={format!("width:{:.0}%", left * 100.0)}></span></span>
               <span class="left">{format!("{:.1} s", r.deadline.saturating_sub(p.now) as f64 / 1e9)}</span>
-              { if p.dispatch.is_some() { html!{ <span class="answers">{ answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }</span> } } else { html!{} } }
+              { if p.on_answer.is_some() { html!{ <span class="answers">{ answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }</span> } } else { html!{} } }
             </div> }
         }) }
       </section>

@@ -2,12 +2,11 @@
 //! consumers), the in-flight window, the step log, the lateness chart, the forms and the
 //! glossary. Each takes plain data as props.
 
-use super::Dispatch;
 use crate::forms::Field;
 use crate::glossary::{pieces, term, Piece, TERMS};
 use crate::i18n::{t, Lang, Text};
 use crate::lab::{Admin, Answer};
-use crate::model::{Action, Knob};
+use crate::model::Knob;
 use crate::view::{secs, ServerCounts};
 use nsqlab_core::time::{Time, MILLISECOND};
 use nsqlab_core::{ClientId, MessageId};

@@ -9,7 +9,8 @@ pub struct ScrubberProps {
     pub horizon: usize,
     /// Key moments: (position, kind), at most a few hundred (binned by the caller).
     pub marks: Vec<(usize, crate::model::Mark)>,
-    pub dispatch: Dispatch,
+    /// Go to a point of the run.
+    pub on_seek: Callback<usize>,
 }
 
 /// The run so far as a line: drag to any point of it; its key moments are marked.
@@ -18,11 +19,11 @@ pub fn scrubber(p: &ScrubberProps) -> Html {
     use crate::model::Mark;
     let l = p.lang;
     let oninput = {
-        let d = p.dispatch.clone();
+        let on = p.on_seek.clone();
         Callback::from(move |e: InputEvent| {
             let v = e.target_unchecked_into::<HtmlInputElement>().value();
             if let Ok(pos) = v.parse() {
-                d.dispatch(Action::Seek(pos));
+                on.emit(pos);
             }
         })
     };

@@ -68,8 +68,20 @@ pub struct TopologyProps {
     pub channels: Vec<ChannelCard>,
     pub consumers: Vec<ConsumerCard>,
     pub highlight: Option<String>,
-    pub dispatch: Dispatch,
     pub on_term: Callback<&'static str>,
+    /// The consumers' controls.
+    pub hands: ConsumerHands,
+}
+
+/// What a consumer's controls ask for; each names its lab and client.
+#[derive(Clone, PartialEq)]
+pub struct ConsumerHands {
+    /// A setting as typed.
+    pub tune: Callback<(usize, ClientId, Knob, String)>,
+    /// Crash it, or bring it back.
+    pub crash: Callback<(usize, ClientId)>,
+    /// Disconnect it.
+    pub remove: Callback<(usize, ClientId)>,
 }
 
 /// Producers → topics → channels → consumers.
@@ -105,7 +117,7 @@ pub fn topology(p: &TopologyProps) -> Html {
         </div>
         <div class="arrow" aria-hidden="true">{"→"}</div>
         <div class="col consumers"><h3>{t(l, "ui.consumers")}</h3>
-          { for p.consumers.iter().map(|c| consumer_box(l, c, p.lab, &p.dispatch, &p.on_term)) }
+          { for p.consumers.iter().map(|c| consumer_box(l, c, p.lab, &p.hands, &p.on_term)) }
           { if p.consumers.is_empty() { html!{ <p class="hint">{t(l, "ui.consumers.none")}</p> } } else { html!{} } }
         </div>
       </div>
@@ -161,30 +173,18 @@ fn consumer_box(
     l: Lang,
     c: &ConsumerCard,
     lab: usize,
-    d: &Dispatch,
+    h: &ConsumerHands,
     on_term: &Callback<&'static str>,
 ) -> Html {
     let client = c.id;
     let tune = |knob: Knob| {
-        let d = d.clone();
-        Callback::from(move |e: Event| {
+        h.tune.reform(move |e: Event| {
             let value = e.target_unchecked_into::<HtmlInputElement>().value();
-            d.dispatch(Action::Tune {
-                lab,
-                client,
-                knob,
-                value,
-            });
+            (lab, client, knob, value)
         })
     };
-    let crash = {
-        let d = d.clone();
-        Callback::from(move |_: MouseEvent| d.dispatch(Action::ToggleCrash { lab, client }))
-    };
-    let remove = {
-        let d = d.clone();
-        Callback::from(move |_: MouseEvent| d.dispatch(Action::RemoveConsumer { lab, client }))
-    };
+    let crash = h.crash.reform(move |_: MouseEvent| (lab, client));
+    let remove = h.remove.reform(move |_: MouseEvent| (lab, client));
     let refusal = |k: Knob| {
         c.refusals
             .iter()

@@ -12,8 +12,18 @@ pub struct TourProps {
     pub question: Option<(usize, usize)>,
     pub predicted: Option<usize>,
     pub reached: bool,
-    pub dispatch: Dispatch,
     pub on_term: Callback<&'static str>,
+    /// The tour's buttons.
+    pub hands: TourHands,
+}
+
+/// What a tour's buttons ask for.
+#[derive(Clone, PartialEq)]
+pub struct TourHands {
+    /// Option `n` (from 1) as the prediction.
+    pub predict: Callback<usize>,
+    pub next_chapter: Callback<()>,
+    pub end: Callback<()>,
 }
 
 /// A guided tour's chapter: what it is about, a prediction to make, the answer the run shows.
@@ -21,18 +31,15 @@ pub struct TourProps {
 pub fn tour_panel(p: &TourProps) -> Html {
     let l = p.lang;
     let key = |part: &str| format!("tour.{}.{}.{part}", p.scenario, p.chapter + 1);
-    let d = &p.dispatch;
-    let send = |a: Action| {
-        let d = d.clone();
-        Callback::from(move |_: MouseEvent| d.dispatch(a.clone()))
-    };
+    let h = &p.hands;
+    let click = |c: &Callback<()>| c.reform(|_: MouseEvent| ());
     let last = p.chapter + 1 == p.chapters;
     let can_go_on = p.question.is_none() || p.predicted.is_some();
     html! {
       <section class="tour" data-testid="tour" data-chapter={(p.chapter + 1).to_string()} aria-live="polite">
         <div class="tour-head">
           <span class="tour-n">{Text::new("ui.tour.chapter").arg("n", p.chapter + 1).arg("of", p.chapters).render(l)}</span>
-          <button type="button" class="link" data-testid="tour-end" onclick={send(Action::EndTour)}>{t(l, "ui.tour.end")}</button>
+          <button type="button" class="link" data-testid="tour-end" onclick={click(&h.end)}>{t(l, "ui.tour.end")}</button>
         </div>
         <h2>{t(l, &key("title"))}</h2>
         <p><Words lang={l} on_term={Some(p.on_term.clone())} text={t(l, &key("text"))}/></p>
@@ -51,7 +58,7 @@ pub fn tour_panel(p: &TourProps) -> Html {
                         (chosen && i != answer).then_some("wrong"),
                     );
                     html!{ <button type="button" class={cls} data-testid={format!("option-{i}")} disabled={p.predicted.is_some()}
-                                   aria-pressed={chosen.to_string()} onclick={send(Action::Predict(i))}>{t(l, &key(&format!("a{i}")))}</button> }
+                                   aria-pressed={chosen.to_string()} onclick={h.predict.reform(move |_: MouseEvent| i)}>{t(l, &key(&format!("a{i}")))}</button> }
                 }) }
               </div>
               { for p.predicted.map(|k| {
@@ -65,7 +72,7 @@ pub fn tour_panel(p: &TourProps) -> Html {
               }) }
             </div>
         }) }
-        <button type="button" class="next" data-testid="tour-next" disabled={!can_go_on} onclick={send(Action::NextChapter)}>
+        <button type="button" class="next" data-testid="tour-next" disabled={!can_go_on} onclick={click(&h.next_chapter)}>
           { if last { t(l, "ui.tour.finish") } else { t(l, "ui.tour.next") } }</button>
       </section>
     }
