@@ -95,13 +95,18 @@ pub enum EventKind {
         channel: Name,
     },
 
-    /// A message was accepted by a topic (`due` is set for DPUB).
+    /// A message was accepted by a topic (`due` is set for DPUB). `nth` of `batch`: its place
+    /// among the messages published together (an MPUB's; 1 of 1 for PUB and DPUB).
     Published {
         topic: Name,
         id: MessageId,
         size: usize,
         due: Option<Time>,
         client: Option<ClientId>,
+        #[serde(default = "one")]
+        nth: u32,
+        #[serde(default = "one")]
+        batch: u32,
     },
     /// A topic without channels (or paused) keeps the message for now.
     HeldInTopic {
@@ -227,4 +232,9 @@ pub enum EventKind {
         client: ClientId,
         reason: CloseReason,
     },
+}
+
+/// A publish's size when an event does not say (one message).
+fn one() -> u32 {
+    1
 }

@@ -90,9 +90,12 @@ fn line_key(b: Block, n: usize) -> &'static str {
 /// The block and line (from 1) of a step with this key, when it has one of its own.
 fn direct(key: &str) -> Option<(Block, usize)> {
     Some(match key {
-        "published" | "published.deferred" => (Block::Publish, 2),
+        "published"
+        | "published.mpub"
+        | "published.http"
+        | "published.http.mpub"
+        | "published.deferred" => (Block::Publish, 2),
         "held" => (Block::Publish, 3),
-        "deferred" => (Block::Publish, 4),
         "heap.push.root" | "heap.push.up" | "heap.push.stay" => (Block::Push, 2),
         "heap.swap.up" | "heap.swap.up.tie" => (Block::Push, 4),
         "due.exact" | "due.late" => (Block::Pop, 2),
@@ -105,7 +108,8 @@ fn direct(key: &str) -> Option<(Block, usize)> {
         "req.now" | "req.later" => (Block::Answer, 5),
         "touch" => (Block::Answer, 7),
         "timeout" => (Block::Timeout, 2),
-        "scan.none" | "scan.some" => (Block::Scan, 1),
+        "scan.none" | "scan.some" | "scan.some.more" => (Block::Scan, 1),
+        "scan.again.none" | "scan.again.some" | "scan.again.more" => (Block::Scan, 4),
         "due.scan" => (Block::Scan, 3),
         _ => return None,
     })
@@ -116,6 +120,18 @@ pub fn locate(log: &[Step], i: usize) -> Option<(Block, usize)> {
     let key = log.get(i)?.text.key;
     if let Some(x) = direct(key) {
         return Some(x);
+    }
+    if key == "deferred" {
+        // A message goes to the deferred heap from a DPUB or from a REQ with a delay (the
+        // last of those before it says which).
+        for s in log[..i].iter().rev().take(64) {
+            match direct(s.text.key) {
+                Some((Block::Answer, 5)) => return Some((Block::Answer, 5)),
+                Some((Block::Publish, _)) => break,
+                _ => {}
+            }
+        }
+        return Some((Block::Publish, 4));
     }
     if !key.starts_with("queued.") {
         return None;
@@ -187,5 +203,52 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 50 item 5: a message a REQ with a delay sends to the deferred heap is on the REQ's
+    /// line, never on the publish's; one a DPUB defers is on the publish's.
+    #[test]
+    fn a_deferral_is_placed_on_the_command_that_made_it() {
+        let (mut from_req, mut from_dpub) = (0, 0);
+        for s in SCENARIOS.iter().filter(|s| s.id != "big-heap") {
+            for (_, mut lab) in (s.build)(1) {
+                lab.run_until(60 * nsqlab_core::time::SECOND);
+                let mut cause = None;
+                for (i, step) in lab.log.iter().enumerate() {
+                    match step.text.key {
+                        "req.later" => cause = Some("req"),
+                        "published.deferred" => cause = Some("dpub"),
+                        "deferred" => {
+                            let placed = locate(&lab.log, i).map(|p| p.0);
+                            match cause {
+                                Some("req") => {
+                                    from_req += 1;
+                                    assert_eq!(
+                                        placed,
+                                        Some(Block::Answer),
+                                        "{}: {}",
+                                        s.id,
+                                        step.en()
+                                    );
+                                }
+                                _ => {
+                                    from_dpub += 1;
+                                    assert_eq!(
+                                        placed,
+                                        Some(Block::Publish),
+                                        "{}: {}",
+                                        s.id,
+                                        step.en()
+                                    );
+                                }
+                            }
+                        }
+                        k if k.starts_with("published") => cause = None,
+                        _ => {}
+                    }
+                }
+            }
+        }
+        assert!(from_req > 0 && from_dpub > 0, "{from_req} {from_dpub}");
     }
 }

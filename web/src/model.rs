@@ -248,7 +248,9 @@ impl Model {
             Action::Step if at_head => self.grow(|m| {
                 m.step();
             }),
-            Action::Step => self.seek(self.pos() + 1),
+            // In the past, a Step shows what it showed the first time (one step of each lab at
+            // one instant), as Back takes it away.
+            Action::Step => self.seek(self.step_end(self.pos())),
             Action::Back => self.back(),
             Action::Seek(pos) => self.seek(pos),
             Action::NextTimer if at_head => self.grow(|m| {
@@ -638,18 +640,72 @@ impl Model {
         Ok(())
     }
 
-    /// One step back: the nearest point before this one that a run stands on (a change by
-    /// hand shows its first steps at once: the points inside them are not).
+    /// One step back: undo what one Step shows (one step of each lab that had something at the
+    /// last instant), to the nearest point before it that a run stands on (a change by hand
+    /// shows its first steps at once: the points inside them are not).
     fn back(&mut self) {
         let here = self.pos();
-        let mut target = here;
-        while target > 0 {
-            target -= 1;
+        if here == 0 {
+            return;
+        }
+        let mut target = self.step_start(here);
+        loop {
             self.seek(target);
-            if self.pos() < here {
+            if self.pos() < here || target == 0 {
                 return;
             }
+            target -= 1;
         }
+    }
+
+    /// The step at position `k` of the trail: its lab and instant (`None` past the horizon).
+    fn trail_step(&self, k: usize) -> Option<(usize, Time)> {
+        let lab = *self.timeline.trail.get(k)? as usize;
+        let n = self.timeline.trail[..k]
+            .iter()
+            .filter(|&&x| x as usize == lab)
+            .count();
+        let log = &self.panes.get(lab)?.lab.log;
+        let step = match log.get(n) {
+            Some(s) => s,
+            None => self.future.get(lab)?.get(n - log.len())?,
+        };
+        Some((lab, step.at))
+    }
+
+    /// Where the Step that showed the step before `here` began: the trail's steps at one
+    /// instant, labs in rising order, as [`Model::step`] shows them.
+    fn step_start(&self, here: usize) -> usize {
+        let mut start = here - 1;
+        let Some((mut lab, t)) = self.trail_step(start) else {
+            return start;
+        };
+        while start > 0 {
+            match self.trail_step(start - 1) {
+                Some((l, u)) if u == t && l < lab => {
+                    start -= 1;
+                    lab = l;
+                }
+                _ => break,
+            }
+        }
+        start
+    }
+
+    /// Where the Step from `here` ends (at most the horizon).
+    fn step_end(&self, here: usize) -> usize {
+        let Some((mut lab, t)) = self.trail_step(here) else {
+            return here + 1;
+        };
+        let mut end = here + 1;
+        while let Some((l, u)) = self.trail_step(end) {
+            if u != t || l <= lab {
+                break;
+            }
+            end += 1;
+            lab = l;
+        }
+        end
     }
 
     /// Go to a point of the run, back or forward (no further than the furthest reached), by

@@ -537,6 +537,8 @@ impl View {
                 id,
                 due,
                 client,
+                nth,
+                batch,
                 ..
             } => {
                 self.highlight = Some(*id);
@@ -560,9 +562,19 @@ impl View {
                         .arg("due", self.fmt(*d))
                         .into()
                 } else {
-                    by(Text::new("published"))
+                    // The command as the client sent it: one PUB, an MPUB of several (one OK
+                    // for all), or nsqd's HTTP /pub and /mpub.
+                    let key = match (client.is_some(), *batch > 1) {
+                        (true, false) => "published",
+                        (true, true) => "published.mpub",
+                        (false, false) => "published.http",
+                        (false, true) => "published.http.mpub",
+                    };
+                    by(Text::new(key))
                         .arg("label", label)
                         .arg("topic", topic)
+                        .arg("nth", nth)
+                        .arg("n", batch)
                         .into()
                 }
             }
@@ -811,11 +823,18 @@ impl View {
                 .nest("who", self.who(*client))
                 .into(),
             EventKind::Scan { channels, dirty } => {
+                // A second scan at one instant is the loop going again at once (more than a
+                // quarter of the last sample had work), not its 100 ms wake-up.
+                let again = self.last_scan == Some(now);
                 self.last_scan = Some(now);
-                let key = if *dirty == 0 {
-                    "scan.none"
-                } else {
-                    "scan.some"
+                let more = *dirty * 4 > *channels;
+                let key = match (again, *dirty == 0, more) {
+                    (false, true, _) => "scan.none",
+                    (false, false, false) => "scan.some",
+                    (false, false, true) => "scan.some.more",
+                    (true, true, _) => "scan.again.none",
+                    (true, false, false) => "scan.again.some",
+                    (true, false, true) => "scan.again.more",
                 };
                 Text::new(key).arg("n", channels).arg("dirty", dirty).into()
             }

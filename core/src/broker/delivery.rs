@@ -69,7 +69,8 @@ impl Broker {
         chans.extend(self.topics.at(slot).channels.values().copied());
         let mut first = None;
         let bytes_before = self.topics.at(slot).message_bytes;
-        for body in bodies {
+        let batch = n as u32;
+        for (nth, body) in (1..).zip(bodies) {
             let t = self.topics.at_mut(slot);
             let id = t.next_id(now);
             first.get_or_insert(id);
@@ -80,7 +81,7 @@ impl Broker {
                 ids.push(id);
             }
             self.out
-                .published(now, &name, &msg, due, from, stored.as_ref());
+                .published(now, &name, &msg, due, from, (nth, batch), stored.as_ref());
             if topic_held {
                 self.route(now, slot, msg, due, false);
             } else {

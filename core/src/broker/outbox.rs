@@ -281,7 +281,9 @@ impl Outbox {
 
     // ------------------------------------------------------------ messages
 
-    /// A message published to `topic` (`stored`: how, when it goes to the store).
+    /// A message published to `topic`, the `nth` of `batch` published together (`stored`:
+    /// how, when it goes to the store).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn published(
         &mut self,
         at: Time,
@@ -289,6 +291,7 @@ impl Outbox {
         msg: &Message,
         due: Option<Time>,
         client: Option<ClientId>,
+        (nth, batch): (u32, u32),
         stored: Option<&Stored>,
     ) {
         if self.events_on {
@@ -298,6 +301,8 @@ impl Outbox {
                 size: msg.body.len(),
                 due,
                 client,
+                nth,
+                batch,
             };
             self.events.push_back(Event { at, kind });
         }

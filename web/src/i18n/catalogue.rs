@@ -97,6 +97,12 @@ catalogue! {
     // ---------------------------------------------------------------- messages
     "published" => "{by} publishes {label} to topic {topic} (PUB); nsqd stores it and answers OK.",
         "{by} 向主题 {topic} 发布 {label}（PUB）；nsqd 保存它并回复 OK。";
+    "published.mpub" => "{by} publishes {label} to topic {topic}: message {nth} of {n} in one MPUB. nsqd stores all {n} and answers a single OK for them.",
+        "{by} 向主题 {topic} 发布 {label}：一条 MPUB 中 {n} 条里的第 {nth} 条。nsqd 保存全部 {n} 条，只回复一个 OK。";
+    "published.http" => "{by} publishes {label} to topic {topic} (POST /pub on nsqd's HTTP port); nsqd stores it and answers OK.",
+        "{by} 向主题 {topic} 发布 {label}（在 nsqd 的 HTTP 端口上 POST /pub）；nsqd 保存它并回复 OK。";
+    "published.http.mpub" => "{by} publishes {label} to topic {topic}: message {nth} of {n} in one POST /mpub on nsqd's HTTP port. nsqd stores all {n} and answers a single OK.",
+        "{by} 向主题 {topic} 发布 {label}：在 nsqd 的 HTTP 端口上一次 POST /mpub 的 {n} 条里的第 {nth} 条。nsqd 保存全部 {n} 条，只回复一个 OK。";
     "published.deferred" => "{by} publishes {label} to topic {topic} with a delay of {delay} (DPUB): it must not be delivered before {due}.",
         "{by} 向主题 {topic} 发布 {label}，延迟 {delay}（DPUB）：在 {due} 之前不能投递。";
     "held" => "Topic {topic} has no channel yet (or is paused), so it keeps {label} until one appears.",
@@ -137,10 +143,18 @@ catalogue! {
         "临时主题 {topic} 已经为尚不存在的通道保留了 --mem-queue-size 条消息：{label} 被丢弃。";
     "unsampled" => "{label} is skipped: {who}'s sample_rate says it sees only a share of the messages.",
         "{label} 被跳过：{who} 的 sample_rate 表示它只接收一部分消息。";
-    "scan.none" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: none had a message due, so nothing moves.",
-        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：都没有到期的消息，什么也不发生。";
-    "scan.some" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: {dirty} had something due.",
-        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：其中 {dirty} 个有到期的消息。";
+    "scan.none" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: none had a message due, so nothing moves; it sleeps until its next 100 ms tick.",
+        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：都没有到期的消息，什么也不发生；它睡到下一个 100 ms。";
+    "scan.some" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: {dirty} had something due. That is not more than a quarter of them, so it sleeps until its next 100 ms tick.",
+        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：其中 {dirty} 个有到期的消息。没有超过四分之一，所以它睡到下一个 100 ms。";
+    "scan.some.more" => "nsqd's scan loop wakes up (every 100 ms) and looks at {n} of the channels: {dirty} had something due. That is more than a quarter of them, so it looks again at once, without waiting.",
+        "nsqd 的扫描循环醒来（每 100 ms 一次），查看了 {n} 个通道：其中 {dirty} 个有到期的消息。超过了四分之一，所以它不等待，立即再扫一次。";
+    "scan.again.none" => "At once, with no 100 ms wait, the scan loop looks at a fresh random sample of {n} channels: none had a message due, so it sleeps until its next 100 ms tick.",
+        "不等 100 ms，扫描循环立即重新随机抽取 {n} 个通道查看：都没有到期的消息，所以它睡到下一个 100 ms。";
+    "scan.again.some" => "At once, with no 100 ms wait, the scan loop looks at a fresh random sample of {n} channels: {dirty} had something due. That is not more than a quarter, so it sleeps until its next 100 ms tick.",
+        "不等 100 ms，扫描循环立即重新随机抽取 {n} 个通道查看：其中 {dirty} 个有到期的消息。没有超过四分之一，所以它睡到下一个 100 ms。";
+    "scan.again.more" => "At once, with no 100 ms wait, the scan loop looks at a fresh random sample of {n} channels: {dirty} had something due. That is more than a quarter again, so it goes on at once.",
+        "不等 100 ms，扫描循环立即重新随机抽取 {n} 个通道查看：其中 {dirty} 个有到期的消息。又超过了四分之一，所以它继续立即扫描。";
 
     // ---------------------------------------------------------------- the heap
     "heap.push.root" => "Push: {label} (due {due}) goes into the first free slot, index {at}. It is the only entry, so it is the root.",
@@ -365,7 +379,7 @@ catalogue! {
     "ui.algo.nsqd" => "how nsqd does it", "nsqd 是怎么做的";
     "algo.none" => "—", "——";
     "algo.publish.title" => "publish: a topic copies each message to its channels", "发布：主题把每条消息复制到它的每个通道";
-    "algo.publish.1" => "on PUB(topic, body) or DPUB(topic, delay, body):", "收到 PUB(topic, body) 或 DPUB(topic, delay, body) 时：";
+    "algo.publish.1" => "on PUB(topic, body), DPUB(topic, delay, body), or each body of MPUB(topic, bodies):", "收到 PUB(topic, body)、DPUB(topic, delay, body)，或 MPUB(topic, bodies) 的每条消息时：";
     "algo.publish.2" => "  msg = message(id, now, body); store it; answer OK", "  msg = 新消息(id, now, body)；保存；回复 OK";
     "algo.publish.3" => "  if topic has no channel: topic keeps msg", "  如果主题还没有通道：主题先保留 msg";
     "algo.publish.4" => "  for each channel: if deferred: heap.push(msg, now + delay)", "  对每个通道：如果是延迟消息：heap.push(msg, now + delay)";

@@ -192,16 +192,26 @@ impl Timeline {
         }
     }
 
-    /// Steps were shown at the head of the run: `before` is each lab's log length before them
-    /// (each lab's new steps are taken in lab order, as the model shows them). Collect marks
-    /// and take a snapshot when it is time.
+    /// Steps were shown at the head of the run: `before` is each lab's log length before them.
+    /// They go on the trail in time order, labs in order at one instant (as a Step shows them),
+    /// however they were shown: a played slice runs each lab in turn, but its steps are put on
+    /// the line as they happened, so going back never puts one pane ahead of the other.
+    /// Collect marks and take a snapshot when it is time.
     pub fn extend(&mut self, panes: &mut [Pane], before: &[usize]) {
-        for (i, p) in panes.iter().enumerate() {
-            for s in &p.lab.log[before[i].min(p.lab.log.len())..] {
-                self.trail.push(i as u8);
-                if let Some(m) = Mark::of(s.what) {
-                    self.marks.push((self.trail.len(), m));
-                }
+        let mut next: Vec<usize> = panes
+            .iter()
+            .zip(before)
+            .map(|(p, &b)| b.min(p.lab.log.len()))
+            .collect();
+        while let Some(i) = (0..panes.len())
+            .filter(|&i| next[i] < panes[i].lab.log.len())
+            .min_by_key(|&i| (panes[i].lab.log[next[i]].at, i))
+        {
+            let s = &panes[i].lab.log[next[i]];
+            next[i] += 1;
+            self.trail.push(i as u8);
+            if let Some(m) = Mark::of(s.what) {
+                self.marks.push((self.trail.len(), m));
             }
         }
         let pos = self.trail.len();
