@@ -226,3 +226,83 @@ fn it_starts_after_kill9_on_a_full_disk() {
         assert_eq!(d.http("GET", "/ping", b"").status, 200, "run {run}");
     }
 }
+
+/// MPUB `batch` 10 KB messages at a time to `t` until a batch is refused (`extra` more
+/// attempts after it): the disk stops with up to a batch's worth of room left, room a small
+/// write still fits in.
+fn fill_mpub(d: &Nsqd, batch: usize, extra: usize) -> Filled {
+    let mut f = Filled::default();
+    let mut p = d.client();
+    for i in 0.. {
+        let names: Vec<String> = (0..batch).map(|k| format!("m{i}-{k}")).collect();
+        p.cmd(&Command::Mpub {
+            topic: "t".into(),
+            bodies: names.iter().map(|n| body(n).into()).collect(),
+        });
+        let t = p.next_text();
+        if t == "R:OK" {
+            f.acked.extend(names);
+        } else {
+            assert!(t.starts_with("E:E_MPUB_FAILED"), "{t}");
+            f.refused.extend(names);
+            if f.refused.len() > extra * batch {
+                break;
+            }
+            p = d.client();
+        }
+        assert!(i < 10_000, "the disk never filled");
+    }
+    f
+}
+
+/// Issue 49, item 1, as reproduced: filled by 2 MB MPUBs, the disk stopped with less than a
+/// batch of room, in which the store's write check passed; called healthy, the store never
+/// cut back the log its consumer had finished, and the disk stayed full (3 runs in 3 before
+/// the fix). Once everything is FINed, the space must come back, and nothing refused or
+/// finished may be delivered, now or after a restart.
+#[test]
+fn a_disk_filled_by_large_mpubs_is_given_back_once_drained() {
+    for run in 0..3 {
+        let fs = Tmpfs::new(64 * MIB);
+        let d = start(fs.path());
+        let f = fill_mpub(&d, 200, 2);
+        assert!(
+            f.acked.len() > 3000,
+            "run {run}: only {} fit",
+            f.acked.len()
+        );
+        // Give the store's write check time to run on the full disk (before the fix it passed
+        // in the room left, and the store, called healthy, never looked at its logs again).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while d.http("GET", "/ping", b"").status != 200 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let seen = drain(&d, &f.acked);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while fs.free() <= 32 * MIB && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(
+            fs.free() > 32 * MIB,
+            "run {run}: everything finished, yet only {} bytes free 30 s on",
+            fs.free()
+        );
+        let refused: HashSet<&String> = f.refused.iter().collect();
+        let delivered: Vec<&String> = seen.keys().filter(|n| refused.contains(n)).collect();
+        assert!(
+            delivered.is_empty(),
+            "run {run}: refused, delivered: {delivered:?}"
+        );
+        let lost = f.acked.iter().filter(|n| !seen.contains_key(*n)).count();
+        assert_eq!(lost, 0, "run {run}: acknowledged, not delivered");
+        publishes_again(&d, Duration::from_secs(30)).unwrap_or_else(|e| panic!("run {run}: {e}"));
+        assert!(d.terminate().success(), "run {run}: exit status");
+        let d = Nsqd::start_in(Some(fs.path()), &[]);
+        let again = drain(&d, &["again".to_string()]);
+        let back = again.keys().filter(|n| *n != "again").count();
+        assert_eq!(
+            back, 0,
+            "run {run}: finished or refused messages delivered after the restart"
+        );
+    }
+}
