@@ -103,7 +103,7 @@ fn direct(key: &str) -> Option<(Block, usize)> {
         "heap.move.leaf" | "heap.move.down" => (Block::Pop, 4),
         "heap.swap.down" | "heap.swap.down.tie" => (Block::Pop, 6),
         "subscribed" | "rdy.zero" | "rdy.one" | "rdy.many" => (Block::Deliver, 3),
-        "sent" | "sent.again" => (Block::Deliver, 5),
+        "sent" | "sent.again" | "sent.after-crash" => (Block::Deliver, 5),
         "fin" => (Block::Answer, 2),
         "req.now" | "req.later" => (Block::Answer, 5),
         "touch" => (Block::Answer, 7),

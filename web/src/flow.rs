@@ -61,6 +61,8 @@ pub struct Flow {
     pub tokens: Vec<FlowToken>,
     /// Tokens not drawn in a crowded region: where to say so, and how many.
     pub more: Vec<(f64, f64, usize)>,
+    /// The broker was killed and has not started again (drawn down).
+    pub down: bool,
 }
 
 /// A consumer as the flow view needs it.
@@ -93,6 +95,7 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
         edges: Vec::new(),
         tokens: Vec::new(),
         more: Vec::new(),
+        down: view.down,
     };
     let place = |f: &mut Flow,
                  ids: &[Slot],
@@ -185,6 +188,13 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
         let top = y;
         let mut yy = y + HEAD;
         let mut rows: Vec<(Region, &'static str, Vec<Slot>)> = Vec::new();
+        if !ch.stored.is_empty() {
+            rows.push((
+                Region::Store,
+                "ui.store",
+                ch.stored.iter().map(|s| (s.0, None)).collect(),
+            ));
+        }
         if ch.ever_deferred {
             let mut heap: Vec<(MessageId, Time)> = ch
                 .heap

@@ -172,6 +172,15 @@ pub const TERMS: &[Term] = &[
         zh_text: "超出 --mem-queue-size 的待发送消息，保存在磁盘上（nsqd 的 backend）。一旦磁盘上有消息，新消息也排到它们后面，以保持顺序。",
     },
     Term {
+        key: "store",
+        title: "store on disk",
+        forms: &["store on disk"],
+        text: "nsqlab's durable log (--durable): every message is written there before nsqd's OK, deferred ones with their due time, and dropped once finished. After a kill -9 the restarted broker replays it, so nothing acknowledged is lost. nsqd v1.3 keeps only what had spilled to its disk queue.",
+        zh_title: "磁盘上的存储",
+        zh_forms: &["磁盘上的存储"],
+        zh_text: "nsqlab 的持久化日志（--durable）：每条消息在回复 OK 之前写入其中，延迟消息连同到期时间一起写入，完成后删除。kill -9 之后，重启的消息服务器重放它，所以确认过的消息一条也不会丢。nsqd v1.3 只保留已经溢出到磁盘队列的消息。",
+    },
+    Term {
         key: "mem-queue-size",
         title: "--mem-queue-size",
         forms: &["--mem-queue-size"],

@@ -122,8 +122,10 @@ enum Pending {
     Event(Event),
     /// Words of the lab's own (a broker error a client received).
     Note(Time, Text),
-    /// The broker is killed and restarted here (after what was queued before it is shown).
+    /// The broker is killed here (after what was queued before it is shown).
     Crash,
+    /// The killed broker starts again from its store (the step after the kill).
+    Restart,
 }
 
 /// At most this many instants are passed in one call (a safety net: the browser never hangs).
@@ -317,7 +319,11 @@ impl Lab {
                 },
                 Pending::Note(at, text) => (at, Told::from(text)),
                 Pending::Crash => {
-                    self.crash_restart();
+                    self.kill();
+                    continue;
+                }
+                Pending::Restart => {
+                    self.restart();
                     continue;
                 }
             };
@@ -494,10 +500,10 @@ impl Lab {
         }
     }
 
-    /// `kill -9`, then a restart from the store at the same instant: what was shown of this
-    /// instant stays, the broker's memory is gone, the store is replayed (each message it gives
-    /// back is a step), and the clients connect again.
-    fn crash_restart(&mut self) {
+    /// `kill -9`: what was shown of this instant stays, the broker's memory is gone. Until the
+    /// restart (the next step, at the same instant) the broker is drawn down, its clients
+    /// disconnected, and what its store holds is drawn on disk, where it is.
+    fn kill(&mut self) {
         // What the old broker would have done after this point never happens.
         self.pending.clear();
         self.sim.events.clear();
@@ -507,39 +513,51 @@ impl Lab {
             ..CrashReport::default()
         };
         for c in self.view.channels.values_mut() {
-            report
-                .memory
-                .extend(c.queue.iter().filter(|m| !m.on_disk).map(|m| m.id));
-            report
-                .disk
-                .extend(c.queue.iter().filter(|m| m.on_disk).map(|m| m.id));
-            report.in_flight.extend(c.in_flight.iter().map(|m| m.id));
-            report.deferred.extend(
-                c.heap
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| c.hole != Some(*i))
-                    .map(|(_, e)| e.0),
-            );
+            let memory: Vec<MessageId> = c
+                .queue
+                .iter()
+                .filter(|m| !m.on_disk)
+                .map(|m| m.id)
+                .collect();
+            let disk: Vec<MessageId> = c.queue.iter().filter(|m| m.on_disk).map(|m| m.id).collect();
+            let in_flight: Vec<MessageId> = c.in_flight.iter().map(|m| m.id).collect();
+            let deferred: Vec<(MessageId, Time)> = c
+                .heap
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| c.hole != Some(*i))
+                .map(|(_, e)| *e)
+                .collect();
+            // The store holds every one of them (it wrote each before the OK): in the order a
+            // restart gives them back.
+            c.stored = memory
+                .iter()
+                .chain(&in_flight)
+                .chain(&disk)
+                .map(|&id| (id, None))
+                .chain(deferred.iter().map(|&(id, due)| (id, Some(due))))
+                .collect();
+            c.stored.sort_by_key(|&(id, _)| id);
+            self.view
+                .sent_before_crash
+                .extend(in_flight.iter().copied());
+            report.memory.extend(memory);
+            report.disk.extend(disk);
+            report.in_flight.extend(in_flight);
+            report.deferred.extend(deferred.iter().map(|e| e.0));
             report.finished += c.finished;
-            // The drawing starts again from what the store gives back.
+            // The broker's memory is gone.
             c.queue.clear();
             c.heap.clear();
             c.hole = None;
             c.in_flight.clear();
             c.consumers.clear();
         }
-        // The connections die with the broker; what they did is kept for the summary.
-        self.view
-            .former
-            .extend(
-                std::mem::take(&mut self.view.actors)
-                    .into_values()
-                    .map(|mut a| {
-                        a.connected = false;
-                        a
-                    }),
-            );
+        // The connections die with the broker.
+        for a in self.view.actors.values_mut() {
+            a.connected = false;
+        }
+        self.view.down = true;
         self.pending.push_back(Pending::Note(
             now,
             Text::new("crash.killed")
@@ -549,20 +567,37 @@ impl Lab {
                 .arg("deferred", report.deferred.len()),
         ));
         self.view.crash = Some(report);
-        // The clients' connections died with the broker; they connect again, as they were.
+        self.pending.push_back(Pending::Restart);
+    }
+
+    /// The killed broker starts again from its store (each message it gives back is a step,
+    /// and leaves the store's lane of the drawing), and the clients connect again: the same
+    /// programs, so what they counted before the crash carries on.
+    fn restart(&mut self) {
+        let now = self.sim.now();
+        self.view.down = false;
         let producers = std::mem::take(&mut self.producers);
         let consumers = std::mem::take(&mut self.consumers);
-        self.sim = self.sim.restart(self.sim.now() ^ 0x5eed);
+        // The new broker numbers its clients afresh: the old connections' actors go first.
+        let mut before = std::mem::take(&mut self.view.actors);
+        self.sim = self.sim.restart(now ^ 0x5eed);
         self.pending
             .push_back(Pending::Note(now, Text::new("crash.replayed")));
         self.collect();
         for p in producers {
             let id = self.sim.connect();
             self.view.name_actor(id, p.name.clone(), Role::Producer);
+            if let Some(a) = before.remove(&p.id) {
+                self.view.carry_on(a, id);
+            }
             self.producers.push(Producer { id, name: p.name });
         }
         for c in consumers {
-            self.add_consumer(c);
+            let old = c.id;
+            let id = self.add_consumer(c);
+            if let Some(a) = before.remove(&old) {
+                self.view.carry_on(a, id);
+            }
         }
         self.collect();
     }
@@ -847,16 +882,6 @@ impl Lab {
             };
             out.push(
                 Text::new(key)
-                    .nest("who", a.name.clone())
-                    .arg("received", a.received)
-                    .arg("fin", a.finished)
-                    .arg("req", a.requeued)
-                    .arg("timeout", a.timed_out),
-            );
-        }
-        for a in v.former.iter().filter(|a| a.role == Role::Consumer) {
-            out.push(
-                Text::new("summary.consumer.before")
                     .nest("who", a.name.clone())
                     .arg("received", a.received)
                     .arg("fin", a.finished)

@@ -163,6 +163,8 @@ pub enum Region {
     Disk,
     /// In flight to a consumer.
     InFlight,
+    /// After a `kill -9`: in the store on disk, not given back by the restart yet.
+    Store,
 }
 
 /// A box on the flow view: a producer, a topic, a channel's row, a consumer.

@@ -87,6 +87,9 @@ pub struct ChannelView {
     pub unseen: u64,
     /// Live mode: the server's counters, as `/stats` gives them.
     pub server: Option<ServerCounts>,
+    /// After a `kill -9`: what the store on disk holds for this channel and the restart has not
+    /// given back yet (with the due time of a deferred one).
+    pub stored: Vec<(MessageId, Option<Time>)>,
 }
 
 /// A channel's counters as the server reports them (live mode).
@@ -102,6 +105,18 @@ pub struct ServerCounts {
 }
 
 impl ChannelView {
+    /// What an empty deferred heap says: why it is empty. After a `kill -9` (`down`: not
+    /// started again yet) it is not that every deferred message came due: the store keeps
+    /// them, and the restart pushes them back.
+    pub fn empty_heap_note(&self, down: bool) -> Text {
+        let n = self.stored.iter().filter(|s| s.1.is_some()).count();
+        match (down, n) {
+            (true, n) => Text::new("ui.heap.down").arg("n", n),
+            (false, 0) => Text::new("ui.heap.empty"),
+            (false, n) => Text::new("ui.heap.replay").arg("n", n),
+        }
+    }
+
     /// Ready messages (nsqd's depth: memory plus backlog).
     pub fn depth(&self) -> u64 {
         self.queue.len() as u64 + self.unseen
@@ -290,8 +305,10 @@ pub struct View {
     pub published_deferred: u64,
     /// What the broker held when it was killed, if it was.
     pub crash: Option<crate::lab::CrashReport>,
-    /// The clients' connections before the broker was killed (they connected again after).
-    pub former: Vec<Actor>,
+    /// The broker was killed and has not started again yet.
+    pub down: bool,
+    /// Messages in flight when the broker was killed (sent again after it, by the store).
+    pub sent_before_crash: std::collections::BTreeSet<MessageId>,
 }
 
 /// Seconds with millisecond precision, for text.
@@ -356,6 +373,19 @@ impl View {
     }
 
     /// Name a client.
+    /// A client connected again after the broker's restart (`before` was its connection's
+    /// actor, taken out before the restart: the new broker numbers clients afresh): the same
+    /// program, so its counts carry on, on its new connection.
+    pub fn carry_on(&mut self, before: Actor, new: ClientId) {
+        if let Some(a) = self.actors.get_mut(&new) {
+            a.published += before.published;
+            a.received += before.received;
+            a.finished += before.finished;
+            a.requeued += before.requeued;
+            a.timed_out += before.timed_out;
+        }
+    }
+
     pub fn name_actor(&mut self, client: ClientId, name: Text, role: Role) {
         self.actors.insert(
             client,
@@ -499,12 +529,25 @@ impl View {
         let what = self.what_of(e);
         let told: Told = match &e.kind {
             EventKind::TopicCreated { topic } => {
+                // After a kill -9, the restart reads back what its store kept.
+                let key = match self.crash.is_some() && self.topics.contains_key(&**topic) {
+                    true => "topic.restored",
+                    false => "topic.created",
+                };
                 self.topics.entry(topic.to_string()).or_default();
-                Text::new("topic.created").arg("topic", topic).into()
+                Text::new(key).arg("topic", topic).into()
             }
             EventKind::ChannelCreated { topic, channel } => {
+                let key = match self.crash.is_some()
+                    && self
+                        .channels
+                        .contains_key(&(topic.to_string(), channel.to_string()))
+                {
+                    true => "channel.restored",
+                    false => "channel.created",
+                };
                 self.chan(topic, channel);
-                Text::new("channel.created")
+                Text::new(key)
                     .arg("topic", topic)
                     .arg("channel", channel)
                     .into()
@@ -600,6 +643,7 @@ impl View {
                 if let Some(held) = self.topics.get_mut(&**topic) {
                     held.retain(|c| c.id != *id);
                 }
+                self.chan(topic, channel).stored.retain(|s| s.0 != *id);
                 let disk = *place == Place::Backend;
                 let mem_size = self.mem_queue_size;
                 let label = self.label(*id);
@@ -641,6 +685,7 @@ impl View {
                 id,
                 due,
             } => {
+                self.chan(topic, channel).stored.retain(|s| s.0 != *id);
                 if let Some(held) = self.topics.get_mut(&**topic) {
                     held.retain(|c| c.id != *id);
                 }
@@ -722,6 +767,10 @@ impl View {
                 }
                 let text = if *attempts > 1 {
                     Text::new("sent.again").arg("n", attempts)
+                } else if self.sent_before_crash.remove(id) {
+                    // Sent before the kill, and given back by the store, which keeps a
+                    // message but not how often it was sent.
+                    Text::new("sent.after-crash")
                 } else {
                     Text::new("sent")
                 };

@@ -305,6 +305,7 @@ pub fn flow_view(p: &FlowProps) -> Html {
       <section class="flow" data-testid="flow"
                aria-label={match &p.pane { Some(x) => format!("{} · {x}", t(l, "ui.flow")), None => t(l, "ui.flow").to_string() }}>
         <h3>{t(l, "ui.flow")}</h3>
+        { if f.down { html!{ <p class="down-banner" role="status" data-testid="down">{t(l, "ui.down")}</p> } } else { html!{} } }
         <div class="flow-area" ref={node} style={format!("height: {:.0}px", f.height)}
              role="img" aria-label={f.boxes.iter().map(|b| b.title.render(l)).collect::<Vec<_>>().join("; ")}>
           <svg class="edges" width={format!("{:.0}", f.width)} height={format!("{:.0}", f.height)} aria-hidden="true">

@@ -39,6 +39,12 @@ pub struct HeapProps {
     /// Live mode: due times are shown as time left from `now`.
     #[prop_or_default]
     pub now: Option<Time>,
+    /// Why the heap is empty, when it is ([`ChannelView::empty_heap_note`]).
+    #[prop_or_default]
+    pub empty_note: Option<Text>,
+    /// The broker was killed and has not started again.
+    #[prop_or_default]
+    pub down: bool,
 }
 
 impl HeapProps {
@@ -71,6 +77,8 @@ impl HeapProps {
             },
             highlight: view.highlight.map(|h| h.to_string()),
             now,
+            empty_note: Some(c.empty_heap_note(view.down)),
+            down: view.down,
         }
     }
 }
@@ -157,10 +165,16 @@ pub fn heap_view(p: &HeapProps) -> Html {
     };
     let deeper = heap_depth(p.len);
     if p.cells.is_empty() {
+        // Empty because the broker was killed (or its restart has not pushed the deferred
+        // messages back yet) is not empty because every one came due.
+        let why = match &p.empty_note {
+            Some(n) => n.render(l),
+            None => t(l, "ui.heap.empty").to_string(),
+        };
         return html! {
-          <section class="heap empty" data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)}>
+          <section class={classes!("heap", "empty", p.down.then_some("down"))} data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)}>
             <h3>{Text::new("ui.heap.empty.title").arg("channel", format!("{}/{}", p.topic, p.channel)).render(p.lang)}</h3>
-            <p class="hint">{t(p.lang, "ui.heap.empty")}</p>
+            <p class="hint" data-testid="heap-why">{why}</p>
           </section>
         };
     }

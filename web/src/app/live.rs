@@ -216,6 +216,8 @@ pub fn live_app() -> Html {
                 disk: Vec::new(),
                 in_memory: c.depth() as usize,
                 on_disk: 0,
+                stored: Vec::new(),
+                stored_n: 0,
                 mem_queue_size: v.mem_queue_size,
                 core: None,
                 server: Some(s),

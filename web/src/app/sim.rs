@@ -212,6 +212,8 @@ fn topology(i: usize, lab: &Lab, hands: &Hands, m: &Model) -> Html {
                 disk: tokens(lab, c.queue.iter().filter(|x| x.on_disk).map(|x| x.id)),
                 in_memory: c.in_memory(),
                 on_disk: c.on_disk(),
+                stored: tokens(lab, c.stored.iter().map(|s| s.0)),
+                stored_n: c.stored.len(),
                 mem_queue_size: v.mem_queue_size,
                 core,
                 server: None,
@@ -226,6 +228,7 @@ fn topology(i: usize, lab: &Lab, hands: &Hands, m: &Model) -> Html {
             ConsumerCard {
                 id: c.id,
                 name: c.name.render(l),
+                connected: a.is_none_or(|a| a.connected),
                 channel: format!("{}/{}", c.topic, c.channel),
                 rdy: c.rdy,
                 in_flight: v
@@ -249,7 +252,7 @@ fn topology(i: usize, lab: &Lab, hands: &Hands, m: &Model) -> Html {
         .collect();
     html! {
       <Topology lang={l} lab={i} {producers} {topics} {channels} {consumers}
-                highlight={v.highlight.map(|h| h.to_string())} on_term={hands.term.clone()} hands={hands.consumers.clone()}/>
+                highlight={v.highlight.map(|h| h.to_string())} down={v.down} on_term={hands.term.clone()} hands={hands.consumers.clone()}/>
     }
 }
 

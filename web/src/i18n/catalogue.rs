@@ -45,6 +45,10 @@ catalogue! {
     // ---------------------------------------------------------------- topics and channels
     "topic.created" => "Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.",
         "主题 {topic} 被创建：有人第一次向它发布消息或订阅它时，nsqd 就会创建这个主题。";
+    "topic.restored" => "The restarted broker reads topic {topic} back from its store: it is there again, as before the kill.",
+        "重启的消息服务器从存储中读回主题 {topic}：它又回来了，和被杀掉之前一样。";
+    "channel.restored" => "It reads channel {channel} of topic {topic} back from its store too; next, the channel's messages come back one by one.",
+        "它也从存储中读回主题 {topic} 的通道 {channel}；接下来，通道的消息逐条回来。";
     "channel.created" => "Channel {channel} is created on topic {topic}: from now on it gets its own copy of every message published to {topic}.",
         "主题 {topic} 上创建了通道 {channel}：从现在起，发布到 {topic} 的每条消息它都会得到一份自己的副本。";
     "topic.deleted" => "Topic {topic} is deleted, with its channels and every message in them.",
@@ -125,6 +129,8 @@ catalogue! {
         "{label} 应在 {due} 到期；nsqd 的扫描循环在 {now} 才发现它，晚了 {late}。扫描循环每 100 ms 醒来一次，只查看随机抽取的部分通道；这次扫描抽到了 {channel}。接下来 {label} 从堆顶弹出。";
     "sent" => "{label} is sent to {who}. It is now in flight: {who} must answer FIN (done), REQ (retry) or TOUCH (more time) by {deadline}, its msg_timeout, or the message comes back.",
         "{label} 被发送给 {who}，现在处于在途状态：{who} 必须在 {deadline}（它的 msg_timeout）之前回复 FIN（完成）、REQ（重试）或 TOUCH（需要更多时间），否则消息会被收回。";
+    "sent.after-crash" => "{label} is sent to {who} again, as attempt 1 although it was in flight at the crash: nsqlab's store gives the message back but does not keep how often it was sent. (nsqd keeps the attempts only of what its disk queue held; what was in its memory is lost with the count.) It is in flight until {deadline}.",
+        "{label} 再次发送给 {who}，attempts 为 1，尽管崩溃时它正在途中：nsqlab 的存储会还回这条消息，但不记录它被发送过几次。（nsqd 只为它磁盘队列里的消息保留 attempts；内存里的消息连同计数一起丢失。）它在 {deadline} 之前处于在途状态。";
     "sent.again" => "{label} is sent to {who} — attempt {n}: it was tried before. It is now in flight: {who} must answer FIN (done), REQ (retry) or TOUCH (more time) by {deadline}, its msg_timeout, or the message comes back.",
         "{label} 被发送给 {who}——第 {n} 次尝试：之前已经投递过。现在处于在途状态：{who} 必须在 {deadline}（它的 msg_timeout）之前回复 FIN、REQ 或 TOUCH，否则消息会被收回。";
     "fin" => "{who} is done with {label} and sends FIN: the channel forgets the message for good.",
@@ -300,6 +306,10 @@ catalogue! {
     "ui.flow.consumer" => "{who} · in flight {n}", "{who} · 在途 {n}";
     "ui.flow.ring" => "{label}: {left} of its time left to be answered", "{label}：还剩 {left} 的回复时间";
     "ui.disk" => "disk backlog", "磁盘积压";
+    "ui.store" => "store on disk, to replay", "磁盘上的存储，待重放";
+    "ui.down" => "The broker is down (kill -9): its memory is gone and no client is connected. Only its store on disk is left.", "消息服务器已停止（kill -9）：内存已经消失，没有客户端连接。只剩下磁盘上的存储。";
+    "ui.heap.down" => "The heap lived in the broker's memory and is gone with it. The store on disk keeps {n} deferred messages with their due times: the restart pushes them back in.", "堆在消息服务器的内存里，随之消失。磁盘上的存储保留着 {n} 条延迟消息及其到期时间：重启时会把它们重新推入堆中。";
+    "ui.heap.replay" => "The restart rebuilds the heap from the store: {n} deferred messages still to push back in.", "重启正在从存储重建堆：还有 {n} 条延迟消息等待推回。";
     "ui.of" => "{n} of {size}", "{n}/{size}";
     "ui.crashed" => "crashed", "已崩溃";
     "ui.consumer.meta" => "{channel} · RDY {rdy} · {work} ms per message, {fail} % fail", "{channel} · RDY {rdy} · 每条 {work} ms，失败率 {fail}%";
@@ -629,8 +639,8 @@ catalogue! {
     "tour.scan-vs-exact.3.text" => "The chart below the two brokers shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "两个 broker 下面的图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
 
     // ---------------------------------------------------------------- a crash
-    "crash.killed" => "kill -9: the broker dies mid-stream. In its memory: {memory} ready, {flight} in flight, {deferred} deferred ({disk} ready on disk). Everything it answered OK to was written to disk first.",
-        "kill -9：broker 在运行中途被杀掉。它的内存里有：{memory} 条待发送，{flight} 条在途，{deferred} 条延迟（磁盘上还有 {disk} 条待发送）。它回复过 OK 的每条消息都已先写入磁盘。";
+    "crash.killed" => "kill -9: the broker dies mid-stream, and its memory with it: {memory} ready, {flight} in flight and {deferred} deferred were there ({disk} more ready on disk). Its clients lose their connections. Everything it answered OK to was written to its store first, so the drawing now shows the store on disk: that is all that is left.",
+        "kill -9：消息服务器在运行中途被杀掉，内存随之消失：那里有 {memory} 条待发送、{flight} 条在途、{deferred} 条延迟（磁盘上另有 {disk} 条待发送）。客户端都断开了连接。它回复过 OK 的每条消息都已先写入存储，所以图中现在显示的是磁盘上的存储：剩下的只有这些。";
     "crash.consumer" => "{who} crashes: its process hangs and will never answer, but its connection stays open. What it holds stays in flight until its msg_timeout.",
         "{who} 崩溃了：它的进程卡住，永远不会回复，但连接仍然开着。它手上的消息会一直在途，直到 msg_timeout。";
     "crash.replayed" => "It starts again and replays its store: each message comes back where it belongs — ready ones to the queue, deferred ones to the heap with their due time, those in flight to the queue (to be delivered again).",
@@ -709,8 +719,6 @@ catalogue! {
         "通道 {topic}/{channel}：完成 {fin}，重新入队（REQ）{req}，超时 {timeout}，等待中 {waiting}。";
     "summary.consumer" => "{who}: received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
         "{who}：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
-    "summary.consumer.before" => "{who}, before the crash: received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
-        "{who}，崩溃之前：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
     "summary.consumer.gone" => "{who} (disconnected): received {received}, finished {fin}, requeued {req}, timed out {timeout}.",
         "{who}（已断开）：收到 {received}，完成 {fin}，重新入队 {req}，超时 {timeout}。";
     "summary.lateness" => "Deferred messages that came due: {n}; at most {max} late ({mean} on average).",

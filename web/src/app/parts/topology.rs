@@ -33,6 +33,9 @@ pub struct ChannelCard {
     pub disk: Vec<Token>,
     pub in_memory: usize,
     pub on_disk: usize,
+    /// After a `kill -9`: what the store on disk holds and the restart has not given back.
+    pub stored: Vec<Token>,
+    pub stored_n: usize,
     pub mem_queue_size: usize,
     /// The broker's own depth, deferred and in-flight counts, when the drawing is between
     /// instants (for tests: they must equal the drawn ones).
@@ -46,6 +49,8 @@ pub struct ChannelCard {
 pub struct ConsumerCard {
     pub id: ClientId,
     pub name: String,
+    /// Its connection is up (the broker's kill takes it down until it connects again).
+    pub connected: bool,
     pub channel: String,
     pub rdy: i64,
     pub in_flight: usize,
@@ -68,6 +73,9 @@ pub struct TopologyProps {
     pub channels: Vec<ChannelCard>,
     pub consumers: Vec<ConsumerCard>,
     pub highlight: Option<String>,
+    /// The broker was killed and has not started again.
+    #[prop_or_default]
+    pub down: bool,
     pub on_term: Callback<&'static str>,
     /// The consumers' controls.
     pub hands: ConsumerHands,
@@ -90,7 +98,8 @@ pub fn topology(p: &TopologyProps) -> Html {
     let hot = |x: &Token| p.highlight.as_deref() == Some(x.id.as_str());
     let l = p.lang;
     html! {
-      <div class="topology" data-testid="topology">
+      <div class={classes!("topology", p.down.then_some("down"))} data-testid="topology" data-down={p.down.then_some("true")}>
+        { if p.down { html!{ <p class="down-banner" role="status" data-testid="down">{t(l, "ui.down")}</p> } } else { html!{} } }
         <div class="col producers"><h3>{t(l, "ui.producers")}</h3>
           { for p.producers.iter().map(|pr| html!{
               <div class={classes!("node", "producer", (!pr.connected).then_some("gone"))} data-client={pr.id.to_string()}>
@@ -159,6 +168,12 @@ pub fn channel_box(
           { for c.memory.iter().map(|t| token(t, hot(t), true)) }
           { if c.in_memory > c.memory.len() { html!{ <span class="more">{format!("+{}", c.in_memory - c.memory.len())}</span> } } else { html!{} } }
         </div>
+        { if c.stored_n > 0 { html!{
+          <div class="queue store" data-testid="store" data-count={c.stored_n.to_string()}>
+            <span class="label">{term_button(l, on_term, t(l, "ui.store"), "store")}{format!(" {}", c.stored_n)}</span>
+            { for c.stored.iter().map(|t| token(t, hot(t), true)) }
+            { if c.stored_n > c.stored.len() { html!{ <span class="more">{format!("+{}", c.stored_n - c.stored.len())}</span> } } else { html!{} } }
+          </div> } } else { html!{} } }
         { if c.on_disk > 0 { html!{
           <div class="queue disk" data-testid="disk" data-count={c.on_disk.to_string()}>
             <span class="label">{term_button(l, on_term, t(l, "ui.disk"), "disk-backlog")}{format!(" {}", c.on_disk)}</span>
@@ -203,8 +218,9 @@ fn consumer_box(
         }
     };
     html! {
-      <div class={classes!("node", "consumer", c.crashed.then_some("crashed"))} data-client={c.id.to_string()}>
+      <div class={classes!("node", "consumer", c.crashed.then_some("crashed"), (!c.connected).then_some("gone"))} data-client={c.id.to_string()}>
         <b>{c.name.clone()}</b>{ if c.crashed { html!{ <span class="tag">{" "}{t(l, "ui.crashed")}</span> } } else { html!{} } }
+        { if c.connected { html!{} } else { html!{ <span class="tag gone" data-testid="consumer-disconnected">{" "}{t(l, "ui.disconnected")}</span> } } }
         <div class="meta" data-testid="consumer-meta">
           <Words lang={l} on_term={Some(on_term.clone())}
                  text={Text::new("ui.consumer.meta").arg("channel", &c.channel).arg("rdy", c.rdy).arg("work", c.work_ms).arg("fail", c.fail).render(l)}/>
