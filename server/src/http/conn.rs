@@ -42,7 +42,7 @@ pub const GO_400_NO_HOST: &[u8] = b"HTTP/1.1 400 Bad Request: missing required H
 /// hard limit; this stays well inside a usual one.
 pub const IDLE_MAX: usize = 10_000;
 
-/// After an answer that left its request's body unread, Go closes its sending side, waits
+/// After an answer that left its request's body unread (and closes), Go closes its sending side, waits
 /// this long, then closes (its `closeWriteAndWait`): the client, still sending the body,
 /// reads the answer (with the end of the stream) before its writes are refused.
 const LINGER: Duration = Duration::from_millis(500);
@@ -69,7 +69,7 @@ struct State {
     head: Vec<u8>,
     /// Go's bytes to send instead of hyper's answer to the current request (which then
     /// ends the connection).
-    replace: Option<&'static [u8]>,
+    replace: Option<bytes::Bytes>,
     /// The connection was upgraded (a WebSocket): bytes pass untouched.
     upgraded: bool,
     /// The last answer left its request's body unread (a 413): the connection ends as Go
@@ -113,17 +113,19 @@ impl Shared {
         self.set(|s| s.phase = Phase::Busy);
     }
 
-    /// The service answered (`status`): the connection waits for the next request.
-    pub fn request_done(&self, status: http::StatusCode) {
+    /// The service answered (`status`; `unread`: it closes the connection with the request's
+    /// body not read): the connection waits for the next request.
+    pub fn request_done(&self, status: http::StatusCode, unread: bool) {
         self.set(|s| {
             s.phase = Phase::Idle;
             s.upgraded |= status == http::StatusCode::SWITCHING_PROTOCOLS;
-            s.linger = status == http::StatusCode::PAYLOAD_TOO_LARGE;
+            s.linger = unread;
         });
     }
 
     /// Answer the current request with Go's `bytes` instead of hyper's response.
-    pub fn answer_raw(&self, bytes: &'static [u8]) {
+    pub fn answer_raw(&self, bytes: impl Into<bytes::Bytes>) {
+        let bytes = bytes.into();
         self.set(|s| s.replace = Some(bytes));
     }
 }
@@ -281,18 +283,18 @@ impl<I: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Watched<I> {
         let this = self.get_mut();
         if !this.replacing {
             let s = this.shared.lock();
-            let go = match (s.upgraded, s.replace, s.phase) {
+            let go = match (s.upgraded, &s.replace, s.phase) {
                 (true, _, _) => None,
-                (false, Some(bytes), _) => Some(bytes),
+                (false, Some(bytes), _) => Some(bytes.clone()),
                 // hyper answers before any service ran: it could not parse the head.
-                (false, None, Phase::Head) if is_hyper_refusal(buf) => {
-                    Some(go_answer_to_unparsable(buf, &s.head))
-                }
+                (false, None, Phase::Head) if is_hyper_refusal(buf) => Some(
+                    bytes::Bytes::from_static(go_answer_to_unparsable(buf, &s.head)),
+                ),
                 _ => None,
             };
             drop(s);
             match go {
-                Some(bytes) => this.replace_with(bytes),
+                Some(bytes) => this.replace_with(&bytes),
                 None => return Pin::new(&mut this.io).poll_write(cx, buf),
             }
         }

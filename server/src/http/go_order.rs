@@ -84,8 +84,12 @@ pub(crate) async fn go_order(r: Response) -> Response {
             }
         }
     }
+    // hyper writes an empty body's `Content-Length: 0` after every other header; before a
+    // `Connection` it must come where the map has it.
+    let known_empty = len == 0 && h.contains_key(header::CONNECTION);
     parts.headers = h;
     let body = match whole {
+        true if known_empty => Body::new(KnownEmpty),
         true => body,
         // Without a length hyper sends it in chunks.
         false => match axum::body::to_bytes(body, usize::MAX).await {
@@ -106,6 +110,30 @@ fn canonical(name: &str) -> String {
             out
         })
         .collect()
+}
+
+/// An empty body that hyper takes as one of known length 0 (not as no body at all), so that
+/// it writes the map's `Content-Length: 0` in its place.
+struct KnownEmpty;
+
+impl hyper::body::Body for KnownEmpty {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        false
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact(0)
+    }
 }
 
 /// A whole body that says nothing of its length.

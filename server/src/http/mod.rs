@@ -4,6 +4,7 @@
 //! query strings as Go's `url.ParseQuery` reads them (`query.rs`), and NSQ's v1 answers and
 //! errors (`response.rs`).
 
+pub mod body;
 mod conn;
 mod go_order;
 pub mod query;
@@ -59,6 +60,77 @@ pub async fn serve(
     listener.remove_socket();
 }
 
+/// What a request asks of the connection, as Go reads it.
+#[derive(Debug, Clone, Copy)]
+struct Asks {
+    /// HTTP/1.0.
+    old: bool,
+    /// HTTP/1.0 asking to keep the connection (`Connection: keep-alive`).
+    keep_alive: bool,
+    /// `Expect: 100-continue` on HTTP/1.1 with a body: Go sends `100 Continue` only when the
+    /// handler first reads it.
+    continue_first: bool,
+    /// An `Expect` other than `100-continue`.
+    other_expectation: bool,
+}
+
+impl Asks {
+    fn of<B>(req: &hyper::Request<B>) -> Asks {
+        let h = req.headers();
+        let has_token = |name: header::HeaderName, token: &str| {
+            h.get_all(name).iter().any(|v| {
+                v.to_str()
+                    .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+            })
+        };
+        let old = req.version() == axum::http::Version::HTTP_10;
+        let expect = h.get(header::EXPECT).is_some_and(|v| !v.is_empty());
+        let hundred = has_token(header::EXPECT, "100-continue");
+        let no_body = h
+            .get(header::CONTENT_LENGTH)
+            .is_some_and(|v| v.as_bytes() == b"0");
+        Asks {
+            old,
+            keep_alive: old && has_token(header::CONNECTION, "keep-alive"),
+            continue_first: hundred && !old && !no_body,
+            other_expectation: expect && !hundred,
+        }
+    }
+
+    /// Go answers an `Expect` it does not know with 417 and closes.
+    fn refused(&self) -> bool {
+        self.other_expectation
+    }
+
+    /// The answer's `Connection` as Go writes it: `close` when closing (but for HTTP/1.0
+    /// without keep-alive, where closing goes without saying), `keep-alive` when HTTP/1.0
+    /// asked for it and gets it.
+    fn connection(&self, r: &mut Response, close: bool) {
+        let h = r.headers_mut();
+        if close || h.get(header::CONNECTION).is_some_and(|v| v == "close") {
+            match self.old && !self.keep_alive {
+                true => drop(h.remove(header::CONNECTION)),
+                false => drop(h.insert(header::CONNECTION, HeaderValue::from_static("close"))),
+            }
+        } else if self.keep_alive {
+            h.insert(header::CONNECTION, HeaderValue::from_static("keep-alive"));
+        }
+        if self.old {
+            // (So hyper, answering an HTTP/1.0 peer, adds no `keep-alive` of its own.)
+            *r.version_mut() = axum::http::Version::HTTP_10;
+        }
+    }
+}
+
+/// Go's answer to an `Expect` it does not know (its own bytes, headers in its order).
+fn expectation_failed() -> bytes::Bytes {
+    format!(
+        "HTTP/1.1 417 Expectation Failed\r\nConnection: close\r\nDate: {}\r\nContent-Length: 0\r\n\r\n",
+        httpdate::fmt_http_date(std::time::SystemTime::now())
+    )
+    .into()
+}
+
 async fn serve_connection<I>(
     io: I,
     remote: String,
@@ -78,25 +150,32 @@ async fn serve_connection<I>(
             req.extensions_mut()
                 .insert(ConnectInfo(Remote(remote.clone())));
             let (app, shared) = (app.clone(), shared.clone());
-            let refusal = conn::go_refusal(&req);
+            let refusal = conn::go_refusal(&req).map(bytes::Bytes::from_static);
+            let asks = Asks::of(&req);
             async move {
-                let response = match refusal {
+                let go_bytes = refusal.or_else(|| asks.refused().then(expectation_failed));
+                let (response, unread) = match go_bytes {
                     // Go's bytes go out instead of this response (see conn.rs).
                     Some(bytes) => {
                         shared.answer_raw(bytes);
                         let mut r = Response::new(axum::body::Body::empty());
                         r.headers_mut()
                             .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                        r
+                        (r, false)
                     }
                     None => {
-                        let r = tower::ServiceExt::oneshot(app, req.map(axum::body::Body::new))
+                        let (parts, incoming) = req.into_parts();
+                        let (tracked, leftover) = body::track(incoming);
+                        let req = hyper::Request::from_parts(parts, axum::body::Body::new(tracked));
+                        let mut r = tower::ServiceExt::oneshot(app, req)
                             .await
                             .unwrap_or_else(|e| match e {});
-                        go_order::go_order(r).await
+                        let close = leftover.settle(asks.continue_first).await;
+                        asks.connection(&mut r, close);
+                        (go_order::go_order(r).await, close)
                     }
                 };
-                shared.request_done(response.status());
+                shared.request_done(response.status(), unread);
                 Ok::<_, std::convert::Infallible>(response)
             }
         });

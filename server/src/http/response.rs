@@ -140,14 +140,12 @@ impl IntoResponse for ApiErr {
             format!(r#"{{"message":"{code}"}}"#).into_bytes(),
         );
         if status == StatusCode::PAYLOAD_TOO_LARGE {
-            // Go's text for 413 (hyper's is "Payload Too Large"); Go also closes, as the
-            // body was not read.
+            // Go's text for 413 (hyper's is "Payload Too Large"). Whether the connection
+            // closes depends on what is left of the body (`http/body.rs`).
             r.extensions_mut()
                 .insert(hyper::ext::ReasonPhrase::from_static(
                     b"Request Entity Too Large",
                 ));
-            r.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         r
     }
@@ -173,10 +171,11 @@ mod tests {
         assert!(r.headers().get(header::CONNECTION).is_none());
         assert_eq!(body(r).await, r#"{"message":"MISSING_ARG_TOPIC"}"#);
 
-        // A 413 carries Go's reason phrase and closes (its body was not read).
+        // A 413 carries Go's reason phrase (whether it closes is the connection's to say,
+        // from what is left of the body: http/body.rs).
         let r = ApiErr::MsgTooBig.into_response();
         assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(r.headers()[header::CONNECTION], "close");
+        assert!(r.headers().get(header::CONNECTION).is_none());
         let reason = r.extensions().get::<hyper::ext::ReasonPhrase>().unwrap();
         assert_eq!(reason.as_bytes(), b"Request Entity Too Large");
         assert_eq!(body(r).await, r#"{"message":"MSG_TOO_BIG"}"#);

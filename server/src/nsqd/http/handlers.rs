@@ -3,6 +3,7 @@
 
 use super::AppState;
 use super::{ConfigValue, Remote};
+use crate::http::body::read_away;
 use crate::http::query::{bool_param, first, query};
 use crate::http::response::{json, ok_empty, ok_text, plain, ApiErr, ApiResult};
 use axum::body::Bytes;
@@ -115,17 +116,21 @@ pub(super) async fn publish(
 /// A request body as nsqd reads one: a `Content-Length` over `max` is refused before reading,
 /// then at most `max + 1` bytes are read (`io.LimitReader`), so a longer chunked body is
 /// refused too. `None`: longer than `max`.
+/// The body's length as the request declares it.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
 pub(super) async fn read_body(
     headers: &HeaderMap,
     body: axum::body::Body,
     max: u64,
 ) -> Result<Option<Bytes>, ApiErr> {
     use http_body_util::BodyExt;
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max) {
+    if declared_length(headers).is_some_and(|n| n > max) {
         return Ok(None);
     }
     let mut body = body;
@@ -180,11 +185,16 @@ pub(super) async fn mpub_handler(
     body: axum::body::Body,
 ) -> ApiResult {
     let limits = s.info.limits;
+    // nsqd checks the declared length and the topic before it reads the body (so a client
+    // waiting for `100 Continue` gets the refusal instead).
+    if declared_length(&headers).is_some_and(|n| n > limits.max_body_size) {
+        return Err(ApiErr::BodyTooBig);
+    }
+    let q = query(&raw)?;
+    let topic = topic_from_query(&s, &q).await?;
     let Some(body) = read_body(&headers, body, limits.max_body_size).await? else {
         return Err(ApiErr::BodyTooBig);
     };
-    let q = query(&raw)?;
-    let topic = topic_from_query(&s, &q).await?;
     // Text mode is the default; any `binary` value but false/0 means binary (as nsqd).
     let binary = first(&q, "binary")
         .map(|v| bool_param(v).unwrap_or(true))
@@ -226,6 +236,7 @@ pub(super) async fn topic_admin(
     State(s): State<AppState>,
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
+    body: axum::body::Body,
 ) -> ApiResult {
     if !ADMIN_ACTIONS.contains(&action.as_str()) {
         return Err(ApiErr::NotFound);
@@ -235,6 +246,8 @@ pub(super) async fn topic_admin(
         topic_from_query(&s, &q).await?;
         return Ok(ok_empty());
     }
+    // (nsqd reads the others' bodies, and only create's not.)
+    read_away(body).await;
     let topic = first(&q, "topic")
         .ok_or(ApiErr::MissingArgTopic)?
         .to_string();
@@ -262,11 +275,13 @@ pub(super) async fn channel_admin(
     State(s): State<AppState>,
     Path(action): Path<String>,
     RawQuery(raw): RawQuery,
+    body: axum::body::Body,
 ) -> ApiResult {
     if !ADMIN_ACTIONS.contains(&action.as_str()) {
         return Err(ApiErr::NotFound);
     }
     let q = query(&raw)?;
+    read_away(body).await;
     let topic = first(&q, "topic")
         .ok_or(ApiErr::MissingArgTopic)?
         .to_string();

@@ -70,8 +70,14 @@ pub(super) fn mem_stats() -> MemStats {
     }
 }
 
-pub(super) async fn stats(State(s): State<AppState>, RawQuery(raw): RawQuery) -> ApiResult {
+pub(super) async fn stats(
+    State(s): State<AppState>,
+    RawQuery(raw): RawQuery,
+    body: axum::body::Body,
+) -> ApiResult {
     let q = query(&raw)?;
+    // (nsqd reads its body, as it parses its parameters.)
+    crate::http::body::read_away(body).await;
     let json_format = first(&q, "format") == Some("json");
     let include_mem = first(&q, "include_mem")
         .and_then(bool_param)
