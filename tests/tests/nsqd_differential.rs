@@ -478,3 +478,90 @@ fn the_end_of_input_follows_a_client_that_moves_partition() {
         }
     }
 }
+
+/// `/info` with `port` (the server's own) and the start time masked.
+fn info_masked(http: SocketAddr, tcp_port: u16, http_port: u16) -> String {
+    let req = b"GET /info HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let mut s = TcpStream::connect(http).expect("connect");
+    s.write_all(req).unwrap();
+    let mut got = Vec::new();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&without_date(&got)).into_owned();
+    let text = text
+        .replace(&format!("\"tcp_port\":{tcp_port},"), "\"tcp_port\":$TCP,")
+        .replace(
+            &format!("\"http_port\":{http_port},"),
+            "\"http_port\":$HTTP,",
+        );
+    match text.find("\"start_time\":") {
+        Some(at) => {
+            let end = text[at..].find('}').map_or(text.len(), |e| at + e);
+            format!("{}\"start_time\":-{}", &text[..at], &text[end..])
+        }
+        None => text,
+    }
+}
+
+/// Issue 49: `/info` reports the ports (and broadcast address) nsqd v1.3.0 reports, however
+/// the addresses are given: each server's own listening ports are masked, a broadcast port
+/// is not.
+#[test]
+fn info_reports_what_nsqd_v1_3_0_reports() {
+    let Some(bin) = reference_nsqd() else {
+        eprintln!("nsqd v1.3.0 is not beside the repository (nor in NSQD_V13): not compared");
+        return;
+    };
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let sets: [(&str, &[&str]); 4] = [
+        ("127.0.0.1", &[]),
+        ("0.0.0.0", &[]),
+        ("localhost", &[]),
+        (
+            "127.0.0.1",
+            &[
+                "--broadcast-address=bc.example",
+                "--broadcast-tcp-port=1111",
+                "--broadcast-http-port=2222",
+            ],
+        ),
+    ];
+    for (host, extra) in sets {
+        let (tcp, http) = (free(), free());
+        let data = nsqlab_tests::tempdir::TempDir::new();
+        let child = Command::new(&bin)
+            .arg(format!("--tcp-address={host}:{tcp}"))
+            .arg(format!("--http-address={host}:{http}"))
+            .arg(format!("--data-path={}", data.path().display()))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nsqd v1.3.0");
+        let _guard = Reference(child);
+        let addr: SocketAddr = format!("127.0.0.1:{http}").parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(addr).is_err() {
+            assert!(Instant::now() < deadline, "nsqd v1.3.0 did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let want = info_masked(addr, tcp, http);
+        let mut flags = vec![
+            format!("--tcp-address={host}:0"),
+            format!("--http-address={host}:0"),
+        ];
+        flags.extend(extra.iter().map(|f| f.to_string()));
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let d = Nsqd::start(&flags);
+        let ours: SocketAddr = format!("127.0.0.1:{}", d.http.port()).parse().unwrap();
+        let got = info_masked(ours, d.tcp.port(), d.http.port());
+        assert_eq!(got, want, "{host} {extra:?}");
+        assert!(want.contains("\"tcp_port\":"), "{want}");
+    }
+}
