@@ -215,7 +215,11 @@ impl Text {
 
     /// The text in a language.
     pub fn render(&self, lang: Lang) -> String {
-        fill(t(lang, self.key), lang, &self.args)
+        let s = fill(t(lang, self.key), lang, &self.args);
+        match lang {
+            Lang::En => s,
+            Lang::Zh => tidy_cjk(&s),
+        }
     }
 
     /// The text in English (what the tests read).
@@ -279,6 +283,26 @@ pub fn placeholders(template: &str) -> Vec<&str> {
     }
     out.sort_unstable();
     out.dedup();
+    out
+}
+
+/// Chinese puts no space between words: a space a template left beside a name that turned out
+/// Chinese ("{who} 处理完" with who = "账本服务") goes; one beside a Latin word or a number stays.
+pub fn tidy_cjk(s: &str) -> String {
+    let wide = |c: char| {
+        ('\u{4e00}'..='\u{9fff}').contains(&c)
+            || ('\u{3000}'..='\u{303f}').contains(&c)
+            || ('\u{ff00}'..='\u{ffef}').contains(&c)
+    };
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let between =
+            c == ' ' && i > 0 && chars.get(i + 1).is_some_and(|&n| wide(n)) && wide(chars[i - 1]);
+        if !between {
+            out.push(c);
+        }
+    }
     out
 }
 

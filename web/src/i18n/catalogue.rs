@@ -28,18 +28,18 @@ catalogue! {
     "who.producer.n" => "producer {n}", "生产者 {n}";
     "who.consumer.n" => "consumer {n}", "消费者 {n}";
     "who.client.n" => "client {n}", "客户端 {n}";
-    "name.billing-worker" => "billing worker", "计费 worker";
-    "name.archive-worker" => "archive worker", "归档 worker";
+    "name.billing-worker" => "billing worker", "计费进程";
+    "name.archive-worker" => "archive worker", "归档进程";
     "name.billing-service" => "billing service", "计费服务";
     "name.shipping-service" => "shipping service", "发货服务";
-    "name.slow-worker" => "slow worker", "慢 worker";
-    "name.medium-worker" => "medium worker", "中速 worker";
-    "name.fast-worker" => "fast worker", "快 worker";
+    "name.slow-worker" => "slow worker", "慢进程";
+    "name.medium-worker" => "medium worker", "中速进程";
+    "name.fast-worker" => "fast worker", "快进程";
     "name.worker-a" => "worker A", "消费者 A";
     "name.worker-b" => "worker B", "消费者 B";
     "name.flaky-mailer" => "flaky mailer", "不稳定的邮件服务";
     "name.archiver" => "archiver", "归档器";
-    "name.timer-worker" => "timer worker", "定时 worker";
+    "name.timer-worker" => "timer worker", "定时进程";
     "name.ledger" => "ledger service", "账本服务";
 
     // ---------------------------------------------------------------- topics and channels
@@ -202,7 +202,7 @@ catalogue! {
         "一个主题把每条消息复制到它的每个通道。计费和发货各自得到自己的副本，按各自的节奏消费。";
     "scenario.load-balance.title" => "Load-balancing by RDY", "按 RDY 负载均衡";
     "scenario.load-balance.text" => "Three consumers share one channel. Each says with RDY how many messages it can hold at once (1, 2 and 4); the channel hands messages out round-robin to whoever has room, so the fast worker does most of the work.",
-        "三个消费者共享一个通道。每个消费者用 RDY 说明自己同时能处理多少条消息（1、2 和 4）；通道把消息轮流交给有空位的消费者，所以快的 worker 做了大部分工作。";
+        "三个消费者共享一个通道。每个消费者用 RDY 说明自己同时能处理多少条消息（1、2 和 4）；通道把消息轮流交给有空位的消费者，所以快的进程 做了大部分工作。";
     "scenario.crash-timeout.title" => "A consumer crashes holding a message", "消费者拿着消息崩溃了";
     "scenario.crash-timeout.text" => "A consumer takes a message and crashes without answering. The message stays in flight until its msg_timeout passes (3 s here), then goes back to the queue and is delivered to another consumer, with attempts = 2.",
         "一个消费者拿到消息后崩溃，没有回复。消息保持在途，直到 msg_timeout（这里是 3 秒）到期，然后回到队列，被投递给另一个消费者，attempts = 2。";
@@ -224,7 +224,7 @@ catalogue! {
         "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。5 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。";
     "scenario.crash-restart.title" => "A crash: kill -9 mid-stream", "崩溃：运行中途 kill -9";
     "scenario.crash-restart.text" => "Payments and delayed refunds flow to a ledger service; at 1.3 s the broker is killed and started again. nsqlab writes every message to disk before it answers OK, so its store gives back every acknowledged one: ready ones, those that were in flight (delivered again), and deferred ones with their due time.",
-        "付款和延迟退款流向账本服务；在 1.3 秒时 broker 被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
+        "付款和延迟退款流向账本服务；在 1.3 秒时 消息服务器被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
     "pane.exact" => "exact timers (nsqlab)", "精确定时器（nsqlab）";
     "pane.scan" => "100 ms scan loop (nsqd)", "100 ms 扫描循环（nsqd）";
 
@@ -494,12 +494,12 @@ catalogue! {
     "tour.dpub-heap.5.text" => "The moved entry is due later than a child, so it swaps with the sooner child, level by level, until no child is due sooner. A pop takes at most one swap per level: log₂(n).",
         "移上来的元素比某个子节点晚到期，所以它与更早的子节点交换，一层一层往下，直到没有子节点比它早。一次出堆每层最多交换一次：log₂(n) 次。";
     "tour.dpub-heap.6.title" => "What if the consumer crashes?", "如果消费者崩溃了？";
-    "tour.dpub-heap.6.text" => "The tour has just crashed billing worker: it stops answering, and still holds messages in flight.", "导览刚刚让计费 worker 崩溃了：它不再回复，手上还有在途的消息。";
+    "tour.dpub-heap.6.text" => "The tour has just crashed billing worker: it stops answering, and still holds messages in flight.", "导览刚刚让计费进程 崩溃了：它不再回复，手上还有在途的消息。";
     "tour.dpub-heap.6.q" => "What happens to a message it holds?", "它手上的消息会怎样？";
     "tour.dpub-heap.6.a1" => "It is lost with the consumer", "随消费者一起丢失";
     "tour.dpub-heap.6.a2" => "When its msg_timeout (5 s) passes it goes back to the queue and is sent again", "msg_timeout（5 秒）到期后，它回到队列并被再次发送";
     "tour.dpub-heap.6.a3" => "nsqd moves it to another channel", "nsqd 把它移到另一个通道";
-    "tour.dpub-heap.6.why" => "An unanswered message stays in flight until its deadline, then the channel takes it back: delivery is at least once, never lost. Here it goes to the same worker again: still connected and with room (RDY), it looks healthy to the channel, so it will time out again until it disconnects.", "没有回复的消息一直在途直到截止时间，然后通道把它收回：投递至少一次，不会丢失。这里它又被发给同一个 worker：它仍然连着、还有空位（RDY），在通道看来一切正常，所以会再次超时，直到它断开连接。";
+    "tour.dpub-heap.6.why" => "An unanswered message stays in flight until its deadline, then the channel takes it back: delivery is at least once, never lost. Here it goes to the same worker again: still connected and with room (RDY), it looks healthy to the channel, so it will time out again until it disconnects.", "没有回复的消息一直在途直到截止时间，然后通道把它收回：投递至少一次，不会丢失。这里它又被发给同一个进程：它仍然连着、还有空位（RDY），在通道看来一切正常，所以会再次超时，直到它断开连接。";
 
     "tour.fan-out.1.title" => "One topic, two channels", "一个主题，两个通道";
     "tour.fan-out.1.text" => "Topic orders has two channels, billing and shipping: one for each kind of consumer. A channel is the topic's stream, copied for its consumers.",
@@ -518,15 +518,15 @@ catalogue! {
         "每个订单都被完成了两次，每个通道一次。不同通道的消费者从不竞争；同一个通道的消费者分摊它的消息（见“按 RDY 负载均衡”）。";
 
     "tour.load-balance.1.title" => "Three consumers, one channel", "三个消费者，一个通道";
-    "tour.load-balance.1.text" => "Three workers subscribe to the same channel and say with RDY how many messages each can hold at once: 1, 2 and 4.", "三个 worker 订阅同一个通道，并用 RDY 说明各自同时能处理多少条消息：1、2 和 4。";
+    "tour.load-balance.1.text" => "Three workers subscribe to the same channel and say with RDY how many messages each can hold at once: 1, 2 and 4.", "三个进程 订阅同一个通道，并用 RDY 说明各自同时能处理多少条消息：1、2 和 4。";
     "tour.load-balance.2.title" => "In turn, with room", "轮流，且要有空位";
     "tour.load-balance.2.text" => "The channel hands each message to the next consumer that has room (fewer in flight than its RDY), in turn.", "通道把每条消息依次交给下一个有空位（在途数少于 RDY）的消费者。";
     "tour.load-balance.3.title" => "Who does the most?", "谁做得最多？";
-    "tour.load-balance.3.text" => "The slow worker takes 1.5 s per job with RDY 1; the fast one 0.3 s with RDY 4.", "慢 worker 每个任务 1.5 秒，RDY 1；快 worker 每个 0.3 秒，RDY 4。";
-    "tour.load-balance.3.q" => "Which worker will have finished the most jobs?", "哪个 worker 完成的任务最多？";
-    "tour.load-balance.3.a1" => "slow worker", "慢 worker";
-    "tour.load-balance.3.a2" => "medium worker", "中速 worker";
-    "tour.load-balance.3.a3" => "fast worker", "快 worker";
+    "tour.load-balance.3.text" => "The slow worker takes 1.5 s per job with RDY 1; the fast one 0.3 s with RDY 4.", "慢进程 每个任务 1.5 秒，RDY 1；快进程 每个 0.3 秒，RDY 4。";
+    "tour.load-balance.3.q" => "Which worker will have finished the most jobs?", "哪个进程 完成的任务最多？";
+    "tour.load-balance.3.a1" => "slow worker", "慢进程";
+    "tour.load-balance.3.a2" => "medium worker", "中速进程";
+    "tour.load-balance.3.a3" => "fast worker", "快进程";
     "tour.load-balance.3.why" => "A fast consumer answers sooner, so it has room again sooner, and RDY 4 lets it hold more at once.", "快的消费者回复得更早，所以更早有空位，而 RDY 4 让它同时拿更多。";
     "tour.load-balance.4.title" => "Load-balancing by RDY", "按 RDY 负载均衡";
     "tour.load-balance.4.text" => "No one assigns work: each consumer's RDY and speed decide how much it gets. A consumer that slows down gets less.", "没有人分配工作：每个消费者的 RDY 和速度决定它拿到多少。变慢的消费者拿得更少。";
@@ -590,7 +590,7 @@ catalogue! {
     "tour.crash-restart.1.text" => "A ledger service takes payments two at a time (RDY 2). The memory queue holds 4 (--mem-queue-size); the rest wait on disk; three refunds are deferred. nsqlab writes each message to its store before it answers OK.",
         "账本服务每次处理两笔付款（RDY 2）。内存队列最多 4 条（--mem-queue-size），其余在磁盘上等待；三笔退款是延迟消息。nsqlab 在回复 OK 之前先把每条消息写入存储。";
     "tour.crash-restart.2.title" => "kill -9", "kill -9：强制杀掉";
-    "tour.crash-restart.2.text" => "The broker is about to be killed. Three refunds are deferred until 2.7 s, 3.3 s and 3.9 s, and two payments are in flight to the ledger service.", "broker 即将被杀掉。三笔退款被延迟到 2.7 秒、3.3 秒和 3.9 秒，还有两笔付款正在账本服务那里在途。";
+    "tour.crash-restart.2.text" => "The broker is about to be killed. Three refunds are deferred until 2.7 s, 3.3 s and 3.9 s, and two payments are in flight to the ledger service.", "消息服务器即将被杀掉。三笔退款被延迟到 2.7 秒、3.3 秒和 3.9 秒，还有两笔付款正在账本服务那里在途。";
     "tour.crash-restart.2.q" => "Where are the refunds after the restart?", "重启之后退款在哪里？";
     "tour.crash-restart.2.a1" => "Delivered at once", "立即被投递";
     "tour.crash-restart.2.a2" => "Back in the deferred heap, with the same due times", "回到延迟堆，到期时间不变";
@@ -627,16 +627,16 @@ catalogue! {
     "tour.cluster.5.title" => "A new channel starts empty", "新通道从空开始";
     "tour.cluster.5.text" => "The auditor's channel began when it subscribed: it got only the orders published from then on, while the ledger got them all.", "审计服务的通道在它订阅时才开始：它只收到从那时起发布的订单，而账本服务收到了全部。";
     "tour.scan-vs-exact.1.title" => "Two ways to find what is due", "找到到期消息的两种方法";
-    "tour.scan-vs-exact.1.text" => "The same 20 DPUBs in two brokers: on the left nsqlab, with a timer per channel; on the right nsqd's way, a loop that scans a random sample of channels every 100 ms.", "两个 broker 里是同样的 20 个 DPUB：左边是 nsqlab，每个通道一个定时器；右边是 nsqd 的做法，每 100 ms 扫描随机抽取的一部分通道。";
+    "tour.scan-vs-exact.1.text" => "The same 20 DPUBs in two brokers: on the left nsqlab, with a timer per channel; on the right nsqd's way, a loop that scans a random sample of channels every 100 ms.", "两个消息服务器 里是同样的 20 个 DPUB：左边是 nsqlab，每个通道一个定时器；右边是 nsqd 的做法，每 100 ms 扫描随机抽取的一部分通道。";
     "tour.scan-vs-exact.2.title" => "Due at 0.237 s", "0.237 秒到期";
     "tour.scan-vs-exact.2.text" => "t0 is due at 0.237 s.", "t0 在 0.237 秒到期。";
-    "tour.scan-vs-exact.2.q" => "When does each broker deliver t0?", "两个 broker 分别在什么时候投递 t0？";
+    "tour.scan-vs-exact.2.q" => "When does each broker deliver t0?", "两个消息服务器 分别在什么时候投递 t0？";
     "tour.scan-vs-exact.2.a1" => "Both at 0.237 s", "都在 0.237 秒";
     "tour.scan-vs-exact.2.a2" => "nsqlab at 0.237 s; nsqd at its next scan (0.3 s) or later", "nsqlab 在 0.237 秒；nsqd 在下一次扫描（0.3 秒）或更晚";
     "tour.scan-vs-exact.2.a3" => "nsqd first: it scans ahead", "nsqd 先：它会提前扫描";
     "tour.scan-vs-exact.2.why" => "A scan loop only notices a due message when it next looks at its channel.", "扫描循环只有在下一次查看那个通道时才会发现到期的消息。";
     "tour.scan-vs-exact.3.title" => "The cost of scanning", "扫描的代价";
-    "tour.scan-vs-exact.3.text" => "The chart below the two brokers shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "两个 broker 下面的图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
+    "tour.scan-vs-exact.3.text" => "The chart below the two brokers shows each message's lateness: 0 ms on the left, up to a scan period (or more) on the right.", "两个消息服务器 下面的图表显示每条消息晚了多少：左边 0 ms，右边最多一个扫描周期（或更多）。";
 
     // ---------------------------------------------------------------- a crash
     "crash.killed" => "kill -9: the broker dies mid-stream, and its memory with it: {memory} ready, {flight} in flight and {deferred} deferred were there ({disk} more ready on disk). Its clients lose their connections. Everything it answered OK to was written to its store first, so the drawing now shows the store on disk: that is all that is left.",

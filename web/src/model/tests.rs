@@ -790,3 +790,118 @@ fn the_kill9_picture_says_what_its_text_says() {
         "payment 2 and payment 3 were in flight at the kill"
     );
 }
+
+/// Issue 50 item 11: every step of every scenario reads in Chinese with no English word but
+/// nsqd's own (commands, flags, program names) and the run's data (topic, channel and message
+/// names), and no space between two Chinese words.
+#[test]
+fn every_step_reads_in_chinese_without_english_or_stray_spaces() {
+    use crate::i18n::{tidy_cjk, Lang};
+    assert_eq!(
+        tidy_cjk("账本服务 处理完 order 3，然后 计费进程 A"),
+        "账本服务处理完 order 3，然后计费进程 A"
+    );
+    const KEEP: &[&str] = &[
+        "nsqlab",
+        "nsqd",
+        "nsqlookupd",
+        "lookupd",
+        "RDY",
+        "FIN",
+        "REQ",
+        "TOUCH",
+        "PUB",
+        "MPUB",
+        "DPUB",
+        "SUB",
+        "NOP",
+        "OK",
+        "IDENTIFY",
+        "CLS",
+        "REGISTER",
+        "UNREGISTER",
+        "PING",
+        "msg_timeout",
+        "mem",
+        "queue",
+        "size",
+        "max",
+        "req",
+        "timeout",
+        "ms",
+        "attempts",
+        "POST",
+        "GET",
+        "pub",
+        "mpub",
+        "topic",
+        "lookup",
+        "tombstone",
+        "kill",
+        "HTTP",
+        "TCP",
+        "sample_rate",
+        "ephemeral",
+        "backend",
+        "defer",
+        "in_flight",
+        "heap",
+        "due",
+        "msg",
+        "MESSAGE",
+        // The cluster's second channel (its data, kept in the cluster, not the view).
+        "audit",
+    ];
+    for s in crate::scenarios::SCENARIOS
+        .iter()
+        .filter(|s| s.id != "big-heap")
+    {
+        let mut m = Model::with_lang(s.id, 1, 1.0, Lang::Zh);
+        step_to(&mut m, 400);
+        for p in &m.panes {
+            let v = &p.lab.view;
+            let mut data: std::collections::HashSet<String> = v
+                .labels
+                .values()
+                .map(|l| l.text.clone())
+                .chain(v.topics.keys().cloned())
+                .chain([s.topic.to_string(), s.channel.to_string()])
+                .chain(
+                    p.lab
+                        .cluster
+                        .iter()
+                        .flat_map(|c| c.labels.values().cloned()),
+                )
+                .chain(v.channels.keys().map(|k| k.1.clone()))
+                .flat_map(|t| {
+                    t.split(|c: char| !c.is_ascii_alphabetic())
+                        .map(String::from)
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            data.extend(KEEP.iter().map(|w| w.to_string()));
+            for step in &p.lab.log {
+                let zh = step.text.render(Lang::Zh);
+                let chars: Vec<char> = zh.chars().collect();
+                for w in chars.windows(3) {
+                    assert!(
+                        !(w[1] == ' '
+                            && crate::i18n::has_cjk(&w[0].to_string())
+                            && crate::i18n::has_cjk(&w[2].to_string())),
+                        "{}: a space between Chinese words: {zh}",
+                        s.id
+                    );
+                }
+                let english: Vec<&str> = zh
+                    .split(|c: char| !(c.is_ascii_alphabetic() || c == '_'))
+                    .filter(|w| w.len() >= 3 && !data.contains(*w) && !w.starts_with("E_"))
+                    .collect();
+                assert!(
+                    english.is_empty(),
+                    "{}: English in Chinese: {english:?} in {zh}",
+                    s.id
+                );
+            }
+        }
+    }
+}
