@@ -720,6 +720,32 @@ if (part('a11y')) {
   check((await page.textContent('[data-testid=timeline-at]')) !== before, '← steps back');
   await page.keyboard.press('ArrowRight');
   check((await page.textContent('[data-testid=timeline-at]')) === before, '→ steps forward again');
+  // Issue 50 item 10: a skip link first; the tour's chapters take the focus, so answers are
+  // a few Tabs away; the forms are a few Tabs from the top.
+  const active = () => page.evaluate(() => { const e = document.activeElement; return e ? (e.dataset.testid || e.id || e.tagName) : null; });
+  const tabsTo = async (want, most) => {
+    for (let i = 1; i <= most; i++) { await page.keyboard.press('Tab'); if ((await active()) === want) return i; }
+    return Infinity;
+  };
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  await page.keyboard.press('Tab');
+  check((await active()) === 'skip-controls', `the first Tab reaches the skip link (${await active()})`);
+  await page.keyboard.press('Tab');
+  check((await active()) === 'skip-forms', `the second Tab, the skip to the forms (${await active()})`);
+  await page.keyboard.press('Enter');
+  check((await active()) === 'forms', `the skip link takes the focus to the forms (${await active()})`);
+  const toField = await tabsTo('pub-topic', 5);
+  check(toField <= 3, `the publish form's first field is ${toField} Tabs past the skip link`);
+  await page.focus('[data-testid=tour-start]');
+  await page.keyboard.press('Enter');
+  check((await active()) === 'tour-title', `the tour's first chapter takes the focus (${await active()})`);
+  await page.keyboard.press('Tab');
+  for (let i = 0; i < 10 && (await active()) !== 'tour-next'; i++) await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  check((await active()) === 'tour-title', `the next chapter takes the focus (${await active()})`);
+  const toAnswer = await tabsTo('option-1', 20);
+  check(toAnswer <= 8, `the chapter's first answer is ${toAnswer} Tabs away`);
   await page.close();
 }
 

@@ -609,6 +609,12 @@ pub fn sim_app() -> Html {
     let l = lang;
     html! {
       <div class={classes!("app", (m.panes.len() > 1).then_some("two"))}>
+        // Keyboard: the first Tabs jump past the scenario list, to the controls or the forms.
+        <nav class="skip" aria-label={t(l, "ui.skip")}>
+          <a href="#controls" data-testid="skip-controls">{t(l, "ui.skip.controls")}</a>
+          { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
+          <a href="#forms" data-testid="skip-forms">{t(l, "ui.skip.forms")}</a> } } }
+        </nav>
         <header>
           <h1>{"nsqlab"}<span class="sub">{t(l, "ui.sub")}</span>
             <button type="button" class="lang" data-testid="lang" lang={if l == Lang::En { "zh-CN" } else { "en" }}
@@ -630,7 +636,7 @@ pub fn sim_app() -> Html {
         </header>
         <main>
         <h2 class="visually-hidden">{t(l, m.scenario.title)}</h2>
-        <section class="controls" aria-label={t(l, "ui.controls")}>
+        <section class="controls" id="controls" tabindex="-1" aria-label={t(l, "ui.controls")}>
           <button type="button" data-testid="play" onclick={click(Action::TogglePlay)} aria-pressed={m.playing.to_string()} title={t(l, "ui.play.title")}>
             { if m.playing { t(l, "ui.pause") } else { t(l, "ui.play") } }</button>
           <button type="button" data-testid="back" onclick={click(Action::Back)} disabled={pos == 0} title={t(l, "ui.back.title")}>{t(l, "ui.back")}</button>
@@ -673,7 +679,7 @@ pub fn sim_app() -> Html {
         </div>
         { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
         { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
-        <div class="forms">
+        <div class="forms" id="forms" tabindex="-1">
           <PublishForm fields={forms.clone()} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>
           <ManageForm fields={forms} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>
         </div> } } }

@@ -220,8 +220,8 @@ catalogue! {
         "同样的 20 个 DPUB，两种定时策略。nsqd 每 100 ms 随机抽取一部分通道扫描到期消息，所以投递会晚；nsqlab 每个通道有一个定时器，准时触发。图表显示每条消息晚了多少。";
 
     "scenario.cluster.title" => "A cluster: three nsqd, two nsqlookupd", "集群：三个 nsqd，两个 nsqlookupd";
-    "scenario.cluster.text" => "Each nsqd registers its topics and channels with both nsqlookupd; a producer spreads orders over the nodes; consumers ask a lookupd where topic orders is and connect to every node it lists. At 5 s nsqd-3 goes down; at 9 s the topic is tombstoned on nsqd-2; at 10 s an auditor joins.",
-        "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。5 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。";
+    "scenario.cluster.text" => "Each nsqd registers its topics and channels with both nsqlookupd; a producer spreads orders over the nodes; consumers ask a lookupd where topic orders is and connect to every node it lists. At 4 s nsqd-3 goes down; at 9 s the topic is tombstoned on nsqd-2; at 10 s an auditor joins.",
+        "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。4 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。";
     "scenario.crash-restart.title" => "A crash: kill -9 mid-stream", "崩溃：运行中途 kill -9";
     "scenario.crash-restart.text" => "Payments and delayed refunds flow to a ledger service; at 1.3 s the broker is killed and started again. nsqlab writes every message to disk before it answers OK, so its store gives back every acknowledged one: ready ones, those that were in flight (delivered again), and deferred ones with their due time.",
         "付款和延迟退款流向账本服务；在 1.3 秒时 消息服务器被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
@@ -306,6 +306,9 @@ catalogue! {
     "ui.flow.consumer" => "{who} · in flight {n}", "{who} · 在途 {n}";
     "ui.flow.ring" => "{label}: {left} of its time left to be answered", "{label}：还剩 {left} 的回复时间";
     "ui.disk" => "disk backlog", "磁盘积压";
+    "ui.skip" => "skip links", "跳转链接";
+    "ui.skip.controls" => "Skip to the step controls", "跳到单步控制";
+    "ui.skip.forms" => "Skip to the publish and manage forms", "跳到发布和管理表单";
     "ui.store" => "store on disk, to replay", "磁盘上的存储，待重放";
     "ui.down" => "The broker is down (kill -9): its memory is gone and no client is connected. Only its store on disk is left.", "消息服务器已停止（kill -9）：内存已经消失，没有客户端连接。只剩下磁盘上的存储。";
     "ui.heap.down" => "The heap lived in the broker's memory and is gone with it. The store on disk keeps {n} deferred messages with their due times: the restart pushes them back in.", "堆在消息服务器的内存里，随之消失。磁盘上的存储保留着 {n} 条延迟消息及其到期时间：重启时会把它们重新推入堆中。";
@@ -611,7 +614,7 @@ catalogue! {
     "tour.cluster.2.a3" => "It never does: it stays with the node it found first", "永远不会：它只用最先找到的节点";
     "tour.cluster.2.why" => "Consumers poll nsqlookupd (every few seconds here, every minute by default) and connect to every node that has the topic; nsqd never connects to consumers.", "消费者定期轮询 nsqlookupd（这里每几秒一次，默认每分钟一次），连接每个拥有该主题的节点；nsqd 从不主动连接消费者。";
     "tour.cluster.3.title" => "A node goes down", "一个节点宕机";
-    "tour.cluster.3.text" => "The ledger service reads from all three nodes. At 5 s nsqd-3 goes down.", "账本服务从三个节点读取。5 秒时 nsqd-3 宕机。";
+    "tour.cluster.3.text" => "The ledger service reads from all three nodes. At 4 s nsqd-3 goes down.", "账本服务从三个节点读取。4 秒时 nsqd-3 宕机。";
     "tour.cluster.3.q" => "What happens to the ledger service?", "账本服务会怎样？";
     "tour.cluster.3.a1" => "It stops: its lookup broke", "它停下了：它的查询坏了";
     "tour.cluster.3.a2" => "It keeps reading from nsqd-1 and nsqd-2", "它继续从 nsqd-1 和 nsqd-2 读取";
@@ -669,8 +672,8 @@ catalogue! {
         "{node} 启动并连接两个 nsqlookupd：它发送魔数 \"  V1\" 和 IDENTIFY（它的地址和端口）。";
     "cl.register" => "{node} now has {what}: it sends REGISTER to both nsqlookupd.", "{node} 现在有了 {what}：它向两个 nsqlookupd 发送 REGISTER。";
     "cl.unregister" => "{node} no longer has {what}: it sends UNREGISTER to both nsqlookupd.", "{node} 不再有 {what}：它向两个 nsqlookupd 发送 UNREGISTER。";
-    "cl.down" => "{node} goes down: its connections close, and both nsqlookupd forget it and everything it registered. It had {n} messages in memory; they are gone with it.",
-        "{node} 宕机：它的连接都断了，两个 nsqlookupd 都忘记了它和它注册过的一切。它内存里有 {n} 条消息，随之丢失。";
+    "cl.down" => "{node} goes down: its connections close, and both nsqlookupd forget it and everything it registered. Messages in its memory (queued or in flight): {n}, gone with it; nsqd keeps no copy elsewhere.",
+        "{node} 宕机：它的连接都断了，两个 nsqlookupd 都忘记了它和它注册过的一切。它内存里的消息（排队的或在途的）：{n} 条，随之丢失；nsqd 不在别处保留副本。";
     "cl.dropped" => "{who} loses its connection to {node}; it keeps reading from {left}.", "{who} 失去了与 {node} 的连接；它继续从 {left} 读取。";
     "cl.tombstone" => "An operator tombstones topic orders on {node} (POST /topic/tombstone on each nsqlookupd): consumers looking it up no longer find it there, while {node} keeps serving those already connected. The producer moves off it too.",
         "运维人员在 {node} 上给主题 orders 立墓碑（在每个 nsqlookupd 上 POST /topic/tombstone）：查询它的消费者不会再在那里找到它，而 {node} 继续为已经连接的消费者服务。生产者也不再向它发布。";

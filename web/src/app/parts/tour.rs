@@ -33,6 +33,17 @@ pub fn tour_panel(p: &TourProps) -> Html {
     let key = |part: &str| format!("tour.{}.{}.{part}", p.scenario, p.chapter + 1);
     let h = &p.hands;
     let click = |c: &Callback<()>| c.reform(|_: MouseEvent| ());
+    // Keyboard: a new chapter (and the tour's start) takes the focus, so its question and
+    // answers are the next Tabs, not the top of the page.
+    let heading = use_node_ref();
+    {
+        let heading = heading.clone();
+        use_effect_with((p.scenario, p.chapter), move |_| {
+            if let Some(h) = heading.cast::<web_sys::HtmlElement>() {
+                let _ = h.focus();
+            }
+        });
+    }
     let last = p.chapter + 1 == p.chapters;
     let can_go_on = p.question.is_none() || p.predicted.is_some();
     html! {
@@ -41,7 +52,7 @@ pub fn tour_panel(p: &TourProps) -> Html {
           <span class="tour-n">{Text::new("ui.tour.chapter").arg("n", p.chapter + 1).arg("of", p.chapters).render(l)}</span>
           <button type="button" class="link" data-testid="tour-end" onclick={click(&h.end)}>{t(l, "ui.tour.end")}</button>
         </div>
-        <h2>{t(l, &key("title"))}</h2>
+        <h2 ref={heading} tabindex="-1" data-testid="tour-title">{t(l, &key("title"))}</h2>
         <p><Words lang={l} on_term={Some(p.on_term.clone())} text={t(l, &key("text"))}/></p>
         { if !p.reached && p.predicted.is_none() { html!{ <p class="refusal">{t(l, "ui.tour.unreached")}</p> } } else { html!{} } }
         { for p.question.map(|(options, answer)| html!{
