@@ -230,6 +230,18 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
                     .collect(),
             ));
         }
+        // The channel's box goes before its rows (it is drawn under them: its background
+        // must not hide their names); its height is known once they are laid out.
+        let channel_box = f.boxes.len();
+        f.boxes.push(FlowBox {
+            key: format!("c:{key}"),
+            kind: BoxKind::Channel,
+            title: Text::plain(&key),
+            x: cx,
+            y: top,
+            w: cw,
+            h: 0.0,
+        });
         for (region, word, ids) in rows {
             let row_top = yy;
             let h = ROW_LABEL
@@ -256,15 +268,7 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             yy += h + 4.0;
         }
         let h = yy - top + PAD;
-        f.boxes.push(FlowBox {
-            key: format!("c:{key}"),
-            kind: BoxKind::Channel,
-            title: Text::plain(&key),
-            x: cx,
-            y: top,
-            w: cw,
-            h,
-        });
+        f.boxes[channel_box].h = h;
         if let Some(&(x, ty)) = topics.get(t) {
             f.edges.push((x + tw, ty, cx, top + 11.0));
         }
@@ -381,6 +385,55 @@ mod tests {
                     );
                     if x.region == Region::InFlight {
                         assert!(x.ring.is_some_and(|r| (0.0..=1.0).contains(&r)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Issue 50 item 7: each place its own lane with its name showing: a channel's box is
+    /// drawn before (under) its rows, and no token covers a row's name.
+    #[test]
+    fn every_lane_shows_its_name() {
+        for id in ["dpub-heap", "overflow-disk", "fan-out", "crash-restart"] {
+            let mut lab = (find(id).unwrap().build)(1).remove(0).1;
+            for t in [SECOND / 2, SECOND, 2 * SECOND] {
+                lab.run_until(t);
+                let f = layout(&lab.view, &consumers(&lab), lab.now(), 1000.0);
+                let rows: Vec<(usize, &FlowBox)> = f
+                    .boxes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| matches!(b.kind, BoxKind::Row(_)))
+                    .collect();
+                assert!(!rows.is_empty(), "{id}: no lanes");
+                for (i, row) in rows {
+                    let channel = f
+                        .boxes
+                        .iter()
+                        .position(|b| {
+                            b.kind == BoxKind::Channel
+                                && row.key.starts_with(&format!("r:{}:", &b.key[2..]))
+                        })
+                        .expect("its channel");
+                    assert!(
+                        channel < i,
+                        "{id}: {} is drawn over its lane {}",
+                        f.boxes[channel].key,
+                        row.key
+                    );
+                    let name = (row.x, row.y, row.x + row.w, row.y + ROW_LABEL);
+                    for tk in &f.tokens {
+                        let (x0, y0) = (tk.x, tk.y);
+                        let covers = x0 < name.2
+                            && x0 + PILL.0 > name.0
+                            && y0 < name.3
+                            && y0 + PILL.1 > name.1;
+                        assert!(
+                            !covers,
+                            "{id} at {t}: {:?} covers the name of {}",
+                            tk.label, row.key
+                        );
                     }
                 }
             }

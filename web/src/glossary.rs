@@ -12,9 +12,14 @@ pub struct Term {
     /// The forms of it found in running English (matched as whole words, first form first).
     pub forms: &'static [&'static str],
     pub text: &'static str,
-    /// The same in Chinese (forms found anywhere: Chinese has no word breaks).
+    /// The same in Chinese (forms found anywhere: Chinese has no word breaks). Not in the
+    /// page's build: there they arrive with the Chinese catalogue (`pkg/zh.json`, keys
+    /// `glossary.<key>.title`, `.text`, `.form.<n>`).
+    #[cfg(not(target_arch = "wasm32"))]
     pub zh_title: &'static str,
+    #[cfg(not(target_arch = "wasm32"))]
     pub zh_forms: &'static [&'static str],
+    #[cfg(not(target_arch = "wasm32"))]
     pub zh_text: &'static str,
 }
 
@@ -22,15 +27,38 @@ impl Term {
     pub fn title(&self, lang: Lang) -> &'static str {
         match lang {
             Lang::En => self.title,
-            Lang::Zh => self.zh_title,
+            Lang::Zh => self.zh("title").unwrap_or(self.title),
         }
     }
 
     pub fn text(&self, lang: Lang) -> &'static str {
         match lang {
             Lang::En => self.text,
-            Lang::Zh => self.zh_text,
+            Lang::Zh => self.zh("text").unwrap_or(self.text),
         }
+    }
+
+    /// Its Chinese forms.
+    pub fn zh_forms(&self) -> Vec<&'static str> {
+        #[cfg(not(target_arch = "wasm32"))]
+        return self.zh_forms.to_vec();
+        #[cfg(target_arch = "wasm32")]
+        return (0..).map_while(|n| self.zh(&format!("form.{n}"))).collect();
+    }
+
+    /// A part of its Chinese (`title`, `text`, `form.<n>`), if this build has it yet.
+    fn zh(&self, part: &str) -> Option<&'static str> {
+        #[cfg(not(target_arch = "wasm32"))]
+        return match part {
+            "title" => Some(self.zh_title),
+            "text" => Some(self.zh_text),
+            _ => part
+                .strip_prefix("form.")
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| self.zh_forms.get(n).copied()),
+        };
+        #[cfg(target_arch = "wasm32")]
+        return crate::i18n::zh_word(&format!("glossary.{}.{part}", self.key));
     }
 }
 
@@ -41,8 +69,11 @@ pub const TERMS: &[Term] = &[
         title: "topic",
         forms: &["topic", "topics"],
         text: "A named stream that producers publish to. It copies every message to each of its channels; a topic without channels keeps its messages until one appears.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "主题（topic）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["主题"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "生产者发布消息的命名流。它把每条消息复制到它的每个通道；没有通道的主题先保留消息，直到出现通道。",
     },
     Term {
@@ -50,8 +81,11 @@ pub const TERMS: &[Term] = &[
         title: "channel",
         forms: &["channel", "channels"],
         text: "A topic's copy of the stream for one kind of consumer (billing, shipping…). Each channel gets every message; the consumers of one channel share its messages between them.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "通道（channel）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["通道"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "主题为一类消费者（计费、发货……）准备的一份消息流副本。每个通道都得到每条消息；同一个通道的消费者分摊其中的消息。",
     },
     Term {
@@ -59,8 +93,11 @@ pub const TERMS: &[Term] = &[
         title: "PUB, MPUB, DPUB",
         forms: &["PUB", "MPUB", "DPUB"],
         text: "How producers publish: PUB sends one message, MPUB several at once, DPUB one with a delay (it is not delivered before the delay has passed).",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "PUB、MPUB、DPUB",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "生产者发布消息的方式：PUB 发布一条，MPUB 一次发布多条，DPUB 发布一条带延迟的消息（延迟过去之前不会投递）。",
     },
     Term {
@@ -68,8 +105,11 @@ pub const TERMS: &[Term] = &[
         title: "RDY",
         forms: &["RDY"],
         text: "A consumer's count of how many messages it can have in flight at once. nsqd sends a consumer messages only while it has fewer in flight than its RDY; RDY 0 pauses it.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "RDY",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "消费者能同时处理多少条在途消息。只有当消费者的在途消息少于它的 RDY 时，nsqd 才会继续给它发消息；RDY 0 表示暂停。",
     },
     Term {
@@ -77,8 +117,11 @@ pub const TERMS: &[Term] = &[
         title: "in flight",
         forms: &["in flight", "in-flight"],
         text: "A message sent to a consumer and not yet answered. It stays in the channel's in-flight heap, ordered by deadline, until the consumer sends FIN or REQ, or its msg_timeout passes.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "在途（in flight）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["在途"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "已发给消费者但还没有得到回复的消息。它按截止时间排在通道的在途堆里，直到消费者发送 FIN 或 REQ，或者 msg_timeout 到期。",
     },
     Term {
@@ -86,8 +129,11 @@ pub const TERMS: &[Term] = &[
         title: "FIN",
         forms: &["FIN"],
         text: "A consumer's answer “done”: the channel forgets the message.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "FIN",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "消费者的回复“完成”：通道删除这条消息。",
     },
     Term {
@@ -95,8 +141,11 @@ pub const TERMS: &[Term] = &[
         title: "REQ",
         forms: &["REQ"],
         text: "A consumer's answer “retry”: the message goes back to the channel, at once or after a delay (in the deferred heap until then), with attempts + 1 when it is sent again.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "REQ",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "消费者的回复“重试”：消息回到通道，立即或在延迟之后（在此之前放在延迟堆里）；再次发送时 attempts 加 1。",
     },
     Term {
@@ -104,8 +153,11 @@ pub const TERMS: &[Term] = &[
         title: "TOUCH",
         forms: &["TOUCH"],
         text: "A consumer's “I need more time”: the message's in-flight deadline starts again from now.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "TOUCH",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "消费者说“我需要更多时间”：消息的在途截止时间从现在重新开始计算。",
     },
     Term {
@@ -113,8 +165,11 @@ pub const TERMS: &[Term] = &[
         title: "msg_timeout",
         forms: &["msg_timeout"],
         text: "How long a consumer has to answer a message (60 s by default, set per consumer with IDENTIFY). When it passes, the message times out and goes back to the queue.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "msg_timeout",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "消费者回复一条消息的时限（默认 60 秒，每个消费者可以在 IDENTIFY 时设置）。到期后消息超时，回到队列。",
     },
     Term {
@@ -122,8 +177,11 @@ pub const TERMS: &[Term] = &[
         title: "deferred",
         forms: &["deferred"],
         text: "Waiting for its time: a DPUB, or a REQ with a delay. Deferred messages wait in the channel's deferred min-heap and join the queue when they are due.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "延迟（deferred）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["延迟"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "等待时间到来的消息：DPUB，或者带延迟的 REQ。延迟消息在通道的延迟最小堆里等待，到期后进入队列。",
     },
     Term {
@@ -131,8 +189,11 @@ pub const TERMS: &[Term] = &[
         title: "min-heap",
         forms: &["min-heap", "heap"],
         text: "A tree kept in an array where every parent is due no later than its children, so the root (index 0) is always the message due first. A push adds at the end and sifts up; a pop takes the root, moves the last entry into the hole and sifts it down. Both take at most log₂(n) swaps. The children of index i are 2i+1 and 2i+2.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "最小堆",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["最小堆", "堆"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "存放在数组里的一棵树，每个父节点都不晚于它的子节点到期，所以堆顶（下标 0）永远是最先到期的消息。入堆时放到末尾再上浮；出堆时取走堆顶，把最后一个元素移到空位再下沉。两者最多交换 log₂(n) 次。下标 i 的子节点是 2i+1 和 2i+2。",
     },
     Term {
@@ -140,8 +201,11 @@ pub const TERMS: &[Term] = &[
         title: "root",
         forms: &["root"],
         text: "Index 0 of a heap: the message due first.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "堆顶",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["堆顶"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "堆的下标 0：最先到期的消息。",
     },
     Term {
@@ -149,8 +213,11 @@ pub const TERMS: &[Term] = &[
         title: "sift up, sift down",
         forms: &["sift up", "sift down", "sifts down", "sifts"],
         text: "How a heap restores its order: an entry swaps with its parent while it is due sooner (up), or with its sooner child while that child is due sooner (down).",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "上浮、下沉",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["上浮", "下沉"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "堆恢复顺序的方法：一个元素比父节点更早到期时就与父节点交换（上浮），或者与更早到期的那个子节点交换（下沉）。",
     },
     Term {
@@ -158,8 +225,11 @@ pub const TERMS: &[Term] = &[
         title: "memory queue",
         forms: &["memory queue"],
         text: "A channel's ready messages kept in memory, up to --mem-queue-size of them; they are sent first, in order.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "内存队列",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["内存队列"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "通道在内存中保存的待发送消息，最多 --mem-queue-size 条；它们按顺序最先发送。",
     },
     Term {
@@ -167,8 +237,11 @@ pub const TERMS: &[Term] = &[
         title: "disk backlog",
         forms: &["disk backlog"],
         text: "Ready messages past --mem-queue-size, kept on disk (nsqd's backend). Once anything is on disk, new messages join it too, so order is kept.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "磁盘积压",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["磁盘积压"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "超出 --mem-queue-size 的待发送消息，保存在磁盘上（nsqd 的 backend）。一旦磁盘上有消息，新消息也排到它们后面，以保持顺序。",
     },
     Term {
@@ -176,8 +249,11 @@ pub const TERMS: &[Term] = &[
         title: "store on disk",
         forms: &["store on disk"],
         text: "nsqlab's durable log (--durable): every message is written there before nsqd's OK, deferred ones with their due time, and dropped once finished. After a kill -9 the restarted broker replays it, so nothing acknowledged is lost. nsqd v1.3 keeps only what had spilled to its disk queue.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "磁盘上的存储",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["磁盘上的存储"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "nsqlab 的持久化日志（--durable）：每条消息在回复 OK 之前写入其中，延迟消息连同到期时间一起写入，完成后删除。kill -9 之后，重启的消息服务器重放它，所以确认过的消息一条也不会丢。nsqd v1.3 只保留已经溢出到磁盘队列的消息。",
     },
     Term {
@@ -185,8 +261,11 @@ pub const TERMS: &[Term] = &[
         title: "--mem-queue-size",
         forms: &["--mem-queue-size"],
         text: "nsqd's flag for how many messages each topic and channel keeps in memory before spilling to disk (10000 by default).",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "--mem-queue-size",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &[],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "nsqd 的参数：每个主题和通道在内存中保留多少条消息，超出的写到磁盘（默认 10000）。",
     },
     Term {
@@ -194,8 +273,11 @@ pub const TERMS: &[Term] = &[
         title: "depth",
         forms: &["depth"],
         text: "How many messages are ready to send: the memory queue plus the disk backlog. Deferred and in-flight messages are counted apart.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "深度（depth）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["深度"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "准备好发送的消息数：内存队列加磁盘积压。延迟消息和在途消息另外计数。",
     },
     Term {
@@ -203,8 +285,11 @@ pub const TERMS: &[Term] = &[
         title: "attempts",
         forms: &["attempts", "attempt"],
         text: "How many times a message has been sent. It grows with each redelivery (after a REQ or a timeout), so a consumer can give up on a message that keeps failing.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "尝试次数（attempts）",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["尝试"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "一条消息被发送了多少次。每次重新投递（REQ 或超时之后）都会加 1，消费者可以据此放弃一直失败的消息。",
     },
     Term {
@@ -212,8 +297,11 @@ pub const TERMS: &[Term] = &[
         title: "heartbeat",
         forms: &["heartbeats", "heartbeat"],
         text: "nsqd asks each client “are you there?” every 30 s; a client answers NOP. One that misses two in a row is disconnected.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "心跳",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["心跳"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "nsqd 每 30 秒问每个客户端“你还在吗？”，客户端回复 NOP。连续错过两次的客户端会被断开。",
     },
     Term {
@@ -221,8 +309,11 @@ pub const TERMS: &[Term] = &[
         title: "scan loop",
         forms: &["scan loop"],
         text: "nsqd's way to find due messages: every 100 ms it looks at a random sample of channels. A message can wait up to a scan period (or more, if its channel is not picked). nsqlab keeps an exact timer per channel instead.",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_title: "扫描循环",
+        #[cfg(not(target_arch = "wasm32"))]
         zh_forms: &["扫描循环"],
+        #[cfg(not(target_arch = "wasm32"))]
         zh_text: "nsqd 寻找到期消息的方式：每 100 ms 查看随机抽取的一部分通道。一条消息可能要等一个扫描周期（如果它的通道没被抽到，还会更久）。nsqlab 改为每个通道一个精确的定时器。",
     },
 ];
@@ -240,11 +331,11 @@ pub fn pieces(lang: Lang, text: &str) -> Vec<Piece> {
     let mut found: Vec<(usize, usize, &'static str)> = Vec::new();
     for t in TERMS {
         let mut best: Option<(usize, usize)> = None;
-        let forms = t.forms.iter().chain(match lang {
-            Lang::En => [].iter(),
-            Lang::Zh => t.zh_forms.iter(),
-        });
-        for form in forms {
+        let zh = match lang {
+            Lang::En => Vec::new(),
+            Lang::Zh => t.zh_forms(),
+        };
+        for form in t.forms.iter().chain(zh.iter()) {
             let at = if crate::i18n::has_cjk(form) {
                 text.find(form)
             } else {

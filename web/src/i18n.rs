@@ -91,11 +91,27 @@ pub fn shown(lang: Lang) -> Lang {
     }
 }
 
-/// The Chinese catalogue as the page loads it: a JSON object of key to words.
+/// Chinese the page loaded that is not a catalogue entry (the glossary's: `glossary.<key>.…`).
+#[cfg(target_arch = "wasm32")]
+pub fn zh_word(key: &str) -> Option<&'static str> {
+    ZH.get()?.get(key).copied()
+}
+
+/// The Chinese catalogue as the page loads it: a JSON object of key to words (the glossary's
+/// entries too, as `glossary.<key>.title`, `.text` and `.form.<n>`).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn zh_json() -> String {
-    let map: std::collections::BTreeMap<&str, &str> =
-        CATALOGUE.iter().map(|e| (e.key, e.zh)).collect();
+    let mut map: std::collections::BTreeMap<String, &str> = CATALOGUE
+        .iter()
+        .map(|e| (e.key.to_string(), e.zh))
+        .collect();
+    for t in crate::glossary::TERMS {
+        map.insert(format!("glossary.{}.title", t.key), t.zh_title);
+        map.insert(format!("glossary.{}.text", t.key), t.zh_text);
+        for (n, f) in t.zh_forms.iter().enumerate() {
+            map.insert(format!("glossary.{}.form.{n}", t.key), f);
+        }
+    }
     let mut out = serde_json::to_string_pretty(&map).expect("strings serialise");
     out.push('\n');
     out
@@ -118,13 +134,19 @@ pub fn load_zh(json: &str) -> Result<(), String> {
             ));
         }
     }
+    for t in crate::glossary::TERMS {
+        for part in ["title", "text"] {
+            let key = format!("glossary.{}.{part}", t.key);
+            if !map.contains_key(&key) {
+                return Err(format!("zh.json has no {key:?}"));
+            }
+        }
+    }
     #[cfg(target_arch = "wasm32")]
     {
         // Kept for the page's life, as the English are.
-        let mut map = map;
-        let words = CATALOGUE
-            .iter()
-            .filter_map(|e| Some((e.key, &*Box::leak(map.remove(e.key)?.into_boxed_str()))));
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let words = map.into_iter().map(|(k, v)| (leak(k), leak(v)));
         let _ = ZH.set(words.collect());
     }
     Ok(())

@@ -694,42 +694,42 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 17, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3451);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3465);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 912, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_8163);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 914, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_8178);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("KeyboardEvent")], shim_idx: 17, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3451_3);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3465_3);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 905, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6873);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 907, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6888);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 803, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_6142);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 805, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_6157);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 15, ret: Externref, inner_ret: Some(Externref) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3449);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3463);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3450);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_3464);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 904, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6872);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 906, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_6887);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -756,43 +756,43 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_3450(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_3450(arg0, arg1);
+function __wasm_bindgen_func_elem_3464(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_3464(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_6872(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_6872(arg0, arg1);
+function __wasm_bindgen_func_elem_6887(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_6887(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_3449(arg0, arg1) {
-    const ret = wasm.__wasm_bindgen_func_elem_3449(arg0, arg1);
+function __wasm_bindgen_func_elem_3463(arg0, arg1) {
+    const ret = wasm.__wasm_bindgen_func_elem_3463(arg0, arg1);
     return takeObject(ret);
 }
 
-function __wasm_bindgen_func_elem_3451(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_3451(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_3465(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_3465(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_3451_3(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_3451_3(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_3465_3(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_3465_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_6873(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_6873(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_6888(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_6888(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_6142(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_6157(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_6142(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_6157(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_8163(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_8178(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_8163(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_8178(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {
