@@ -225,7 +225,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 1,
                         reveal: key(On::HeapMove, 1),
                         // The last entry (at index 6) is in the root now, later than a child of it:
                         // out of place until it sifts down.
@@ -273,7 +273,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 1,
                         reveal: key(On::QueuedMemory, 2),
                         // One message is in both channels: each has its own copy.
                         holds: |m| {
@@ -343,7 +343,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 1,
                         reveal: key(On::QueuedMemory, 2),
                         // The message that timed out is back in the memory queue.
                         holds: |m| {
@@ -409,7 +409,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 3,
                         reveal: key(On::QueuedDisk, 1),
                         holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
                     }),
@@ -419,7 +419,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 1,
                         reveal: Stop::End,
                         // All ten delivered, in the order they were published (a topic's message
                         // IDs rise in publish order), memory and disk alike.
@@ -444,7 +444,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 3,
                         // The first pop, to its delivery: its sift-down is one swap a level.
                         reveal: key(On::Sent, 1),
                         holds: |m| {
@@ -526,7 +526,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 3,
                         reveal: key(On::ClusterConnect, 3),
                         holds: |m| reads_from(m, 0) == [true, true, true],
                     }),
@@ -536,7 +536,7 @@ pub const TOURS: &[Tour] =
                     act: None,
                     question: Some(Question {
                         options: 3,
-                        answer: 2,
+                        answer: 1,
                         reveal: key(On::ClusterDropped, 1),
                         holds: |m| {
                             let Some(c) = &lab(m, 0).cluster else {
@@ -605,6 +605,52 @@ pub const TOURS: &[Tour] =
 mod tests {
     use super::*;
     use crate::i18n::has;
+
+    /// Issue 50 item 6: options that do not give the answer away: in every question they are
+    /// of like length (the longest at most twice the shortest, in English and in Chinese), the
+    /// right one is not where it always is (each place holds it at least three times), and it
+    /// is the longest in at most a third of the questions.
+    #[test]
+    fn options_do_not_give_the_answer_away() {
+        let (mut at, mut longest, mut questions) = ([0usize; 4], 0, 0);
+        for t in TOURS {
+            for (i, c) in t.chapters.iter().enumerate() {
+                let Some(q) = &c.question else { continue };
+                questions += 1;
+                at[q.answer] += 1;
+                for lang in [crate::i18n::Lang::En, crate::i18n::Lang::Zh] {
+                    let opts: Vec<usize> = (1..=q.options)
+                        .map(|n| {
+                            let k = format!("tour.{}.{}.a{n}", t.scenario, i + 1);
+                            crate::i18n::t(lang, &k).chars().count()
+                        })
+                        .collect();
+                    let (min, max) = (*opts.iter().min().unwrap(), *opts.iter().max().unwrap());
+                    assert!(
+                        max <= 2 * min,
+                        "{} chapter {}: options {opts:?} ({lang:?})",
+                        t.scenario,
+                        i + 1
+                    );
+                    if lang == crate::i18n::Lang::En
+                        && opts[q.answer - 1] == max
+                        && opts.iter().filter(|&&l| l == max).count() == 1
+                    {
+                        longest += 1;
+                    }
+                }
+            }
+        }
+        assert!(questions >= 12, "{questions}");
+        assert!(
+            at[1..].iter().all(|&n| n >= 3),
+            "the right option's places: {at:?}"
+        );
+        assert!(
+            3 * longest <= questions,
+            "the right option is the longest in {longest} of {questions}"
+        );
+    }
 
     /// Every tour has 3 to 8 chapters, every word in the catalogue, and every question's right
     /// answer is what the run shows: played chapter by chapter, each stop is reached and each
