@@ -746,6 +746,20 @@ if (part('a11y')) {
   check((await active()) === 'tour-title', `the next chapter takes the focus (${await active()})`);
   const toAnswer = await tabsTo('option-1', 20);
   check(toAnswer <= 8, `the chapter's first answer is ${toAnswer} Tabs away`);
+  // Issue 50 item 11: a glossary entry opens next to the word clicked.
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  for (let i = 0; i < 6; i++) await stepOnce(page);
+  const termBtn = await page.$('[data-testid=pane] [data-testid=explain] .term');
+  if (termBtn) {
+    await termBtn.click();
+    await page.waitForSelector('[data-testid=term-pop]');
+    const [a, b] = await Promise.all([termBtn.boundingBox(), (await page.$('[data-testid=term-pop]')).boundingBox()]);
+    const gap = Math.min(Math.abs(b.y - (a.y + a.height)), Math.abs(a.y - (b.y + b.height)));
+    check(gap <= 20 && b.x <= a.x + a.width && b.x + b.width >= a.x, `the glossary entry opens next to its word (word at ${a.x.toFixed(0)},${a.y.toFixed(0)}; entry at ${b.x.toFixed(0)},${b.y.toFixed(0)})`);
+  } else {
+    check(false, 'a term to click in the step text');
+  }
   await page.close();
 }
 
