@@ -678,6 +678,20 @@ if (part('a11y')) {
   await phone.goto(`${base}/?scenario=load-balance&seed=1`);
   await phone.waitForSelector('[data-testid=explain]');
   await audit11y(phone, 'a phone');
+  // Issue 50 item 9: at 390 px every control is on screen without scrolling sideways (the
+  // scenarios wrap instead of running off as a strip).
+  for (const id of ['load-balance', 'scan-vs-exact', 'cluster']) {
+    await phone.goto(`${base}/?scenario=${id}&seed=1`);
+    await phone.waitForSelector('[data-testid=explain]');
+    for (let i = 0; i < 10; i++) await stepOnce(phone);
+    const off = await phone.evaluate(() => [...document.querySelectorAll('button, select, input, a')]
+      .filter((e) => e.offsetParent !== null && e.type !== 'file' && !e.closest('.skip'))
+      .filter((e) => { const r = e.getBoundingClientRect(); return r.right > window.innerWidth + 1 || r.left < -1; })
+      .map((e) => e.dataset.testid || e.id || e.textContent.trim().slice(0, 24)));
+    check(off.length === 0, `${id} at 390 px: every control on screen without scrolling sideways: ${JSON.stringify(off.slice(0, 8))}`);
+  }
+  const strip = await phone.evaluate(() => document.querySelector('.scenarios').getBoundingClientRect().height);
+  check(strip <= 320, `at 390 px the scenarios wrap in a few rows (${strip.toFixed(0)} px)`);
   await phone.close();
 
   // Keyboard only: Tab reaches every control, each shows its focus; the tour is taken and

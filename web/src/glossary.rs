@@ -399,7 +399,7 @@ pub fn term(key: &str) -> Option<&'static Term> {
     TERMS.iter().find(|t| t.key == key)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
 

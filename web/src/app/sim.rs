@@ -625,11 +625,13 @@ pub fn sim_app() -> Html {
                         aria-pressed={(s.id == m.scenario.id).to_string()}
                         data-scenario={s.id} onclick={click(Action::Pick(s.id.to_string()))}>{t(l, s.title)}</button>
             }) }
+          </nav>
+          <div class="header-actions">
             { if crate::tours::tour(m.scenario.id).is_some() && m.tour.is_none() { html!{
                 <button type="button" class="tour-start" data-testid="tour-start" title={t(l, "ui.tour.start.title")}
                         onclick={click(Action::StartTour)}>{t(l, "ui.tour.start")}</button> } } else { html!{} } }
             <a class="live-link" href={format!("?mode=live&lang={}", l.code())} data-testid="live">{t(l, "ui.live")}</a>
-          </nav>
+          </div>
           // In a tour the chapters tell the story; the scenario's summary steps aside.
           { if m.tour.is_some() { html!{} } else { html!{
           <p class="scenario-text" data-testid="scenario-text"><Words text={t(l, m.scenario.text)} lang={l} on_term={on_term.clone()}/></p> } } }
