@@ -413,13 +413,55 @@ fn reference_nsqd() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-struct Reference(Child);
+/// nsqd v1.3.0 running (killed when dropped), with its data directory.
+struct Reference {
+    child: Child,
+    _data: nsqlab_tests::tempdir::TempDir,
+}
 
 impl Drop for Reference {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
+}
+
+/// A port free on 127.0.0.1.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start `bin` listening on `host:tcp` and `host:http` (with `extra` flags), once both ports
+/// answer on 127.0.0.1.
+fn start_reference(
+    bin: &std::path::Path,
+    host: &str,
+    tcp: u16,
+    http: u16,
+    extra: &[&str],
+) -> Reference {
+    let data = nsqlab_tests::tempdir::TempDir::new();
+    let child = Command::new(bin)
+        .arg(format!("--tcp-address={host}:{tcp}"))
+        .arg(format!("--http-address={host}:{http}"))
+        .arg(format!("--data-path={}", data.path().display()))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nsqd v1.3.0");
+    let guard = Reference { child, _data: data };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let up = |p: u16| TcpStream::connect(("127.0.0.1", p)).is_ok();
+    while !up(tcp) || !up(http) {
+        assert!(Instant::now() < deadline, "nsqd v1.3.0 did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    guard
 }
 
 /// The recorded answers are nsqd's: the same table holds for nsqd v1.3.0 itself, where its
@@ -430,29 +472,10 @@ fn the_recorded_answers_are_nsqd_v1_3_0s() {
         eprintln!("nsqd v1.3.0 is not beside the repository (nor in NSQD_V13): only nsqlab's answers are checked, against the recorded ones");
         return;
     };
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-    };
-    let (tcp, http) = (free(), free());
-    let data = nsqlab_tests::tempdir::TempDir::new();
-    let child = Command::new(bin)
-        .arg(format!("--tcp-address={tcp}"))
-        .arg(format!("--http-address={http}"))
-        .arg(format!("--data-path={}", data.path().display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nsqd v1.3.0");
-    let _guard = Reference(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(tcp).is_err() || TcpStream::connect(http).is_err() {
-        assert!(Instant::now() < deadline, "nsqd v1.3.0 did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    check("nsqd v1.3.0", tcp, http);
+    let (tcp, http) = (free_port(), free_port());
+    let _nsqd = start_reference(&bin, "127.0.0.1", tcp, http, &[]);
+    let at = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+    check("nsqd v1.3.0", at(tcp), at(http));
 }
 
 /// The end of a client's input follows it to its topic's partition: a PUB then a half-close
@@ -512,13 +535,6 @@ fn info_reports_what_nsqd_v1_3_0_reports() {
         eprintln!("nsqd v1.3.0 is not beside the repository (nor in NSQD_V13): not compared");
         return;
     };
-    let free = || {
-        std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-    };
     let sets: [(&str, &[&str]); 4] = [
         ("127.0.0.1", &[]),
         ("0.0.0.0", &[]),
@@ -533,24 +549,9 @@ fn info_reports_what_nsqd_v1_3_0_reports() {
         ),
     ];
     for (host, extra) in sets {
-        let (tcp, http) = (free(), free());
-        let data = nsqlab_tests::tempdir::TempDir::new();
-        let child = Command::new(&bin)
-            .arg(format!("--tcp-address={host}:{tcp}"))
-            .arg(format!("--http-address={host}:{http}"))
-            .arg(format!("--data-path={}", data.path().display()))
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nsqd v1.3.0");
-        let _guard = Reference(child);
-        let addr: SocketAddr = format!("127.0.0.1:{http}").parse().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "nsqd v1.3.0 did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let (tcp, http) = (free_port(), free_port());
+        let _nsqd = start_reference(&bin, host, tcp, http, extra);
+        let addr = SocketAddr::from(([127, 0, 0, 1], http));
         let want = info_masked(addr, tcp, http);
         let mut flags = vec![
             format!("--tcp-address={host}:0"),
