@@ -437,21 +437,19 @@ impl Model {
             let done = match stop {
                 Stop::Here => true,
                 Stop::Key { on, nth, lab } => crate::tours::count(self, on, lab) >= nth,
-                Stop::Time(t) => {
-                    let next = self.panes.iter().filter_map(|p| p.lab.next_time()).min();
-                    if next.is_none_or(|x| x > t) {
-                        if self.pos() == self.timeline.horizon() {
-                            self.grow(|m| {
-                                for p in &mut m.panes {
-                                    p.lab.idle_to(t);
-                                }
-                            });
-                        }
+                // Every step up to `t` and none after (a Step would run on past silent
+                // instants, such as a heartbeat, to the next thing shown, however late).
+                Stop::Time(t) => match self.pos() < self.timeline.horizon() {
+                    true => self.trail_step(self.pos()).is_none_or(|(_, at)| at > t),
+                    false => {
+                        self.grow(|m| {
+                            for p in &mut m.panes {
+                                p.lab.run_until(t);
+                            }
+                        });
                         true
-                    } else {
-                        false
                     }
-                }
+                },
                 Stop::End => self.finished(),
                 Stop::Before { .. } => unreachable!("handled above"),
             };

@@ -644,8 +644,8 @@ catalogue! {
     // ---------------------------------------------------------------- a crash
     "crash.killed" => "kill -9: the broker dies mid-stream, and its memory with it: {memory} ready, {flight} in flight and {deferred} deferred were there ({disk} more ready on disk). Its clients lose their connections. Everything it answered OK to was written to its store first, so the drawing now shows the store on disk: that is all that is left.",
         "kill -9：消息服务器在运行中途被杀掉，内存随之消失：那里有 {memory} 条待发送、{flight} 条在途、{deferred} 条延迟（磁盘上另有 {disk} 条待发送）。客户端都断开了连接。它回复过 OK 的每条消息都已先写入存储，所以图中现在显示的是磁盘上的存储：剩下的只有这些。";
-    "crash.consumer" => "{who} crashes: its process hangs and will never answer, but its connection stays open. What it holds stays in flight until its msg_timeout.",
-        "{who} 崩溃了：它的进程卡住，永远不会回复，但连接仍然开着。它手上的消息会一直在途，直到 msg_timeout。";
+    "crash.consumer" => "{who} crashes: its process hangs and will never answer, but its connection stays open.",
+        "{who} 崩溃了：它的进程卡住，永远不会回复，但连接仍然开着。";
     "crash.replayed" => "It starts again and replays its store: each message comes back where it belongs — ready ones to the queue, deferred ones to the heap with their due time, those in flight to the queue (to be delivered again).",
         "它重新启动并重放存储：每条消息回到它该在的地方——待发送的回到队列，延迟的带着原来的到期时间回到堆里，在途的回到队列（将被再次投递）。";
     "crash.title" => "What survived the crash", "崩溃之后还剩下什么";

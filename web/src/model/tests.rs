@@ -905,3 +905,28 @@ fn every_step_reads_in_chinese_without_english_or_stray_spaces() {
         }
     }
 }
+
+/// Issue 50 item 6: when the crash-timeout tour asks what becomes of the crashed consumer's
+/// message, nothing on screen has answered it: nothing has timed out, and no step so far says
+/// what happens to what a crashed consumer holds.
+#[test]
+fn the_crash_question_is_not_answered_before_it_is_asked() {
+    let mut m = Model::new("crash-timeout", 1, 1.0);
+    m.update(Action::StartTour);
+    m.update(Action::NextChapter);
+    let ts = m.tour.as_ref().expect("in the tour");
+    assert!(ts.tour.chapters[ts.chapter].question.is_some());
+    let v = &m.panes[0].lab.view;
+    assert!(
+        v.channels.values().all(|c| c.timed_out == 0),
+        "timed out already"
+    );
+    for s in &m.panes[0].lab.log {
+        let en = s.en();
+        assert!(
+            !en.contains("msg_timeout") || s.text.key != "crash.consumer",
+            "{en}"
+        );
+        assert_ne!(s.text.key, "timeout", "{en}");
+    }
+}
