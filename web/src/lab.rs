@@ -528,8 +528,8 @@ impl Lab {
                 .filter(|(i, _)| c.hole != Some(*i))
                 .map(|(_, e)| *e)
                 .collect();
-            // The store holds every one of them (it wrote each before the OK): in the order a
-            // restart gives them back.
+            // The store holds every one of them (it wrote each before the OK), drawn in the
+            // order they were published (IDs rise).
             c.stored = memory
                 .iter()
                 .chain(&in_flight)
