@@ -73,6 +73,7 @@ pub mod deque;
 pub mod e2e;
 pub mod event;
 pub mod iqueue;
+pub mod live;
 pub mod lookup;
 pub mod message;
 pub mod options;

@@ -105,7 +105,15 @@ fn live_events_and_queue_listing() {
         );
         if let Message::Text(t) = events.read().expect("event") {
             let v: serde_json::Value = serde_json::from_str(&t).unwrap();
-            kinds.push(v["type"].as_str().unwrap_or_default().to_string());
+            assert_eq!(v["type"], "frame", "{v}");
+            for e in v["events"].as_array().expect("events") {
+                kinds.push(e["type"].as_str().unwrap_or_default().to_string());
+            }
+            // Every frame draws the channel as it is, with IDs and never a body.
+            let c = &v["frame"]["topics"][0]["channels"][0];
+            assert_eq!(c["channel"], "c", "{v}");
+            assert!(!t.contains("\"hi\""), "a frame carries a body: {t}");
+            assert_eq!(c["deferred"], c["heap"].as_array().unwrap().len(), "{v}");
         }
     }
     let waited = wall.elapsed().unwrap_or_default();

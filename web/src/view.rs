@@ -96,6 +96,8 @@ pub struct ChannelView {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerCounts {
     pub depth: u64,
+    /// Of `depth`, in the disk backlog (`backend_depth`).
+    pub on_disk: u64,
     pub deferred: u64,
     pub in_flight: u64,
     pub messages: u64,
@@ -400,6 +402,11 @@ impl View {
                 connected: true,
             },
         );
+    }
+
+    /// Give a client a name, keeping what the page counted for it.
+    pub fn call_actor(&mut self, client: ClientId, name: Text) {
+        self.actor(client).name = name;
     }
 
     /// A client's name ("billing service"), or "client 7" for one the page did not name.

@@ -3,9 +3,12 @@
 //! - `GET /ws/nsq`: NSQ protocol V2 over binary WebSocket messages — the same bytes as TCP, so
 //!   a page can publish and subscribe. Transport upgrades (TLS, snappy, deflate) are not
 //!   available here: a client that negotiates one is disconnected.
-//! - `GET /ws/events`: the broker's events as JSON text messages, plus a stats snapshot every
-//!   second. A slow browser never slows the broker: the stream is a bounded broadcast; when a
-//!   listener falls behind it gets `{"type":"dropped","count":N}` and carries on.
+//! - `GET /ws/events`: four times a second, a frame (`{"type":"frame"}`): the events since the
+//!   last frame (at most 200; `skipped` counts the rest) and a [`LiveFrame`] of every topic
+//!   and channel, taken as it is sent. A slow browser never slows the broker: the events come
+//!   through a bounded broadcast, and a frame is taken only when the last one has gone.
+//!
+//! [`LiveFrame`]: nsqlab_core::live::LiveFrame
 //! - `GET /api/queues?topic=&channel=`: a channel's deferred and in-flight messages (ID, due
 //!   time, attempts, client) as JSON, to draw the state on connect; without parameters, an
 //!   array with every channel.
@@ -94,28 +97,45 @@ pub async fn events_upgrade(ws: WebSocketUpgrade, driver: DriverHandle) -> Respo
     ws.on_upgrade(move |socket| event_stream(socket, driver))
 }
 
+/// How often `/ws/events` sends a frame.
+const FRAME_EVERY: Duration = Duration::from_millis(250);
+/// Events a frame carries at most (more than anyone can read): the rest are counted.
+const EVENTS_PER_FRAME: usize = 200;
+
 async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
     let mut events = driver.subscribe_events();
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(FRAME_EVERY);
+    // A frame is taken when it is sent: after a slow send, the next comes a period later.
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut told: Vec<String> = Vec::new();
+    let mut skipped: u64 = 0;
     loop {
-        let text = tokio::select! {
+        tokio::select! {
             e = events.recv() => match e {
-                Ok(e) => serde_json::to_string(&e).unwrap_or_default(),
-                Err(broadcast::error::RecvError::Lagged(n)) => format!(r#"{{"type":"dropped","count":{n}}}"#),
+                Ok(e) if told.len() < EVENTS_PER_FRAME => {
+                    told.push(serde_json::to_string(&e).unwrap_or_default());
+                }
+                Ok(_) => skipped += 1,
+                Err(broadcast::error::RecvError::Lagged(n)) => skipped += n,
                 Err(broadcast::error::RecvError::Closed) => break,
             },
             _ = tick.tick() => {
-                let Some((stats, _)) = driver.stats(Default::default()).await else { break };
-                let at = crate::clock::now();
-                serde_json::json!({"type": "stats", "at": at, "topics": stats.topics}).to_string()
+                let limits = nsqlab_core::live::FrameLimits::default();
+                let Some(parts) = driver.call_all(move |b, _| b.live_frame(limits)).await else {
+                    break;
+                };
+                let frame = nsqlab_core::live::LiveFrame::merge(parts);
+                let text = frame.message(&told, skipped);
+                told.clear();
+                skipped = 0;
+                if socket.send(Message::Text(text.into())).await.is_err() {
+                    break;
+                }
             }
             m = socket.recv() => match m {
                 Some(Ok(_)) => continue,
                 _ => break,
             },
-        };
-        if socket.send(Message::Text(text.into())).await.is_err() {
-            break;
         }
     }
 }

@@ -172,14 +172,14 @@ pub fn heap_view(p: &HeapProps) -> Html {
             None => t(l, "ui.heap.empty").to_string(),
         };
         return html! {
-          <section class={classes!("heap", "empty", p.down.then_some("down"))} data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)}>
+          <section class={classes!("heap", "empty", p.down.then_some("down"))} data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)} data-len={p.len.to_string()}>
             <h3>{Text::new("ui.heap.empty.title").arg("channel", format!("{}/{}", p.topic, p.channel)).render(p.lang)}</h3>
             <p class="hint" data-testid="heap-why">{why}</p>
           </section>
         };
     }
     html! {
-      <section class="heap" data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)} aria-label={summary.clone()}>
+      <section class="heap" data-testid="heap" data-channel={format!("{}/{}", p.topic, p.channel)} data-len={p.len.to_string()} aria-label={summary.clone()}>
         <h3>{Text::new("ui.heap.title").arg("channel", &channel).arg("n", p.len).render(l)}</h3>
         <div class="tree-wrap" ref={node}>
           <svg class="tree" width={width.to_string()} height={height.to_string()}

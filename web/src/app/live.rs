@@ -23,6 +23,8 @@ pub enum LiveAction {
     SetLang(Lang),
     /// The words of the chosen language have loaded.
     WordsLoaded,
+    /// No frame has come for a while (or one came again).
+    Stale(bool),
 }
 
 /// The mirror as the reducer holds it (see [`super::Shared`]).
@@ -32,20 +34,25 @@ struct Live {
     status: &'static str,
     term: Option<&'static str>,
     lang: Lang,
+    stale: bool,
 }
 
 impl Reducible for Live {
     type Action = LiveAction;
 
     fn reduce(self: Rc<Self>, action: LiveAction) -> Rc<Self> {
-        let (mut term, mut lang, mut status) = (self.term, self.lang, self.status);
+        let (mut term, mut lang, mut status, mut stale) =
+            (self.term, self.lang, self.status, self.stale);
         match action {
             LiveAction::Messages(ms) => {
                 let mut m = self.model.borrow_mut();
+                let now = js_sys::Date::now();
                 for t in ms {
-                    m.handle_message(&t);
+                    m.handle_message(&t, now);
                 }
+                stale = false;
             }
+            LiveAction::Stale(s) => stale = s,
             LiveAction::Snapshot(qs) => self.model.borrow_mut().load_snapshot(&qs),
             LiveAction::Status(s) => status = s,
             LiveAction::Explain(x) => term = x,
@@ -57,6 +64,7 @@ impl Reducible for Live {
             status,
             term,
             lang,
+            stale,
         })
     }
 }
@@ -77,6 +85,7 @@ pub fn live_app() -> Html {
     let state = use_reducer(|| Live {
         model: Rc::new(RefCell::new(LiveModel::new())),
         status: "ui.live.connecting",
+        stale: true,
         term: None,
         lang: super::params()
             .and_then(|p| p.get("lang"))
@@ -112,9 +121,9 @@ pub fn live_app() -> Html {
             let on_open = {
                 let d = d.clone();
                 wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+                    // The story's snapshot is loaded once a frame says the server is calm
+                    // enough to tell (the timer below); events before it wait in the model.
                     d.dispatch(LiveAction::Status("ui.live.connected"));
-                    // Listening first, then the snapshot: nothing falls in between.
-                    load_snapshot(d.clone());
                 })
             };
             let on_close = {
@@ -129,18 +138,27 @@ pub fn live_app() -> Html {
                 ws.set_onclose(Some(on_close.as_ref().unchecked_ref()));
             }
             let loading = Rc::new(std::cell::Cell::new(0u32));
+            let was_stale = Rc::new(std::cell::Cell::new(true));
             let timer = Interval::new(100, move || {
                 let batch = std::mem::take(&mut *inbox.borrow_mut());
                 if !batch.is_empty() {
+                    was_stale.set(false);
                     d.dispatch(LiveAction::Messages(batch));
+                } else if !was_stale.get() && model.borrow().stale(js_sys::Date::now()) {
+                    was_stale.set(true);
+                    d.dispatch(LiveAction::Stale(true));
                 }
-                // After dropped events, load the snapshot again (at most every 2 s).
+                // Once the server is quiet enough to tell events one by one, the story starts
+                // again from its state (loaded at most every 2 s).
                 let n = loading.get();
                 if n > 0 {
                     loading.set(n - 1);
-                } else if model.borrow().wants_snapshot && model.borrow().stats_at.is_some() {
-                    loading.set(20);
-                    load_snapshot(d.clone());
+                } else {
+                    let m = model.borrow();
+                    if m.wants_snapshot && !m.busy && m.frame_at.is_some() {
+                        loading.set(20);
+                        load_snapshot(d.clone());
+                    }
                 }
             });
             move || {
@@ -194,6 +212,18 @@ pub fn live_app() -> Html {
         .values()
         .map(|c| {
             let s = c.server.unwrap_or_default();
+            let chips = |disk: bool| -> Vec<Token> {
+                c.queue
+                    .iter()
+                    .filter(|x| x.on_disk == disk)
+                    .take(CHIPS)
+                    .map(|x| Token {
+                        id: x.id.to_string(),
+                        label: v.label(x.id),
+                        hue: v.hue(x.id),
+                    })
+                    .collect()
+            };
             ChannelCard {
                 topic: c.topic.clone(),
                 name: c.name.clone(),
@@ -203,19 +233,10 @@ pub fn live_app() -> Html {
                 finished: c.finished,
                 requeued: s.requeued,
                 timed_out: s.timed_out,
-                memory: c
-                    .queue
-                    .iter()
-                    .take(CHIPS)
-                    .map(|x| Token {
-                        id: x.id.to_string(),
-                        label: v.label(x.id),
-                        hue: v.hue(x.id),
-                    })
-                    .collect(),
-                disk: Vec::new(),
-                in_memory: c.depth() as usize,
-                on_disk: 0,
+                memory: chips(false),
+                disk: chips(true),
+                in_memory: s.depth.saturating_sub(s.on_disk) as usize,
+                on_disk: s.on_disk as usize,
                 stored: Vec::new(),
                 stored_n: 0,
                 mem_queue_size: v.mem_queue_size,
@@ -245,14 +266,18 @@ pub fn live_app() -> Html {
             <button type="button" class="lang" data-testid="lang" title={t(l, "ui.lang.title")} onclick={switch}>{t(l, "sym.lang.other")}</button></h1>
           <nav class="scenarios">
             <a class="live-link" href={format!("?scenario=dpub-heap&lang={}", l.code())}>{t(l, "ui.live.back")}</a>
-            <span class="status" data-testid="status">{Text::new("ui.live.status").word("status", state.status).arg("n", m.dropped).render(l)}</span>
+            <span class="status" data-testid="status">{Text::new("ui.live.status").word("status", state.status).arg("n", m.skipped).render(l)}</span>
           </nav>
         </header>
         <main>
         <h2 class="visually-hidden">{t(l, "ui.live.sub")}</h2>
         <section class="controls">
           <span class="clock" data-testid="clock">{Text::new("ui.live.clock").arg("t", time_of_day(v.now)).render(l)}</span>
-          <span class="hint">{t(l, "ui.live.hint")}</span>
+          { if state.stale && m.frame_at.is_some() {
+              html!{ <span class="hint stale" role="status" data-testid="stale">{Text::new("ui.live.stale").arg("t", time_of_day(v.now)).render(l)}</span> }
+          } else {
+              html!{ <span class="hint">{t(l, "ui.live.hint")}</span> }
+          } }
         </section>
         <section class="lab">
           <div class="lab-grid">
@@ -260,10 +285,15 @@ pub fn live_app() -> Html {
               <div class="explain" data-testid="explain" aria-live="polite"><Words text={last} lang={l} on_term={on_term.clone()}/></div>
             </div>
             <div class="picture">
-              <div class="live-channels" data-testid="topology">
+              <div class={classes!("live-channels", state.stale.then_some("stale"))} data-testid="topology">
+                { for m.bare_topics.iter().map(|(name, n)| topic_box(l, name, *n, v.mem_queue_size, &on_term)) }
                 { for channels.iter().map(|c| channel_box(l, c, highlight.as_deref(), &on_term)) }
               </div>
-              { heap_chan.map(|c| { let props = HeapProps::of(l, v, c, Some(v.now)); html!{ <HeapView ..props/> } }).unwrap_or_default() }
+              { heap_chan.map(|c| {
+                  let mut props = HeapProps::of(l, v, c, Some(v.now));
+                  props.len = c.server.map_or(props.len, |s| s.deferred as usize);
+                  html!{ <HeapView ..props/> }
+              }).unwrap_or_default() }
             </div>
             <div class="side">
               { for v.channels.values().filter(|c| !c.in_flight.is_empty()).map(|c| {
@@ -271,7 +301,8 @@ pub fn live_app() -> Html {
                       token: Token { id: f.id.to_string(), label: v.label(f.id), hue: v.hue(f.id) },
                       msg: f.id, client: f.client, who: v.who(f.client).render(l), attempts: f.attempts, sent: f.sent, deadline: f.deadline,
                   }).collect();
-                  html!{ <InFlight lang={l} lab={0} channel={format!("{}/{}", c.topic, c.name)} {rows} now={v.now} highlight={highlight.clone()}/> }
+                  let more = c.server.map_or(0, |s| s.in_flight.saturating_sub(rows.len() as u64));
+                  html!{ <InFlight lang={l} lab={0} channel={format!("{}/{}", c.topic, c.name)} {rows} {more} now={v.now} highlight={highlight.clone()}/> }
               }) }
               <StepLog len={m.log.len()} {rows} wall={true} lang={l}/>
             </div>

@@ -326,6 +326,7 @@ catalogue! {
     "ui.crash.title" => "a crashed consumer never answers: its messages time out", "崩溃的消费者不再回复：它的消息会超时";
     "ui.disconnect" => "disconnect {who}", "断开 {who}";
     "ui.disconnect.title" => "disconnect", "断开连接";
+    "ui.inflight.more" => "+{n} more, with later deadlines", "另有 {n} 条，截止时间更晚";
     "ui.inflight.title" => "in flight on {channel}", "{channel} 的在途消息";
     "ui.inflight.row" => "{who} · attempt {n}", "{who} · 第 {n} 次";
     "ui.answer" => "{cmd} {label}", "对 {label} 发送 {cmd}";
@@ -376,14 +377,18 @@ catalogue! {
     "ui.in-glossary" => "in the glossary", "在术语表中查看";
     "ui.term" => "{term}: what is this?", "{term}：这是什么？";
     "ui.glossary.entry" => "glossary: {title}", "术语表：{title}";
+    "live.busy" => "More happens now than anyone can read, hundreds of events a second: the story stops here. The numbers and the drawing are still the server's own, four times a second.", "现在发生的事多得没人读得过来，每秒数百个事件：讲述在此暂停。数字和图形仍然来自服务器自身，每秒四次。";
+    "live.calm" => "The server is quieter: the story starts again from its state as it is now.", "服务器安静下来了：讲述从它此刻的状态重新开始。";
     "ui.live.sub" => " — live: this server's channels, as they change", " —— 实时：本服务器的通道，随时变化";
     "ui.live.back" => "← simulation", "← 模拟";
-    "ui.live.status" => "{status} · events dropped: {n}", "{status} · 丢弃的事件：{n}";
+    "ui.live.status" => "{status} · events too many to tell one by one: {n}", "{status} · 多得无法逐条讲述的事件：{n}";
+    "ui.live.stale" => "No frame from the server since {t}: these numbers are not live.", "自 {t} 起没有收到服务器的画面：这些数字不是实时的。";
+    "ui.live.bare" => "no channel yet: its messages wait in the topic", "还没有通道：消息在主题里等待";
     "ui.live.connecting" => "connecting…", "连接中……";
     "ui.live.connected" => "connected", "已连接";
     "ui.live.closed" => "disconnected (reload to reconnect)", "已断开（刷新页面重新连接）";
     "ui.live.clock" => "server time {t} UTC", "服务器时间 {t} UTC";
-    "ui.live.hint" => "Counters are the server's own (/stats, every second); the drawing follows its events.", "计数器来自服务器自身（/stats，每秒一次）；图形跟随它的事件变化。";
+    "ui.live.hint" => "Every number and drawing is the server's own (/stats), four times a second; the log tells its events one by one.", "每个数字和图形都来自服务器自身（/stats），每秒四次；日志逐条讲述它的事件。";
     "ui.live.waiting" => "Waiting for traffic… try: curl -d hi 'http://{host}/pub?topic=t&defer=5000'", "等待流量……试试：curl -d hi 'http://{host}/pub?topic=t&defer=5000'";
 
 

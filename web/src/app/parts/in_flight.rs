@@ -26,6 +26,9 @@ pub struct InFlightProps {
     /// buttons (live mode).
     #[prop_or_default]
     pub on_answer: Option<Callback<(usize, ClientId, MessageId, Answer)>>,
+    /// In flight besides the rows (live mode draws the earliest deadlines only).
+    #[prop_or_default]
+    pub more: u64,
 }
 
 /// A channel's in-flight window: each message, whose it is, and the time left.
@@ -51,6 +54,7 @@ pub fn in_flight(p: &InFlightProps) -> Html {
               { if p.on_answer.is_some() { html!{ <span class="answers">{ answer(Answer::Fin, "FIN") }{ answer(Answer::Req, "REQ") }{ answer(Answer::Touch, "TOUCH") }</span> } } else { html!{} } }
             </div> }
         }) }
+        { if p.more > 0 { html!{ <div class="row more" data-testid="in-flight-more">{Text::new("ui.inflight.more").arg("n", p.more).render(p.lang)}</div> } } else { html!{} } }
       </section>
     }
 }

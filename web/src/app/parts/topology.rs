@@ -163,7 +163,7 @@ pub fn channel_box(
               </> },
           } }
         </div>
-        <div class="queue memory" data-testid="memory">
+        <div class="queue memory" data-testid="memory" data-count={c.in_memory.to_string()} data-size={c.mem_queue_size.to_string()}>
           <span class="label">{term_button(l, on_term, t(l, "ui.memory"), "memory-queue")}{" "}{Text::new("ui.of").arg("n", c.in_memory).arg("size", c.mem_queue_size).render(l)}</span>
           { for c.memory.iter().map(|t| token(t, hot(t), true)) }
           { if c.in_memory > c.memory.len() { html!{ <span class="more">{format!("+{}", c.in_memory - c.memory.len())}</span> } } else { html!{} } }
@@ -178,7 +178,35 @@ pub fn channel_box(
           <div class="queue disk" data-testid="disk" data-count={c.on_disk.to_string()}>
             <span class="label">{term_button(l, on_term, t(l, "ui.disk"), "disk-backlog")}{format!(" {}", c.on_disk)}</span>
             { for c.disk.iter().map(|t| token(t, hot(t), true)) }
-            { if c.on_disk > c.disk.len() { html!{ <span class="more">{format!("+{}", c.on_disk - c.disk.len())}</span> } } else { html!{} } }
+            { if !c.disk.is_empty() && c.on_disk > c.disk.len() { html!{ <span class="more">{format!("+{}", c.on_disk - c.disk.len())}</span> } } else { html!{} } }
+          </div> } } else { html!{} } }
+      </div>
+    }
+}
+
+/// A topic without channels: what it holds, in memory and on disk.
+pub fn topic_box(
+    l: Lang,
+    name: &str,
+    n: crate::live::TopicCounts,
+    size: usize,
+    on_term: &Callback<&'static str>,
+) -> Html {
+    let in_memory = n.depth.saturating_sub(n.on_disk);
+    html! {
+      <div class="node topic" data-topic={name.to_string()} data-testid="bare-topic">
+        <b>{name.to_string()}</b>
+        <div class="note">{t(l, "ui.live.bare")}</div>
+        <div class="counters">
+          { counter(l, on_term, "depth", "ui.c.depth", Some("depth"), n.depth) }
+          { counter(l, on_term, "messages", "ui.c.messages", None, n.messages) }
+        </div>
+        <div class="queue memory" data-testid="memory" data-count={in_memory.to_string()} data-size={size.to_string()}>
+          <span class="label">{term_button(l, on_term, t(l, "ui.memory"), "memory-queue")}{" "}{Text::new("ui.of").arg("n", in_memory).arg("size", size).render(l)}</span>
+        </div>
+        { if n.on_disk > 0 { html!{
+          <div class="queue disk" data-testid="disk" data-count={n.on_disk.to_string()}>
+            <span class="label">{term_button(l, on_term, t(l, "ui.disk"), "disk-backlog")}{format!(" {}", n.on_disk)}</span>
           </div> } } else { html!{} } }
       </div>
     }
