@@ -522,6 +522,10 @@ if (part('flow')) {
   await page.waitForTimeout(100);
   const going = await hot();
   check(going.length === 1 && (going[0].x !== going[0].to[0] || going[0].y !== going[0].to[1]), 'flow: …visibly (it glides back)');
+  // The consumer that crashed is marked as crashed, and the marks are explained under the view.
+  const crashedBox = await page.textContent('[data-testid=crashed-consumer]').catch(() => null);
+  check(crashedBox !== null && /crashed/.test(crashedBox), `flow: the crashed consumer is marked: ${crashedBox}`);
+  check((await page.$$('[data-testid=flow-legend] .mk')).length === 4, 'flow: a legend says what each mark means');
   await page.screenshot({ path: `${shots}/flow-crash-timeout.png` });
   await page.close();
   const calm = await newPage(1280, 1000);

@@ -20,6 +20,8 @@ pub enum BoxKind {
     /// A channel's row (its deferred heap, memory queue or disk backlog).
     Row(Region),
     Consumer,
+    /// A consumer that crashed: connected, holding what it was sent, answering nothing.
+    CrashedConsumer,
 }
 
 /// A box, with its words.
@@ -70,6 +72,8 @@ pub struct Consumer<'a> {
     pub id: ClientId,
     pub topic: &'a str,
     pub channel: &'a str,
+    /// It crashed (it answers nothing until it recovers).
+    pub crashed: bool,
 }
 
 /// A message to place, and (in flight) the share of its time left.
@@ -306,10 +310,18 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             ) + PAD;
         f.boxes.push(FlowBox {
             key: format!("k:{}", k.id),
-            kind: BoxKind::Consumer,
-            title: Text::new("ui.flow.consumer")
-                .nest("who", view.who(k.id))
-                .arg("n", ids.len()),
+            kind: if k.crashed {
+                BoxKind::CrashedConsumer
+            } else {
+                BoxKind::Consumer
+            },
+            title: Text::new(if k.crashed {
+                "ui.flow.consumer.crashed"
+            } else {
+                "ui.flow.consumer"
+            })
+            .nest("who", view.who(k.id))
+            .arg("n", ids.len()),
             x: kx,
             y,
             w: kw,
@@ -337,6 +349,7 @@ mod tests {
                 id: c.id,
                 topic: &c.topic,
                 channel: &c.channel,
+                crashed: c.crashed,
             })
             .collect()
     }
@@ -389,6 +402,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Issue 50 item 7: a crashed consumer is marked in the flow view (its own kind of box,
+    /// and words that say so), from the crash on; before it, it is an ordinary consumer.
+    #[test]
+    fn a_crashed_consumer_is_marked() {
+        let mut lab = (find("crash-timeout").unwrap().build)(1).remove(0).1;
+        let mut seen = (false, false);
+        for ms in (0..8_000).step_by(100) {
+            lab.run_until(ms * nsqlab_core::time::MILLISECOND);
+            let f = layout(&lab.view, &consumers(&lab), lab.now(), 1000.0);
+            for c in &lab.consumers {
+                let b = f
+                    .boxes
+                    .iter()
+                    .find(|b| b.key == format!("k:{}", c.id))
+                    .expect("a box per consumer");
+                let words = b.title.en();
+                if c.crashed {
+                    assert_eq!(b.kind, BoxKind::CrashedConsumer, "at {ms} ms");
+                    assert!(words.contains("crashed"), "{words}");
+                    seen.1 = true;
+                } else {
+                    assert_eq!(b.kind, BoxKind::Consumer, "at {ms} ms");
+                    assert!(!words.contains("crashed"), "{words}");
+                    seen.0 = true;
+                }
+            }
+        }
+        assert_eq!(seen, (true, true), "the scenario has a consumer crash");
     }
 
     /// Issue 50 item 7: each place its own lane with its name showing: a channel's box is

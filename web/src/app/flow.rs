@@ -150,9 +150,18 @@ fn draw(
     }
     ctx.set_fill_style_str(fill);
     ctx.fill();
-    ctx.set_line_width(1.0);
+    // A timed-out token going back is told apart by shape too, not by colour alone: a dashed
+    // outline, and a return arrow before its label.
+    let dash = js_sys::Array::new();
+    if g.back {
+        dash.push(&JsValue::from_f64(3.0));
+        dash.push(&JsValue::from_f64(2.0));
+    }
+    let _ = ctx.set_line_dash(&dash);
+    ctx.set_line_width(if g.back { 1.5 } else { 1.0 });
     ctx.set_stroke_style_str(stroke);
     ctx.stroke();
+    let _ = ctx.set_line_dash(&js_sys::Array::new());
     if g.hot {
         if tk.dot {
             ctx.begin_path();
@@ -188,7 +197,12 @@ fn draw(
     if !tk.dot {
         ctx.set_fill_style_str("#17202e");
         let room = if tk.ring.is_some() { w - 22.0 } else { w - 8.0 };
-        let _ = ctx.fill_text_with_max_width(&tk.label, text_x, d.y + h / 2.0 + 0.5, room);
+        let label = if g.back {
+            format!("↩ {}", tk.label)
+        } else {
+            tk.label.clone()
+        };
+        let _ = ctx.fill_text_with_max_width(&label, text_x, d.y + h / 2.0 + 0.5, room);
     }
 }
 
@@ -319,8 +333,9 @@ pub fn flow_view(p: &FlowProps) -> Html {
                   BoxKind::Channel => "channel",
                   BoxKind::Row(_) => "row",
                   BoxKind::Consumer => "consumer",
+                  BoxKind::CrashedConsumer => "consumer crashed",
               };
-              html!{ <div class={classes!("fbox", kind)} data-key={b.key.clone()}
+              html!{ <div class={classes!("fbox", kind)} data-key={b.key.clone()} data-testid={(b.kind == BoxKind::CrashedConsumer).then_some("crashed-consumer")}
                           style={format!("left: {:.1}px; top: {:.1}px; width: {:.1}px; height: {:.1}px", b.x, b.y, b.w, b.h)}>
                 <span class="ftitle">{b.title.render(l)}</span></div> }
           }) }
@@ -330,6 +345,12 @@ pub fn flow_view(p: &FlowProps) -> Html {
           { for f.more.iter().map(|&(x, y, n)| html!{
               <div class="fmore" style={format!("left: {x:.0}px; top: {y:.0}px")}>{Text::new("ui.flow.more").arg("n", n).render(l)}</div> }) }
         </div>
+        <p class="flow-legend" data-testid="flow-legend">
+          <span class="mk hot" aria-hidden="true"></span>{t(l, "ui.flow.legend.hot")}
+          <span class="mk back" aria-hidden="true">{"↩"}</span>{t(l, "ui.flow.legend.back")}
+          <span class="mk ring" aria-hidden="true"></span>{t(l, "ui.flow.legend.ring")}
+          <span class="mk crashed" aria-hidden="true">{"✕"}</span>{t(l, "ui.flow.legend.crashed")}
+        </p>
       </section>
     }
 }

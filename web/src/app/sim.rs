@@ -271,6 +271,7 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
                     id: c.id,
                     topic: &c.topic,
                     channel: &c.channel,
+                    crashed: c.crashed,
                 })
                 .collect();
             crate::flow::layout(&lab.view, &consumers, lab.now(), width)

@@ -304,6 +304,11 @@ catalogue! {
     "ui.flow.more" => "+{n} more", "另外 {n} 条";
     "ui.flow.row" => "{name}: {n}", "{name}：{n}";
     "ui.flow.consumer" => "{who} · in flight {n}", "{who} · 在途 {n}";
+    "ui.flow.consumer.crashed" => "✕ {who} · crashed", "✕ {who} · 已崩溃";
+    "ui.flow.legend.hot" => "the message this step is about", "本步讲的消息";
+    "ui.flow.legend.back" => "timed out, going back to the queue", "已超时，正回到队列";
+    "ui.flow.legend.ring" => "time left to be answered", "剩余的回复时间";
+    "ui.flow.legend.crashed" => "a consumer that crashed", "已崩溃的消费者";
     "ui.flow.ring" => "{label}: {left} of its time left to be answered", "{label}：还剩 {left} 的回复时间";
     "ui.disk" => "disk backlog", "磁盘积压";
     "ui.skip" => "skip links", "跳转链接";
