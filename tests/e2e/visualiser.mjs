@@ -543,6 +543,46 @@ if (part('flow')) {
 
 // Issue 31 item 2: every tour taken end to end in the page: each chapter reached, each
 // question answered (the simulation then shows the answer), a screenshot of every chapter.
+// Issue 50 item 8: the cluster in hand: a node and a lookupd switched off and on, an order
+// published, a consumer added; each is told and drawn (the step audit checks every step).
+if (part('cluster')) {
+  const page = await newPage();
+  await page.goto(`${base}/?scenario=cluster&seed=1`);
+  await page.waitForSelector('[data-testid=cluster-hands]');
+  for (let i = 0; i < 12; i++) await stepOnce(page);
+  const bad = [];
+  const stepTo = async (re, n = 30) => {
+    for (let i = 0; i < n; i++) {
+      if (re.test(await page.textContent('[data-testid=explain]'))) return true;
+      await stepOnce(page);
+      // Every step's words and picture agree (the audit the scenario walks use).
+      for (const p of await page.evaluate(audit)) bad.push(p);
+    }
+    return false;
+  };
+  const cls = (id) => page.getAttribute(`[data-testid=${id}]`, 'class');
+  await page.click('[data-testid=switch-node-1]');
+  check(await stepTo(/nsqd-1 goes down/), 'cluster in hand: switching nsqd-1 off is told');
+  check(/\bdown\b/.test(await cls('node-1')), 'cluster in hand: nsqd-1 is drawn down');
+  check((await page.textContent('[data-testid=switch-node-1]')).includes('switch nsqd-1 on'), 'cluster in hand: its button now switches it on');
+  await page.click('[data-testid=switch-node-1]');
+  check(await stepTo(/nsqd-1 is started again/), 'cluster in hand: switching nsqd-1 on is told');
+  check(!/\bdown\b/.test(await cls('node-1')), 'cluster in hand: nsqd-1 is drawn up again');
+  await page.click('[data-testid=switch-finder-2]');
+  check(await stepTo(/lookupd-2 is switched off/), 'cluster in hand: switching lookupd-2 off is told');
+  check(/\bdown\b/.test(await cls('finder-2')), 'cluster in hand: lookupd-2 is drawn off');
+  await page.click('[data-testid=cluster-add-consumer]');
+  check(await stepTo(/ledger service 2 asks/), 'cluster in hand: the added consumer asks a lookupd');
+  check((await page.$$('[data-testid^=reader-]')).length === 3, 'cluster in hand: the added consumer is drawn');
+  await page.click('[data-testid=switch-finder-2]');
+  check(await stepTo(/lookupd-2 is switched on/), 'cluster in hand: switching lookupd-2 on is told');
+  await page.click('[data-testid=cluster-publish]');
+  check(await stepTo(/publishes extra order 1 to/), 'cluster in hand: the order published by hand is told');
+  check(bad.length === 0, `cluster in hand: every step's words and picture agree: ${bad.slice(0, 4).join(' | ')}`);
+  await page.screenshot({ path: `${shots}/cluster-in-hand.png` });
+  await page.close();
+}
+
 if (part('tours')) {
   const page = await newPage(1280, 1000);
   await page.goto(`${base}/`);

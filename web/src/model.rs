@@ -79,6 +79,8 @@ pub enum Action {
         lab: usize,
         client: ClientId,
     },
+    /// Switch a cluster's node or lookupd off or on, publish, add a consumer.
+    Cluster(crate::cluster::Hand),
     /// Open a glossary entry (or close it, with `None`).
     Explain(Option<&'static str>),
     /// Speak this language.
@@ -322,6 +324,7 @@ impl Model {
                 knob,
                 value,
             } => self.tune(lab, client, knob, &value),
+            Action::Cluster(hand) => self.change(Change::Cluster { hand }),
             Action::ToggleCrash { lab, client } => self.change(Change::Crash {
                 lab,
                 client: client.0,
@@ -473,8 +476,9 @@ impl Model {
     /// Make a change by hand now, and note it on the run's line (in the past, the run takes
     /// another way from here).
     fn change(&mut self, change: Change) {
-        if self.panes.iter().any(|p| p.lab.cluster.is_some()) {
-            // The cluster plays its script; it takes no changes by hand.
+        let cluster = self.panes.iter().any(|p| p.lab.cluster.is_some());
+        if cluster != matches!(change, Change::Cluster { .. }) {
+            // The cluster takes only its own changes, and only the cluster takes those.
             return;
         }
         let pos = self.pos();
@@ -566,6 +570,13 @@ impl Model {
             Change::Crash { lab, client } => {
                 if let Some(l) = one(&mut self.panes, *lab) {
                     l.toggle_crash(ClientId(*client));
+                }
+            }
+            Change::Cluster { hand } => {
+                for p in &mut self.panes {
+                    if let Some(c) = &mut p.lab.cluster {
+                        c.by_hand(*hand);
+                    }
                 }
             }
             Change::Remove { lab, client } => {

@@ -701,42 +701,42 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2483);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2552);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 828, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7069);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 839, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7178);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("KeyboardEvent")], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2483_3);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2552_3);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 821, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5774);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 832, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5883);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 719, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5041);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 730, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5150);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 14, ret: Externref, inner_ret: Some(Externref) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2481);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2550);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 15, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2482);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2551);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 820, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5773);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 831, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5882);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -763,43 +763,43 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_2482(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_2482(arg0, arg1);
+function __wasm_bindgen_func_elem_2551(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_2551(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_5773(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_5773(arg0, arg1);
+function __wasm_bindgen_func_elem_5882(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_5882(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_2481(arg0, arg1) {
-    const ret = wasm.__wasm_bindgen_func_elem_2481(arg0, arg1);
+function __wasm_bindgen_func_elem_2550(arg0, arg1) {
+    const ret = wasm.__wasm_bindgen_func_elem_2550(arg0, arg1);
     return takeObject(ret);
 }
 
-function __wasm_bindgen_func_elem_2483(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2483(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2552(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2552(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_2483_3(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2483_3(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2552_3(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2552_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5774(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_5774(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_5883(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_5883(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5041(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_5150(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_5041(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_5150(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_7069(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_7178(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_7069(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_7178(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

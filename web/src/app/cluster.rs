@@ -2,7 +2,7 @@
 //! with the wires between them ([`crate::cluster::picture`] places everything).
 
 use crate::cluster::picture::{layout, Delta, Line, Place, Shown, Who, Wire, HEIGHT, WIDTH};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Hand};
 use crate::i18n::{t, Lang, Text};
 use yew::prelude::*;
 
@@ -28,8 +28,11 @@ fn testid(w: Who) -> String {
 fn rows(c: &Cluster, w: Who, l: Lang) -> Vec<(String, Option<&'static str>)> {
     let s = &c.shown;
     match w {
-        Who::Finder(_) => {
-            let listed = s.listing();
+        Who::Finder(f) => {
+            if !s.finders.get(f).is_none_or(|x| x.up) {
+                return vec![(t(l, "cl.ui.finder-off").to_string(), Some("down"))];
+            }
+            let listed = s.listing(f);
             if listed.is_empty() {
                 return vec![(t(l, "cl.ui.nothing").to_string(), None)];
             }
@@ -142,7 +145,11 @@ fn place(c: &Cluster, actual: Option<&Shown>, p: &Place, lit: bool, l: Lang) -> 
         Who::Node(_) => "nsqd",
         Who::Producer | Who::Reader(_) => "",
     };
-    let down = matches!(p.who, Who::Node(i) if c.shown.nodes[i].identified && !c.shown.nodes[i].up);
+    let down = match p.who {
+        Who::Node(i) => c.shown.nodes[i].identified && !c.shown.nodes[i].up,
+        Who::Finder(f) => !c.shown.finders.get(f).is_none_or(|x| x.up),
+        _ => false,
+    };
     let core = match (p.who, actual) {
         // The real counters, to compare with what is drawn (between instants they agree).
         (Who::Node(i), Some(actual)) => {
@@ -157,9 +164,13 @@ fn place(c: &Cluster, actual: Option<&Shown>, p: &Place, lit: bool, l: Lang) -> 
         }
         _ => None,
     };
-    let listed = matches!(p.who, Who::Finder(_)).then(|| {
+    let listed = match p.who {
+        Who::Finder(f) => Some(f),
+        _ => None,
+    }
+    .map(|f| {
         c.shown
-            .listing()
+            .listing(f)
             .into_iter()
             .filter(|(_, tomb)| !tomb)
             .map(|(i, _)| c.nodes[i].name)
@@ -227,7 +238,7 @@ fn wire(ln: &Line) -> Html {
 
 /// The cluster drawn.
 /// `between`: the clock is between instants (the real counters are then given to compare).
-pub fn cluster_view(c: &Cluster, between: bool, l: Lang) -> Html {
+pub fn cluster_view(c: &Cluster, between: bool, l: Lang, on_hand: &Callback<Hand>) -> Html {
     let (places, lines) = layout(&c.shown, c.finders.len(), c.readers.len());
     let actual = c.actual();
     let lit: Vec<Who> = lines
@@ -237,7 +248,9 @@ pub fn cluster_view(c: &Cluster, between: bool, l: Lang) -> Html {
         .flat_map(|x| [Some(x.from), (x.kind != Wire::Registry).then_some(x.to)])
         .flatten()
         .chain(match &c.shown.focus {
-            Some(Delta::Down(i) | Delta::Tombstone(i)) => vec![Who::Node(*i)],
+            Some(Delta::Down(i) | Delta::Up(i) | Delta::Tombstone(i)) => vec![Who::Node(*i)],
+            Some(Delta::FinderOff(f) | Delta::FinderOn(f)) => vec![Who::Finder(*f)],
+            Some(Delta::Note) => vec![Who::Producer],
             _ => vec![],
         })
         .collect();
@@ -253,6 +266,21 @@ pub fn cluster_view(c: &Cluster, between: bool, l: Lang) -> Html {
           <span class="k k-subscribe">{t(l, "cl.ui.legend.subscribe")}</span>
           <span class="k k-lookup">{t(l, "cl.ui.legend.lookup")}</span>
         </figcaption>
+        <div class="cluster-hands" data-testid="cluster-hands" role="group" aria-label={t(l, "cl.ui.hands")}>
+          { for c.nodes.iter().enumerate().map(|(i, n)| {
+              let key = if n.up { "cl.ui.off" } else { "cl.ui.on" };
+              html!{ <button type="button" data-testid={format!("switch-node-{}", i + 1)} aria-pressed={(!n.up).to_string()}
+                        onclick={on_hand.reform(move |_: MouseEvent| Hand::Node(i))}>{Text::new(key).arg("who", n.name).render(l)}</button> }
+          }) }
+          { for c.finders.iter().enumerate().map(|(f, x)| {
+              let key = if x.up { "cl.ui.off" } else { "cl.ui.on" };
+              html!{ <button type="button" data-testid={format!("switch-finder-{}", f + 1)} aria-pressed={(!x.up).to_string()}
+                        onclick={on_hand.reform(move |_: MouseEvent| Hand::Finder(f))}>{Text::new(key).arg("who", x.name).render(l)}</button> }
+          }) }
+          <button type="button" data-testid="cluster-publish" onclick={on_hand.reform(|_: MouseEvent| Hand::Publish)}>{t(l, "cl.ui.publish")}</button>
+          <button type="button" data-testid="cluster-add-consumer" disabled={c.readers.len() >= crate::cluster::MAX_READERS}
+                  onclick={on_hand.reform(|_: MouseEvent| Hand::AddReader)}>{t(l, "cl.ui.add")}</button>
+        </div>
       </figure>
     }
 }

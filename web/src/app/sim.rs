@@ -34,6 +34,7 @@ struct Hands {
     forms: FormHands,
     tour: TourHands,
     consumers: ConsumerHands,
+    cluster: Callback<crate::cluster::Hand>,
 }
 
 impl Hands {
@@ -73,6 +74,7 @@ impl Hands {
                 crash: to(d, |(lab, client)| Action::ToggleCrash { lab, client }),
                 remove: to(d, |(lab, client)| Action::RemoveConsumer { lab, client }),
             },
+            cluster: to(d, Action::Cluster),
         }
     }
 }
@@ -347,7 +349,7 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, hands: &Hands) -> Html {
           </div>
           <div class="picture">
             { match &lab.cluster {
-                Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l),
+                Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l, &hands.cluster),
                 None if m.flow => flow(i, m, state),
                 None => topology(i, lab, hands, m),
             } }

@@ -10,6 +10,11 @@
 //!
 //! The cluster plays as one lab ([`crate::lab::Lab`] delegates to it): an instant at a time,
 //! one step shown at a time, nothing but its own clock.
+//!
+//! A learner can also take it in hand ([`Cluster::by_hand`], [`Hand`]): switch a node or a
+//! lookupd off and on, publish, add a consumer. A node switched on starts empty (its memory
+//! went with it) and connects to the lookupds; a lookupd switched on starts empty and the
+//! nodes register everything they have with it again, as nsqd does when it reconnects.
 
 pub mod picture;
 
@@ -23,7 +28,7 @@ use nsqlab_core::protocol::{Command, Frame};
 use nsqlab_core::sim::Sim;
 use nsqlab_core::time::{ms, Time, SECOND};
 use nsqlab_core::{ClientId, MessageId, Options, RegistryChange};
-use picture::{Delta, NodeShown, ReaderShown, Shown};
+use picture::{Delta, FinderShown, NodeShown, ReaderShown, Shown};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The topic everything is about.
@@ -51,7 +56,25 @@ pub struct Node {
 pub struct Finder {
     pub name: &'static str,
     pub lookupd: Lookupd,
+    /// Running (switched off: it answers nobody, and starts empty when switched on).
+    pub up: bool,
 }
+
+/// A change a learner makes by hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Hand {
+    /// Switch node `i` off (kill) or on (an empty start).
+    Node(usize),
+    /// Switch lookupd `f` off or on.
+    Finder(usize),
+    /// The producer publishes one message (to the next node, in turn).
+    Publish,
+    /// Another consumer of channel `ledger` joins.
+    AddReader,
+}
+
+/// Consumers at most (the picture's bottom row).
+pub const MAX_READERS: usize = 3;
 
 /// A consumer that finds the topic through the lookupds.
 #[derive(Clone)]
@@ -73,6 +96,9 @@ enum Cue {
     Poll(usize),
     Ping,
     Down(usize),
+    Up(usize),
+    FinderOff(usize),
+    FinderOn(usize),
     Tombstone(usize),
     Join(usize),
     Answer {
@@ -101,6 +127,15 @@ pub struct Cluster {
     pub published: u64,
     /// Messages that were in a node's memory when it went down.
     pub lost: u64,
+    seed: u64,
+    /// Nodes started again (each start is seeded apart).
+    starts: u64,
+    finder_opts: LookupdOptions,
+    /// Messages published by hand.
+    by_hand: u64,
+    /// After a change by hand the cluster keeps going (pings, polls) until then, so what the
+    /// change leads to happens.
+    awake_until: Time,
 }
 
 /// nsqd's V1 registration bytes: the magic and IDENTIFY.
@@ -134,6 +169,7 @@ impl Cluster {
                 .map(|name| Finder {
                     name,
                     lookupd: Lookupd::new(opts.clone()),
+                    up: true,
                 })
                 .collect(),
             readers: vec![
@@ -168,6 +204,11 @@ impl Cluster {
             labels: BTreeMap::new(),
             published: 0,
             lost: 0,
+            seed,
+            starts: 0,
+            finder_opts: opts.clone(),
+            by_hand: 0,
+            awake_until: 0,
         };
         for (i, name) in ["nsqd-1", "nsqd-2", "nsqd-3"].into_iter().enumerate() {
             let o = Options {
@@ -196,6 +237,13 @@ impl Cluster {
             );
         }
         c.shown = Shown {
+            finders: vec![
+                FinderShown {
+                    up: true,
+                    tombs: Vec::new()
+                };
+                c.finders.len()
+            ],
             nodes: vec![NodeShown::default(); c.nodes.len()],
             readers: vec![
                 ReaderShown {
@@ -218,6 +266,66 @@ impl Cluster {
         c
     }
 
+    /// Node `i` connects to lookupd `f` and identifies itself.
+    fn hello(&mut self, i: usize, f: usize) -> PeerId {
+        let name = self.nodes[i].name;
+        let l = &mut self.finders[f].lookupd;
+        let peer = l.connect(format!("{name}:40{i}0"));
+        l.handle_bytes(self.now, peer, &identify(name));
+        let _ = l.take_output(peer);
+        peer
+    }
+
+    /// A change by hand, now (see [`Hand`]).
+    pub fn by_hand(&mut self, h: Hand) {
+        let cue = match h {
+            Hand::Node(i) if i < self.nodes.len() => {
+                if self.nodes[i].up {
+                    Cue::Down(i)
+                } else {
+                    Cue::Up(i)
+                }
+            }
+            Hand::Finder(f) if f < self.finders.len() => {
+                if self.finders[f].up {
+                    Cue::FinderOff(f)
+                } else {
+                    Cue::FinderOn(f)
+                }
+            }
+            Hand::Publish => {
+                self.by_hand += 1;
+                Cue::Publish(format!("extra order {}", self.by_hand))
+            }
+            Hand::AddReader if self.readers.len() < MAX_READERS => {
+                let n = self.readers.len();
+                self.readers.push(Reader {
+                    name: Text::new("name.ledger.n").arg("n", n),
+                    channel: "ledger",
+                    rdy: 2,
+                    work_ms: 300,
+                    conns: vec![None; self.nodes.len()],
+                    // It asks the other lookupd first.
+                    polls: n,
+                    finished: 0,
+                    joined: false,
+                });
+                self.shown.readers.push(ReaderShown {
+                    conns: vec![false; self.nodes.len()],
+                    ..ReaderShown::default()
+                });
+                Cue::Join(n)
+            }
+            _ => return,
+        };
+        let now = self.now;
+        if !self.agenda.values().any(|c| matches!(c, Cue::Ping)) {
+            self.at(now + PING, Cue::Ping);
+        }
+        self.awake_until = now + 12 * SECOND;
+        self.cue(cue);
+    }
+
     fn say(&mut self, at: Time, text: Text, d: Delta) {
         self.pending.push_back((at, text, d));
     }
@@ -233,8 +341,8 @@ impl Cluster {
         !self.pending.is_empty()
             || self
                 .agenda
-                .values()
-                .any(|c| !matches!(c, Cue::Ping | Cue::Poll(_)))
+                .iter()
+                .any(|(k, c)| !matches!(c, Cue::Ping | Cue::Poll(_)) || k.0 <= self.awake_until)
             || self.nodes.iter().any(|n| {
                 n.up && n.sim.broker.topics().any(|t| {
                     t.channels.values().any(|id| {
@@ -377,7 +485,7 @@ impl Cluster {
             Cue::Poll(r) => self.poll(r),
             Cue::Ping => {
                 for n in self.nodes.iter().filter(|n| n.up) {
-                    for (f, &peer) in self.finders.iter_mut().zip(&n.peers) {
+                    for (f, &peer) in self.finders.iter_mut().zip(&n.peers).filter(|(f, _)| f.up) {
                         f.lookupd.handle_bytes(
                             now,
                             peer,
@@ -386,10 +494,11 @@ impl Cluster {
                         let _ = f.lookupd.take_output(peer);
                     }
                 }
-                if self
-                    .agenda
-                    .values()
-                    .any(|c| !matches!(c, Cue::Ping | Cue::Poll(_)))
+                if now < self.awake_until
+                    || self
+                        .agenda
+                        .values()
+                        .any(|c| !matches!(c, Cue::Ping | Cue::Poll(_)))
                 {
                     self.at(now + PING, Cue::Ping);
                 }
@@ -400,7 +509,9 @@ impl Cluster {
                 self.lost += lost;
                 self.nodes[i].up = false;
                 for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
-                    f.lookupd.disconnect(peer);
+                    if f.up {
+                        f.lookupd.disconnect(peer);
+                    }
                 }
                 self.producer[i] = None;
                 self.say(
@@ -425,10 +536,74 @@ impl Cluster {
                     }
                 }
             }
+            Cue::Up(i) => {
+                self.starts += 1;
+                let o = Options {
+                    registry: true,
+                    events: true,
+                    ..Options::default()
+                };
+                let seed = self.seed.wrapping_add(100 * self.starts + i as u64);
+                let mut sim = Sim::new(o, seed);
+                sim.advance(now);
+                self.nodes[i].sim = sim;
+                self.nodes[i].up = true;
+                for f in 0..self.finders.len() {
+                    if self.finders[f].up {
+                        self.nodes[i].peers[f] = self.hello(i, f);
+                    }
+                }
+                let text = Text::new("cl.up").arg("node", self.nodes[i].name);
+                self.say(now, text, Delta::Up(i));
+            }
+            Cue::FinderOff(f) => {
+                self.finders[f].up = false;
+                self.finders[f].lookupd = Lookupd::new(self.finder_opts.clone());
+                let text = Text::new("cl.finder.off").arg("finder", self.finders[f].name);
+                self.say(now, text, Delta::FinderOff(f));
+            }
+            Cue::FinderOn(f) => {
+                self.finders[f].up = true;
+                let mut told = Vec::new();
+                for i in 0..self.nodes.len() {
+                    if !self.nodes[i].up {
+                        continue;
+                    }
+                    self.nodes[i].peers[f] = self.hello(i, f);
+                    // What the node has, registered again (as nsqd does on reconnecting).
+                    let peer = self.nodes[i].peers[f];
+                    let b = &self.nodes[i].sim.broker;
+                    let mut cmds = Vec::new();
+                    for t in b.topics() {
+                        cmds.push(RegistryChange::Register {
+                            topic: t.name.clone(),
+                            channel: None,
+                        });
+                        for c in t.channels.keys() {
+                            cmds.push(RegistryChange::Register {
+                                topic: t.name.clone(),
+                                channel: Some(c.clone()),
+                            });
+                        }
+                    }
+                    for cmd in cmds {
+                        let line = format!("{}\n", cmd.command());
+                        self.finders[f]
+                            .lookupd
+                            .handle_bytes(now, peer, line.as_bytes());
+                        let _ = self.finders[f].lookupd.take_output(peer);
+                    }
+                    told.push(self.nodes[i].name);
+                }
+                let text = Text::new("cl.finder.on")
+                    .arg("finder", self.finders[f].name)
+                    .arg("nodes", told.join(", "));
+                self.say(now, text, Delta::FinderOn(f));
+            }
             Cue::Tombstone(i) => {
                 self.nodes[i].tombstoned = true;
                 let node = format!("{}:{HTTP_PORT}", self.nodes[i].name);
-                for f in &mut self.finders {
+                for f in self.finders.iter_mut().filter(|f| f.up) {
                     f.lookupd.tombstone(now, TOPIC, &node);
                 }
                 let text = Text::new("cl.tombstone").arg("node", self.nodes[i].name);
@@ -459,6 +634,8 @@ impl Cluster {
             .filter(|&i| self.nodes[i].up && !self.nodes[i].tombstoned)
             .collect();
         if up.is_empty() {
+            let text = Text::new("cl.publish.none").arg("label", body);
+            self.say(self.now, text, Delta::Note);
             return;
         }
         let i = up[self.next_node % up.len()];
@@ -493,6 +670,22 @@ impl Cluster {
         let now = self.now;
         let f = self.readers[r].polls % self.finders.len();
         self.readers[r].polls += 1;
+        if !self.finders[f].up {
+            // No answer: it asks the other one next time.
+            let text = Text::new("cl.lookup.off")
+                .nest("who", self.readers[r].name.clone())
+                .arg("finder", self.finders[f].name);
+            self.say(
+                now,
+                text,
+                Delta::Lookup {
+                    reader: r,
+                    finder: f,
+                },
+            );
+            self.at(now + POLL, Cue::Poll(r));
+            return;
+        }
         let answer = self.finders[f].lookupd.lookup(now, TOPIC);
         let listed: Vec<usize> = answer
             .map(|a| {
@@ -563,8 +756,10 @@ impl Cluster {
             };
             let (topic, channel) = (topic.to_string(), channel.map(|c| c.to_string()));
             for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
-                f.lookupd.handle_bytes(now, peer, cmd.as_bytes());
-                let _ = f.lookupd.take_output(peer);
+                if f.up {
+                    f.lookupd.handle_bytes(now, peer, cmd.as_bytes());
+                    let _ = f.lookupd.take_output(peer);
+                }
             }
             let what = match &channel {
                 Some(c) => format!("{topic}/{c}"),
@@ -681,13 +876,12 @@ impl Cluster {
                         ..NodeShown::default()
                     };
                 }
-                let listed = self.listing(0);
                 let topic = n.sim.broker.topic(TOPIC);
                 NodeShown {
                     up: true,
                     identified: true,
                     topic: topic.is_some(),
-                    tombstoned: listed.iter().any(|&(x, t)| x == n.name && t),
+                    tombstoned: n.tombstoned,
                     waiting: topic
                         .filter(|t| t.channels.is_empty())
                         .map_or(0, |t| t.depth() as u64),
@@ -708,7 +902,26 @@ impl Cluster {
                 finished: r.finished,
             })
             .collect();
+        let finders = (0..self.finders.len())
+            .map(|f| {
+                let mut tombs: Vec<usize> = if self.finders[f].up {
+                    self.listing(f)
+                        .into_iter()
+                        .filter(|x| x.1)
+                        .filter_map(|x| self.nodes.iter().position(|n| n.name == x.0))
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                tombs.sort_unstable();
+                FinderShown {
+                    up: self.finders[f].up,
+                    tombs,
+                }
+            })
+            .collect();
         Shown {
+            finders,
             nodes,
             readers,
             published: self.published,
@@ -752,11 +965,11 @@ impl Cluster {
 mod tests {
     use super::*;
 
-    /// The picture is the state the words describe: between instants it equals the real
-    /// state, and what the lookupds list is what the picture lists.
-    #[test]
-    fn the_picture_follows_the_steps() {
-        let mut c = Cluster::scenario(3);
+    /// Play the cluster to its end, making `hands` changes by hand on the way (each at the
+    /// first instant at or after its time), and check at every step and instant that the
+    /// picture is the state the words describe.
+    fn check_picture(c: &mut Cluster, hands: &[(Time, Hand)]) -> Vec<Step> {
+        let mut hands: VecDeque<(Time, Hand)> = hands.iter().copied().collect();
         let mut log = Vec::new();
         let mut instants = 0;
         for _ in 0..100_000 {
@@ -764,9 +977,12 @@ mod tests {
                 let s = log.last().unwrap();
                 assert!(c.shown.focus.is_some());
                 if s.text.key == "cl.lookup" {
+                    let Some(Delta::Lookup { finder, .. }) = c.shown.focus else {
+                        panic!("a lookup step without its lookup");
+                    };
                     let listed: Vec<&str> = c
                         .shown
-                        .listing()
+                        .listing(finder)
                         .into_iter()
                         .filter(|(_, t)| !t)
                         .map(|(i, _)| c.nodes[i].name)
@@ -786,19 +1002,96 @@ mod tests {
                 let real: Vec<(&str, bool)> = c.listing(f);
                 let drawn: Vec<(&str, bool)> = c
                     .shown
-                    .listing()
+                    .listing(f)
                     .into_iter()
                     .map(|(i, t)| (c.nodes[i].name, t))
                     .collect();
-                assert_eq!(real, drawn);
+                assert_eq!(real, drawn, "lookupd {f} at {}", c.now);
             }
             instants += 1;
+            if hands.front().is_some_and(|h| h.0 <= c.now) {
+                let (_, h) = hands.pop_front().unwrap();
+                c.by_hand(h);
+                continue;
+            }
             match c.next_time() {
                 Some(t) => c.advance_to(t),
-                None => break,
+                None if hands.is_empty() => break,
+                None => c.idle_to(hands[0].0),
             }
         }
         assert!(instants > 30);
+        assert!(hands.is_empty(), "every change was made");
+        log
+    }
+
+    /// The picture is the state the words describe: between instants it equals the real
+    /// state, and what the lookupds list is what the picture lists.
+    #[test]
+    fn the_picture_follows_the_steps() {
+        check_picture(&mut Cluster::scenario(3), &[]);
+    }
+
+    /// Issue 50 item 8: the cluster in hand. A node and a lookupd switched off and on, orders
+    /// published by hand, a consumer added: each is told, the picture follows, and what
+    /// follows from it happens (the node comes back empty and, once it has the topic, is found
+    /// and read from; the lookupd answers again with what the nodes registered anew).
+    #[test]
+    fn the_cluster_in_hand() {
+        let mut c = Cluster::scenario(3);
+        let log = check_picture(
+            &mut c,
+            &[
+                (ms(1_500), Hand::Finder(0)),
+                (ms(2_000), Hand::Node(0)),
+                (ms(2_600), Hand::AddReader),
+                (ms(5_000), Hand::Node(0)),
+                (ms(6_000), Hand::Finder(0)),
+                (ms(15_000), Hand::Publish),
+                (ms(15_100), Hand::Publish),
+                (ms(15_200), Hand::Publish),
+            ],
+        );
+        let told = |k: &str| log.iter().filter(|s| s.text.key == k).count();
+        assert_eq!((told("cl.finder.off"), told("cl.finder.on")), (1, 1));
+        assert_eq!(told("cl.up"), 1);
+        assert!(
+            told("cl.lookup.off") >= 1,
+            "a lookup at the lookupd that was off"
+        );
+        assert!(c.finders.iter().all(|f| f.up) && c.nodes[0].up);
+        // The node started again has the topic again (a publish by hand reached it) and the
+        // lookupd switched on lists it.
+        assert!(
+            c.nodes[0].sim.broker.topic(TOPIC).is_some(),
+            "nsqd-1 has orders again"
+        );
+        assert!(
+            c.listing(0).iter().any(|n| n.0 == "nsqd-1"),
+            "{:?}",
+            c.listing(0)
+        );
+        // The consumer added by hand joined and read.
+        let added = &c.readers[2];
+        assert!(
+            added.joined && added.finished > 0,
+            "the added consumer read"
+        );
+        // Every message published was finished by the ledger channel's consumers, or lost
+        // with a node.
+        let ledger: u64 = c
+            .readers
+            .iter()
+            .filter(|r| r.channel == "ledger")
+            .map(|r| r.finished)
+            .sum();
+        assert_eq!(c.published, 28 + 3);
+        assert_eq!(
+            ledger + c.lost,
+            c.published,
+            "ledger {ledger}, lost {}",
+            c.lost
+        );
     }
 
     fn play(c: &mut Cluster) -> Vec<Step> {

@@ -34,6 +34,14 @@ pub enum Delta {
     },
     /// Node `i` went down.
     Down(usize),
+    /// Node `i` was started again (empty) and connected to the lookupds that are up.
+    Up(usize),
+    /// Lookupd `f` was switched off (what it knew is gone).
+    FinderOff(usize),
+    /// Lookupd `f` was switched on; the nodes that are up registered with it again.
+    FinderOn(usize),
+    /// Nothing changed (a publish with no node to take it).
+    Note,
     /// Reader `reader` lost its connection to node `node`.
     Dropped {
         reader: usize,
@@ -69,6 +77,14 @@ pub struct NodeShown {
     pub channels: BTreeMap<String, (u64, u64)>,
 }
 
+/// One nsqlookupd as shown.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct FinderShown {
+    pub up: bool,
+    /// The nodes it has tombstoned for the topic.
+    pub tombs: Vec<usize>,
+}
+
 /// One consumer as shown.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct ReaderShown {
@@ -81,6 +97,7 @@ pub struct ReaderShown {
 /// The cluster as the learner sees it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Shown {
+    pub finders: Vec<FinderShown>,
     pub nodes: Vec<NodeShown>,
     pub readers: Vec<ReaderShown>,
     pub published: u64,
@@ -144,8 +161,27 @@ impl Shown {
                     ..NodeShown::default()
                 };
             }
+            Delta::Up(i) => {
+                self.nodes[*i] = NodeShown {
+                    up: true,
+                    identified: true,
+                    tombstoned: self.nodes[*i].tombstoned,
+                    ..NodeShown::default()
+                };
+            }
+            Delta::FinderOff(f) => self.finders[*f] = FinderShown::default(),
+            Delta::FinderOn(f) => self.finders[*f].up = true,
+            Delta::Note => {}
             Delta::Dropped { reader, node } => self.readers[*reader].conns[*node] = false,
-            Delta::Tombstone(i) => self.nodes[*i].tombstoned = true,
+            Delta::Tombstone(i) => {
+                self.nodes[*i].tombstoned = true;
+                for f in self.finders.iter_mut().filter(|f| f.up) {
+                    if !f.tombs.contains(i) {
+                        f.tombs.push(*i);
+                        f.tombs.sort_unstable();
+                    }
+                }
+            }
             Delta::Lookup { reader, .. } => self.readers[*reader].joined = true,
             Delta::Connect { reader, node } => self.readers[*reader].conns[*node] = true,
         }
@@ -154,12 +190,16 @@ impl Shown {
 
     /// The nodes a lookupd lists for the topic: (node, tombstoned). Both lookupds hear the
     /// same registrations, so they list the same.
-    pub fn listing(&self) -> Vec<(usize, bool)> {
+    /// What lookupd `f` lists for the topic: each node, and whether it tombstoned it there.
+    pub fn listing(&self, f: usize) -> Vec<(usize, bool)> {
+        let Some(finder) = self.finders.get(f).filter(|x| x.up) else {
+            return Vec::new();
+        };
         self.nodes
             .iter()
             .enumerate()
             .filter(|(_, n)| n.up && n.identified && n.topic)
-            .map(|(i, n)| (i, n.tombstoned))
+            .map(|(i, _)| (i, finder.tombs.contains(&i)))
             .collect()
     }
 }
@@ -230,7 +270,8 @@ pub fn layout(s: &Shown, finders: usize, readers: usize) -> (Vec<Place>, Vec<Lin
     };
     let mut places = row(finders, 280.0, 8.0, 86.0, &Who::Finder);
     places.extend(row(s.nodes.len(), 260.0, 140.0, 96.0, &Who::Node));
-    places.extend(row(readers + 1, 220.0, 295.0, 72.0, &|i| {
+    let w = (WIDTH / (readers + 1) as f64 - 16.0).min(220.0);
+    places.extend(row(readers + 1, w, 295.0, 72.0, &|i| {
         if i == 0 {
             Who::Producer
         } else {
@@ -262,9 +303,12 @@ pub fn layout(s: &Shown, finders: usize, readers: usize) -> (Vec<Place>, Vec<Lin
         if !(n.up && n.identified) {
             continue;
         }
-        let lit = matches!(focus, Some(Delta::Identify(j) | Delta::Register(j, _) | Delta::Unregister(j, _)) if *j == i);
+        let lit = matches!(focus, Some(Delta::Identify(j) | Delta::Up(j) | Delta::Register(j, _) | Delta::Unregister(j, _)) if *j == i);
         for f in 0..finders {
-            line(Wire::Registry, Who::Node(i), Who::Finder(f), lit);
+            if s.finders.get(f).is_none_or(|x| x.up) {
+                let lit = lit || matches!(focus, Some(Delta::FinderOn(g)) if *g == f);
+                line(Wire::Registry, Who::Node(i), Who::Finder(f), lit);
+            }
         }
     }
     for (i, n) in s.nodes.iter().enumerate() {

@@ -41,6 +41,7 @@ catalogue! {
     "name.archiver" => "archiver", "归档器";
     "name.timer-worker" => "timer worker", "定时进程";
     "name.ledger" => "ledger service", "账本服务";
+    "name.ledger.n" => "ledger service {n}", "账本服务 {n}";
 
     // ---------------------------------------------------------------- topics and channels
     "topic.created" => "Topic {topic} is created: nsqd makes a topic the first time anyone publishes to it or subscribes to it.",
@@ -220,8 +221,8 @@ catalogue! {
         "同样的 20 个 DPUB，两种定时策略。nsqd 每 100 ms 随机抽取一部分通道扫描到期消息，所以投递会晚；nsqlab 每个通道有一个定时器，准时触发。图表显示每条消息晚了多少。";
 
     "scenario.cluster.title" => "A cluster: three nsqd, two nsqlookupd", "集群：三个 nsqd，两个 nsqlookupd";
-    "scenario.cluster.text" => "Each nsqd registers its topics and channels with both nsqlookupd; a producer spreads orders over the nodes; consumers ask a lookupd where topic orders is and connect to every node it lists. At 4 s nsqd-3 goes down; at 9 s the topic is tombstoned on nsqd-2; at 10 s an auditor joins.",
-        "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。4 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。";
+    "scenario.cluster.text" => "Each nsqd registers its topics and channels with both nsqlookupd; a producer spreads orders over the nodes; consumers ask a lookupd where topic orders is and connect to every node it lists. At 4 s nsqd-3 goes down; at 9 s the topic is tombstoned on nsqd-2; at 10 s an auditor joins. The buttons under the picture let you switch any nsqd or nsqlookupd off and on, publish an order and add a consumer, at any step.",
+        "每个 nsqd 都向两个 nsqlookupd 注册它的主题和通道；一个生产者把订单分发到各个节点；消费者询问 lookupd 主题 orders 在哪里，然后连接它列出的每个节点。4 秒时 nsqd-3 宕机；9 秒时 nsqd-2 上的主题被立墓碑；10 秒时一个审计服务加入。图下面的按钮让你在任何一步关闭或打开任意 nsqd 或 nsqlookupd、发布订单、添加消费者。";
     "scenario.crash-restart.title" => "A crash: kill -9 mid-stream", "崩溃：运行中途 kill -9";
     "scenario.crash-restart.text" => "Payments and delayed refunds flow to a ledger service; at 1.3 s the broker is killed and started again. nsqlab writes every message to disk before it answers OK, so its store gives back every acknowledged one: ready ones, those that were in flight (delivered again), and deferred ones with their due time.",
         "付款和延迟退款流向账本服务；在 1.3 秒时 消息服务器被杀掉并重新启动。nsqlab 在回复 OK 之前把每条消息写入磁盘，所以它的存储会还回每条已确认的消息：待发送的、当时在途的（再次投递），以及带着到期时间的延迟消息。";
@@ -688,6 +689,17 @@ catalogue! {
     "cl.tombstone" => "An operator tombstones topic orders on {node} (POST /topic/tombstone on each nsqlookupd): consumers looking it up no longer find it there, while {node} keeps serving those already connected. The producer moves off it too.",
         "运维人员在 {node} 上给主题 orders 立墓碑（在每个 nsqlookupd 上 POST /topic/tombstone）：查询它的消费者不会再在那里找到它，而 {node} 继续为已经连接的消费者服务。生产者也不再向它发布。";
     "cl.lookup" => "{who} asks {finder} where topic orders is (GET /lookup?topic=orders): {nodes}.", "{who} 询问 {finder} 主题 orders 在哪里（GET /lookup?topic=orders）：{nodes}。";
+    "cl.up" => "{node} is started again, empty: what it held went down with it. It connects to each nsqlookupd that is up and identifies itself; it registers topic orders once the producer publishes to it, and consumers then find it at their next lookup.", "{node} 重新启动，是空的：它原来拿着的消息随它一起没了。它连接每个正在运行的 nsqlookupd 并表明身份；生产者向它发布后它才注册主题 orders，消费者在下一次查询时就会找到它。";
+    "cl.finder.off" => "{finder} is switched off: everything it knew (which nsqd has which topic, the tombstones) is gone. The nsqd keep their messages and their consumers keep reading; only a new lookup there gets no answer.", "{finder} 被关闭：它知道的一切（哪个 nsqd 有哪个主题、墓碑）都没了。各个 nsqd 仍保有消息，它们的消费者继续读取；只是在那里的新查询得不到回答。";
+    "cl.finder.on" => "{finder} is switched on, empty. The nsqd that are up ({nodes}) connect to it again and register every topic and channel they have, as nsqd does whenever it reconnects to an nsqlookupd: it can answer lookups again.", "{finder} 被打开，是空的。正在运行的 nsqd（{nodes}）重新连接它，并注册自己拥有的每个主题和通道——nsqd 每次重新连接 nsqlookupd 都会这样做：它又能回答查询了。";
+    "cl.lookup.off" => "{who} asks {finder} where topic orders is, but {finder} is off: no answer. It keeps the connections it has and asks the other nsqlookupd next time.", "{who} 询问 {finder} 主题 orders 在哪里，但 {finder} 已关闭：没有回答。它保留已有的连接，下次询问另一个 nsqlookupd。";
+    "cl.publish.none" => "The producer has {label} to publish, but no nsqd is up to take it: the publish fails, and nothing is stored anywhere.", "生产者要发布 {label}，但没有正在运行的 nsqd 接收：发布失败，消息没有存到任何地方。";
+    "cl.ui.hands" => "take the cluster in hand", "亲手操作集群";
+    "cl.ui.off" => "switch {who} off", "关闭 {who}";
+    "cl.ui.on" => "switch {who} on", "打开 {who}";
+    "cl.ui.publish" => "publish an order", "发布一个订单";
+    "cl.ui.add" => "add a ledger consumer", "添加一个账本消费者";
+    "cl.ui.finder-off" => "off: answers nothing", "已关闭：不回答任何查询";
     "cl.lookup.none" => "{who} asks {finder} where topic orders is (GET /lookup?topic=orders): nowhere yet.", "{who} 询问 {finder} 主题 orders 在哪里（GET /lookup?topic=orders）：还没有。";
     "cl.connect" => "{who} connects to {node} and subscribes channel {channel} (SUB, RDY).", "{who} 连接到 {node} 并订阅通道 {channel}（SUB、RDY）。";
     "cl.published" => "The producer publishes {label} to {node} (it spreads messages over the nodes in turn).", "生产者把 {label} 发布到 {node}（它轮流把消息分给各个节点）。";

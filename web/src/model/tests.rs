@@ -930,3 +930,45 @@ fn the_crash_question_is_not_answered_before_it_is_asked() {
         assert_ne!(s.text.key, "timeout", "{en}");
     }
 }
+
+/// Issue 50 item 8: the cluster taken in hand is a run like any other: its changes by hand
+/// are on the run's line, so going back and forward again, and a shared link, give the same
+/// cluster at the same point.
+#[test]
+fn the_cluster_in_hand_travels_and_shares() {
+    use crate::cluster::Hand;
+    let shown = |m: &Model| {
+        let c = m.panes[0].lab.cluster.as_ref().expect("the cluster");
+        format!("{}{:?}{:?}", fingerprint(m), c.shown, c.actual())
+    };
+    let mut m = Model::new("cluster", 2, 1.0);
+    step_to(&mut m, 12);
+    m.update(Action::Cluster(Hand::Node(1)));
+    step_to(&mut m, 30);
+    m.update(Action::Cluster(Hand::Finder(0)));
+    m.update(Action::Cluster(Hand::AddReader));
+    step_to(&mut m, 60);
+    m.update(Action::Cluster(Hand::Node(1)));
+    m.update(Action::Cluster(Hand::Publish));
+    step_to(&mut m, 90);
+    let here = shown(&m);
+    let log = &m.panes[0].lab.log;
+    for k in ["cl.down", "cl.up", "cl.finder.off"] {
+        assert!(log.iter().any(|s| s.text.key == k), "{k} is told");
+    }
+    assert_eq!(m.run().journal.len(), 5);
+    // Back 40 steps (past three of the changes) and forward again: the same cluster.
+    let pos = m.pos();
+    for _ in 0..40 {
+        m.update(Action::Back);
+    }
+    assert_ne!(shown(&m), here);
+    step_to(&mut m, pos);
+    assert_eq!(m.pos(), pos);
+    assert!(shown(&m) == here, "back and forward again differs");
+    // A shared link replays it.
+    let json = serde_json::to_string(&m.run()).unwrap();
+    let run: Run = serde_json::from_str(&json).unwrap();
+    let again = Model::from_run(&run, crate::i18n::Lang::En).expect("replays");
+    assert!(shown(&again) == here, "the shared run differs");
+}

@@ -55,6 +55,10 @@ pub enum Change {
         lab: usize,
         client: u64,
     },
+    /// A change to the cluster (the cluster scenario).
+    Cluster {
+        hand: crate::cluster::Hand,
+    },
     Remove {
         lab: usize,
         client: u64,
