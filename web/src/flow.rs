@@ -404,6 +404,37 @@ mod tests {
         }
     }
 
+    /// Issue 50 item 7: large counts are summarised, not drawn as a swarm: a region draws at
+    /// most [`REGION_MAX`] tokens and says how many more there are.
+    #[test]
+    fn a_crowd_is_a_stack_with_its_number() {
+        let mut lab = (find("big-heap").unwrap().build)(1).remove(0).1;
+        lab.run_until(2 * SECOND);
+        let f = layout(&lab.view, &consumers(&lab), lab.now(), 1000.0);
+        let held: usize = lab.view.channels.values().map(|c| c.deferred()).sum();
+        assert!(held > 5 * REGION_MAX, "the scenario holds a crowd ({held})");
+        let drawn = f
+            .tokens
+            .iter()
+            .filter(|t| t.region == Region::Deferred)
+            .count();
+        assert_eq!(drawn, REGION_MAX);
+        let more: usize = f.more.iter().map(|m| m.2).sum();
+        assert_eq!(drawn + more, held, "every message drawn or counted");
+        // A few rows, not a wall of dots.
+        let ys = f
+            .tokens
+            .iter()
+            .filter(|t| t.region == Region::Deferred)
+            .map(|t| t.y);
+        let (top, bottom) = ys.fold((f64::MAX, 0.0f64), |(a, b), y| (a.min(y), b.max(y)));
+        assert!(
+            bottom - top <= 120.0,
+            "the crowd is drawn {} px tall",
+            bottom - top
+        );
+    }
+
     /// Issue 50 item 7: a crashed consumer is marked in the flow view (its own kind of box,
     /// and words that say so), from the crash on; before it, it is an ordinary consumer.
     #[test]

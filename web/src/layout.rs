@@ -190,8 +190,9 @@ pub struct Place {
 /// Sizes of the flow view.
 pub const PILL: (f64, f64) = (64.0, 20.0);
 pub const DOT: f64 = 11.0;
-/// Tokens drawn per region at most (the rest are counted).
-pub const REGION_MAX: usize = 1000;
+/// Tokens drawn per region at most: more would be a swarm nobody can read; the rest are a
+/// stack with their number ([`crate::flow::Flow::more`]).
+pub const REGION_MAX: usize = 120;
 
 /// Lay out `n` tokens in a row region `w` wide starting at (x, y): pills while they fit in two
 /// lines, dots otherwise. Returns the places and the height used.
