@@ -15,6 +15,7 @@ const ctx = await chromium.launchPersistentContext(dir, {
   viewport: { width: 1280, height: 800 },
 });
 const page = await ctx.newPage();
+const f = (x) => x.toFixed(1);
 if (process.env.REDUCED) await page.emulateMedia({ reducedMotion: 'reduce' });
 const deferred = () => page.$$eval('.node.channel [data-testid=deferred]', (els) => els.reduce((s, e) => s + Number(e.dataset.value), 0));
 // Frames drawn in `ms` (requestAnimationFrame callbacks) and the longest gap between two.
@@ -118,9 +119,36 @@ const glide = await page.evaluate((ms) => new Promise((done) => {
 }), 3000);
 await page.click('[data-testid=play]');
 await page.screenshot({ path: 'target/screenshots/flow-1000-tokens.png' });
+
+// The 10 000-message scenario in the flow view: at 1x while the 10 000 DPUBs go in, and at
+// 100x while they come due and are delivered.
+await page.goto(`${base}/?scenario=big-heap&seed=1&speed=1&view=flow`);
+await page.waitForSelector('[data-testid=flow]');
+await page.click('[data-testid=play]');
+const flow1 = await frames(3000);
+await page.click('[data-testid=play]');
+await page.selectOption('[data-testid=speed]', '100');
+await page.click('[data-testid=play]');
+const flow100 = await frames(3000);
+await page.click('[data-testid=play]');
+// Every other scenario, played at 1x for 3 s and at 100x for 3 s (both views): the longest frame.
+const others = [];
+for (const id of ['dpub-heap', 'fan-out', 'load-balance', 'crash-timeout', 'req-backoff', 'overflow-disk', 'crash-restart', 'cluster', 'scan-vs-exact']) {
+  let worstFrame = 0, slowest = 1e9;
+  for (const view of ['', '&view=flow']) {
+    for (const speed of ['1', '100']) {
+      await page.goto(`${base}/?scenario=${id}&seed=1&speed=${speed}${view}`);
+      await page.waitForSelector('[data-testid=explain]');
+      await page.click('[data-testid=play]');
+      const r = await frames(3000);
+      worstFrame = Math.max(worstFrame, r.worst);
+      slowest = Math.min(slowest, r.fps);
+    }
+  }
+  others.push(`${id} ${f(slowest)} fps / ${f(worstFrame)} ms`);
+}
 await ctx.close();
 fs.rmSync(dir, { recursive: true, force: true });
-const f = (x) => x.toFixed(1);
 console.log(`| idle page | ${f(idle.fps)} fps (longest frame ${f(idle.worst)} ms) |`);
 console.log(`| playing 1x, the first 2 s: 10 000 DPUBs pushed | ${f(publishing.fps)} fps (longest frame ${f(publishing.worst)} ms) |`);
 console.log(`| playing 1x with ${full} in the heap | ${f(playing.fps)} fps (longest frame ${f(playing.worst)} ms) |`);
@@ -130,3 +158,6 @@ console.log(`| playing 100x, draining (${left} left after 3 s) | ${f(fast.fps)} 
 console.log(`| scrubbing the played-out run (${horizon} steps) to 10 points, input to drawn | median ${f(median(scrubs))} ms, max ${f(worst(scrubs))} ms |`);
 console.log(`| Back, 10 times from the end of that run, click to drawn | median ${f(median(backs))} ms, max ${f(worst(backs))} ms |`);
 console.log(`| flow view at 1x, 1 000 DPUBs coming due together (${glide.drawn} tokens drawn; up to ${glide.most} gliding at once, ${f(glide.mean)} on average while any move) | ${f(glide.fps)} fps (longest frame ${f(glide.worst)} ms) |`);
+console.log(`| flow view, 10 000 deferred messages, 1x while they go in | ${f(flow1.fps)} fps (longest frame ${f(flow1.worst)} ms) |`);
+console.log(`| flow view, 10 000 deferred messages, 100x while they are delivered | ${f(flow100.fps)} fps (longest frame ${f(flow100.worst)} ms) |`);
+console.log(`| every other scenario at 1x and 100x, both views, 3 s each: slowest fps / longest frame | ${others.join('; ')} |`);

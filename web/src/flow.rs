@@ -101,15 +101,17 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
         more: Vec::new(),
         down: view.down,
     };
+    // `ids`: the messages to draw, in order (at least the first REGION_MAX of `total`).
     let place = |f: &mut Flow,
                  ids: &[Slot],
+                 total: usize,
                  region: Region,
                  channel: &str,
                  x: f64,
                  y: f64,
                  w: f64|
      -> f64 {
-        let (places, h) = region_places(ids.len(), x, y, w);
+        let (places, h) = region_places(total.min(ids.len()), x, y, w);
         for (p, (id, ring)) in places.iter().zip(ids) {
             f.tokens.push(FlowToken {
                 key: format!("{id}@{channel}"),
@@ -123,8 +125,8 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
                 ring: *ring,
             });
         }
-        if ids.len() > REGION_MAX {
-            f.more.push((x + w - 40.0, y + h, ids.len() - REGION_MAX));
+        if total > REGION_MAX {
+            f.more.push((x + w - 40.0, y + h, total - REGION_MAX));
         }
         h
     };
@@ -160,6 +162,7 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
                 place(
                     &mut f,
                     &ids,
+                    ids.len(),
                     Region::Held,
                     t,
                     tx + PAD,
@@ -191,27 +194,39 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
         let key = format!("{t}/{c}");
         let top = y;
         let mut yy = y + HEAD;
-        let mut rows: Vec<(Region, &'static str, Vec<Slot>)> = Vec::new();
+        // Each row: its region, its name, the messages to draw (at least the first
+        // REGION_MAX) and how many it holds.
+        let mut rows: Vec<(Region, &'static str, Vec<Slot>, usize)> = Vec::new();
         if !ch.stored.is_empty() {
             rows.push((
                 Region::Store,
                 "ui.store",
                 ch.stored.iter().map(|s| (s.0, None)).collect(),
+                ch.stored.len(),
             ));
         }
         if ch.ever_deferred {
-            let mut heap: Vec<(MessageId, Time)> = ch
+            // Due first; ties in the heap's array order. Only the first REGION_MAX are drawn,
+            // so only they are sorted (10 000 entries sorted every frame cost a 100x play its
+            // frame rate); the rest are only counted.
+            let mut heap: Vec<(Time, usize, MessageId)> = ch
                 .heap
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| ch.hole != Some(*i))
-                .map(|(_, e)| *e)
+                .map(|(i, e)| (e.1, i, e.0))
                 .collect();
-            heap.sort_by_key(|e| e.1);
+            if heap.len() > REGION_MAX {
+                heap.select_nth_unstable(REGION_MAX);
+                heap.truncate(REGION_MAX + 1);
+            }
+            let drawn = heap.len().min(REGION_MAX);
+            heap[..drawn].sort_unstable();
             rows.push((
                 Region::Deferred,
                 "ui.flow.deferred",
-                heap.into_iter().map(|e| (e.0, None)).collect(),
+                heap[..drawn].iter().map(|e| (e.2, None)).collect(),
+                ch.deferred(),
             ));
         }
         rows.push((
@@ -220,8 +235,10 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             ch.queue
                 .iter()
                 .filter(|m| !m.on_disk)
+                .take(REGION_MAX)
                 .map(|m| (m.id, None))
                 .collect(),
+            ch.in_memory(),
         ));
         if ch.on_disk() > 0 {
             rows.push((
@@ -230,8 +247,10 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
                 ch.queue
                     .iter()
                     .filter(|m| m.on_disk)
+                    .take(REGION_MAX)
                     .map(|m| (m.id, None))
                     .collect(),
+                ch.on_disk(),
             ));
         }
         // The channel's box goes before its rows (it is drawn under them: its background
@@ -246,12 +265,13 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             w: cw,
             h: 0.0,
         });
-        for (region, word, ids) in rows {
+        for (region, word, ids, total) in rows {
             let row_top = yy;
             let h = ROW_LABEL
                 + place(
                     &mut f,
                     &ids,
+                    total,
                     region,
                     &key,
                     cx + PAD,
@@ -261,9 +281,7 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             f.boxes.push(FlowBox {
                 key: format!("r:{key}:{region:?}"),
                 kind: BoxKind::Row(region),
-                title: Text::new("ui.flow.row")
-                    .word("name", word)
-                    .arg("n", ids.len()),
+                title: Text::new("ui.flow.row").word("name", word).arg("n", total),
                 x: cx + PAD / 2.0,
                 y: row_top,
                 w: cw - PAD,
@@ -302,6 +320,7 @@ pub fn layout(view: &View, consumers: &[Consumer<'_>], now: Time, width: f64) ->
             HEAD + place(
                 &mut f,
                 &ids,
+                ids.len(),
                 Region::InFlight,
                 &key,
                 kx + PAD,

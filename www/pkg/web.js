@@ -706,7 +706,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 839, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7178);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7187);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
@@ -716,12 +716,12 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 832, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5883);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5892);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 730, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5150);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5159);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
@@ -736,7 +736,7 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 831, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5882);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5891);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -767,8 +767,8 @@ function __wasm_bindgen_func_elem_2551(arg0, arg1) {
     wasm.__wasm_bindgen_func_elem_2551(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_5882(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_5882(arg0, arg1);
+function __wasm_bindgen_func_elem_5891(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_5891(arg0, arg1);
 }
 
 function __wasm_bindgen_func_elem_2550(arg0, arg1) {
@@ -784,22 +784,22 @@ function __wasm_bindgen_func_elem_2552_3(arg0, arg1, arg2) {
     wasm.__wasm_bindgen_func_elem_2552_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5883(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_5883(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_5892(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_5892(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5150(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_5159(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_5150(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_5159(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_7178(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_7187(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_7178(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_7187(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {
