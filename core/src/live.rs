@@ -124,8 +124,9 @@ impl LiveFrame {
 }
 
 impl Broker {
-    /// This broker's topics and channels for a live picture, at this instant.
-    pub fn live_frame(&self, limits: FrameLimits) -> LiveFrame {
+    /// This broker's topics and channels for a live picture, at this instant (`now`: the
+    /// host's clock; the frame says the later of it and the broker's).
+    pub fn live_frame(&self, now: Time, limits: FrameLimits) -> LiveFrame {
         let mut names = std::collections::BTreeMap::new();
         let mut name = |id: ClientId| {
             names.entry(id).or_insert_with(|| {
@@ -159,8 +160,13 @@ impl Broker {
                         attempts: e.item.msg.attempts,
                     })
                     .collect();
-                flight.sort_by_key(|f| (f.deadline, f.id));
-                flight.truncate(limits.in_flight);
+                // The earliest deadlines only (a channel may have thousands in flight).
+                let key = |f: &LiveInFlight| (f.deadline, f.id);
+                if flight.len() > limits.in_flight {
+                    flight.select_nth_unstable_by_key(limits.in_flight, key);
+                    flight.truncate(limits.in_flight);
+                }
+                flight.sort_unstable_by_key(key);
                 for f in &flight {
                     name(f.client);
                 }
@@ -186,7 +192,14 @@ impl Broker {
                         .map(|e| (e.item.id, e.key))
                         .collect(),
                     flight,
-                    ready: c.queue.ids().take(limits.ready).collect(),
+                    // Those whose bodies are being read back go first.
+                    ready: c
+                        .loading
+                        .iter()
+                        .map(|m| m.id)
+                        .chain(c.queue.ids())
+                        .take(limits.ready)
+                        .collect(),
                 });
             }
             topics.push(LiveTopic {
@@ -199,7 +212,7 @@ impl Broker {
             });
         }
         LiveFrame {
-            at: self.now(),
+            at: now.max(self.now()),
             mem_queue_size: self.options().mem_queue_size as u64,
             topics,
             names: names.into_iter().collect(),

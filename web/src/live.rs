@@ -275,6 +275,12 @@ fn event_of(v: &serde_json::Value) -> Option<Event> {
     Some(Event { at: n("at")?, kind })
 }
 
+/// Quiet frames in a row (nothing left out) before the story starts again.
+const QUIET_FRAMES: u32 = 4;
+
+/// Events kept while the story waits for its snapshot, at most.
+const EARLY_MAX: usize = 10_000;
+
 /// The steps kept (older ones are dropped, a few at a time).
 const LOG_KEEP: usize = 2000;
 
@@ -311,7 +317,13 @@ pub struct LiveModel {
     pub busy: bool,
     /// Events before the story's snapshot (applied once it is in, if newer).
     early: Vec<Event>,
+    /// When the story's snapshot was taken: each channel's time, and the earliest.
     snapshot_at: Option<u64>,
+    snapshot_of: BTreeMap<(String, String), Time>,
+    /// The time of the last frame that left events out: a snapshot older than it misses them.
+    lost_at: Time,
+    /// Frames in a row that left nothing out.
+    quiet: u32,
     /// The story should be loaded (again) from `/api/queues`: at the start, and after events
     /// were left out.
     pub wants_snapshot: bool,
@@ -354,8 +366,14 @@ impl LiveModel {
             })
     }
 
-    /// Load `/api/queues` (all channels): the story starts again from it.
+    /// Load `/api/queues` (all channels): the story starts again from it. A snapshot taken
+    /// before the last events left out is refused (the story would go on without them); the
+    /// page asks again.
     pub fn load_snapshot(&mut self, channels: &[QueuesJson]) {
+        let at = channels.iter().map(|q| q.now).min().unwrap_or(self.lost_at);
+        if at < self.lost_at {
+            return;
+        }
         self.wants_snapshot = false;
         let keep: std::collections::BTreeSet<(String, String)> = channels
             .iter()
@@ -404,30 +422,62 @@ impl LiveModel {
             c.queue.clear();
             c.unseen = q.depth as u64;
         }
-        let at = channels.iter().map(|q| q.now).max().unwrap_or(0);
         self.snapshot_at = Some(at);
+        self.snapshot_of = channels
+            .iter()
+            .map(|q| ((q.topic.clone(), q.channel.clone()), q.now))
+            .collect();
         for e in std::mem::take(&mut self.early) {
-            if e.at > at {
+            if !self.in_snapshot(&e) {
                 self.apply(&e);
             }
         }
         self.story.heap_marks.clear();
     }
 
-    /// One text message from `/ws/events`; `now_ms` is the page's clock.
+    /// The story's snapshot already has what this event did (it happened before the snapshot
+    /// of its channel was taken).
+    fn in_snapshot(&self, e: &Event) -> bool {
+        use EventKind as K;
+        let channel = match &e.kind {
+            K::Queued { topic, channel, .. }
+            | K::Deferred { topic, channel, .. }
+            | K::BecameDue { topic, channel, .. }
+            | K::Sent { topic, channel, .. }
+            | K::Finished { topic, channel, .. }
+            | K::Requeued { topic, channel, .. }
+            | K::TimedOut { topic, channel, .. }
+            | K::Touched { topic, channel, .. } => Some((topic.to_string(), channel.to_string())),
+            _ => None,
+        };
+        let at = channel
+            .and_then(|k| self.snapshot_of.get(&k).copied())
+            .or(self.snapshot_at);
+        at.is_some_and(|at| e.at <= at)
+    }
+
+    /// One text message from `/ws/events`; `now_ms` is the page's clock. Anything but a
+    /// frame is ignored.
     pub fn handle_message(&mut self, text: &str, now_ms: f64) {
         let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) else {
             return;
         };
+        if v.get("type").and_then(|t| t.as_str()) != Some("frame") {
+            return;
+        }
         let skipped = v["skipped"].as_u64().unwrap_or(0);
         let frame = frame_of(&v["frame"]);
-        let events: Vec<Event> = match v["events"].take() {
-            serde_json::Value::Array(es) => es.into_iter().filter_map(|e| event_of(&e)).collect(),
+        let events: Vec<Event> = match v.get_mut("events").map(serde_json::Value::take) {
+            Some(serde_json::Value::Array(es)) => {
+                es.into_iter().filter_map(|e| event_of(&e)).collect()
+            }
             _ => Vec::new(),
         };
         if skipped > 0 {
             // Some events are missing: the story cannot go on from them.
             self.skipped += skipped;
+            self.quiet = 0;
+            self.lost_at = self.lost_at.max(frame.at);
             if !self.busy {
                 self.busy = true;
                 self.push_step(frame.at, Text::new("live.busy"));
@@ -436,15 +486,19 @@ impl LiveModel {
             self.snapshot_at = None;
             self.early.clear();
         } else {
-            if self.busy {
+            // Calm again after a few quiet frames (not at each lull of a busy server).
+            self.quiet += 1;
+            if self.busy && self.quiet >= QUIET_FRAMES {
                 self.busy = false;
                 self.push_step(frame.at, Text::new("live.calm"));
             }
-            for e in &events {
+            for e in events {
                 if self.snapshot_at.is_none() {
-                    self.early.push(e.clone());
-                } else {
-                    self.apply(e);
+                    if self.early.len() < EARLY_MAX {
+                        self.early.push(e);
+                    }
+                } else if !self.in_snapshot(&e) {
+                    self.apply(&e);
                 }
             }
         }
@@ -698,7 +752,7 @@ mod tests {
             .collect();
         let skipped = new.len().saturating_sub(cap) as u64;
         sim.broker
-            .live_frame(FrameLimits::default())
+            .live_frame(sim.now(), FrameLimits::default())
             .message(&told, skipped)
     }
 
@@ -814,6 +868,7 @@ mod tests {
         );
         // A message that was ready before the page opened is sent now: depth goes down.
         let m = sim.messages(c);
+        sim.sleep(nsqlab_core::time::MILLISECOND);
         sim.send(c, &Command::Fin(m[0].id.to_hex()));
         live.handle_message(&frame(&sim, &mut seen, 200), 250.0);
         let v = &live.view.channels[&key("t", "c")];
@@ -927,6 +982,7 @@ mod tests {
         live.load_snapshot(&[snapshot(&sim, "load", "a"), snapshot(&sim, "load", "b")]);
         assert!(!live.wants_snapshot);
         let id = sim.connect();
+        sim.sleep(nsqlab_core::time::MILLISECOND);
         sim.send(
             id,
             &Command::Dpub {
@@ -967,7 +1023,7 @@ mod tests {
                 },
             );
         }
-        let f = sim.broker.live_frame(FrameLimits::default());
+        let f = sim.broker.live_frame(sim.now(), FrameLimits::default());
         assert!(f.topics.iter().any(|t| t
             .channels
             .iter()
@@ -1202,6 +1258,73 @@ mod tests {
             None,
             "malformed"
         );
+    }
+
+    /// The story lines up with its snapshot: a frame that repeats events the snapshot already
+    /// has does not apply them twice; a snapshot older than events left out is refused; and
+    /// what is not a frame is ignored, never a panic.
+    #[test]
+    fn the_story_lines_up_with_its_snapshot() {
+        let mut live = LiveModel::new();
+        for bad in [
+            "[]",
+            "1",
+            "null",
+            r#"{"type":"x"}"#,
+            r#"{"type":"frame","events":5}"#,
+        ] {
+            live.handle_message(bad, 0.0);
+        }
+        let mut sim = Sim::new(Options::default(), 8);
+        sim.broker.create_channel(0, "t", "c").unwrap();
+        sim.flush();
+        let p = sim.connect();
+        let mut seen = sim.events.len();
+        live.handle_message(&frame(&sim, &mut seen, 200), 0.0);
+        for d in [700u64, 300, 500] {
+            sim.sleep(nsqlab_core::time::MILLISECOND);
+            sim.send(
+                p,
+                &Command::Dpub {
+                    topic: "t".into(),
+                    defer_ms: d,
+                    body: b"x"[..].into(),
+                },
+            );
+        }
+        // The snapshot is taken while those events are on their way in the next frame.
+        live.load_snapshot(&[snapshot(&sim, "t", "c")]);
+        live.handle_message(&frame(&sim, &mut seen, 200), 250.0);
+        let real: Vec<_> = sim
+            .broker
+            .channel("t", "c")
+            .unwrap()
+            .deferred
+            .entries()
+            .iter()
+            .map(|e| (e.item.id, e.key))
+            .collect();
+        assert_eq!(
+            live.story.channels[&key("t", "c")].heap,
+            real,
+            "each DPUB once"
+        );
+        // Events left out at a later time: a snapshot from before then is refused.
+        let old = snapshot(&sim, "t", "c");
+        sim.sleep(nsqlab_core::time::MILLISECOND);
+        let lossy = sim
+            .broker
+            .live_frame(sim.now(), FrameLimits::default())
+            .message(&[], 7);
+        live.handle_message(&lossy, 500.0);
+        assert!(live.wants_snapshot);
+        live.load_snapshot(&[old]);
+        assert!(
+            live.wants_snapshot,
+            "a snapshot older than the loss is refused"
+        );
+        live.load_snapshot(&[snapshot(&sim, "t", "c")]);
+        assert!(!live.wants_snapshot);
     }
 
     /// No frame for a while: the numbers are not called live.

@@ -4,11 +4,10 @@
 //!   a page can publish and subscribe. Transport upgrades (TLS, snappy, deflate) are not
 //!   available here: a client that negotiates one is disconnected.
 //! - `GET /ws/events`: four times a second, a frame (`{"type":"frame"}`): the events since the
-//!   last frame (at most 200; `skipped` counts the rest) and a [`LiveFrame`] of every topic
-//!   and channel, taken as it is sent. A slow browser never slows the broker: the events come
-//!   through a bounded broadcast, and a frame is taken only when the last one has gone.
-//!
-//! [`LiveFrame`]: nsqlab_core::live::LiveFrame
+//!   last frame (at most 200; `skipped` counts the rest) and a `LiveFrame`
+//!   (`nsqlab_core::live`) of every topic and channel, taken as it is sent. A slow browser
+//!   never slows the broker: the events come through a bounded broadcast, and a frame is
+//!   taken only when the last one has gone.
 //! - `GET /api/queues?topic=&channel=`: a channel's deferred and in-flight messages (ID, due
 //!   time, attempts, client) as JSON, to draw the state on connect; without parameters, an
 //!   array with every channel.
@@ -121,10 +120,22 @@ async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
             },
             _ = tick.tick() => {
                 let limits = nsqlab_core::live::FrameLimits::default();
-                let Some(parts) = driver.call_all(move |b, _| b.live_frame(limits)).await else {
+                let Some(parts) = driver.call_all(move |b, now| b.live_frame(now, limits)).await else {
                     break;
                 };
                 let frame = nsqlab_core::live::LiveFrame::merge(parts);
+                // The events made before the frame was taken go with it (and perhaps a few
+                // made just after): the story does not trail the picture by a frame.
+                loop {
+                    match events.try_recv() {
+                        Ok(e) if told.len() < EVENTS_PER_FRAME => {
+                            told.push(serde_json::to_string(&e).unwrap_or_default());
+                        }
+                        Ok(_) => skipped += 1,
+                        Err(broadcast::error::TryRecvError::Lagged(n)) => skipped += n,
+                        Err(_) => break,
+                    }
+                }
                 let text = frame.message(&told, skipped);
                 told.clear();
                 skipped = 0;

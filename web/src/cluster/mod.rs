@@ -49,6 +49,8 @@ pub struct Node {
     pub tombstoned: bool,
     /// Its connection to each lookupd.
     peers: Vec<PeerId>,
+    /// How often it was started (answers meant for an earlier start are dropped).
+    starts: u64,
 }
 
 /// One nsqlookupd.
@@ -105,6 +107,8 @@ enum Cue {
         reader: usize,
         node: usize,
         id: MessageId,
+        /// The node's start the message came from.
+        start: u64,
     },
 }
 
@@ -160,7 +164,9 @@ impl Cluster {
             tcp_port: 4160,
             http_port: 4161,
             inactive_producer_timeout: 6 * SECOND,
-            tombstone_lifetime: 45 * SECOND,
+            // (nsqd's default is 45 s; longer here, so no tombstone runs out while a learner
+            // plays on by hand.)
+            tombstone_lifetime: 600 * SECOND,
         };
         let mut c = Cluster {
             nodes: Vec::new(),
@@ -222,6 +228,7 @@ impl Cluster {
                 up: true,
                 tombstoned: false,
                 peers: Vec::new(),
+                starts: 0,
             };
             for f in &mut c.finders {
                 let peer = f.lookupd.connect(format!("{name}:40{i}0"));
@@ -305,8 +312,7 @@ impl Cluster {
                     rdy: 2,
                     work_ms: 300,
                     conns: vec![None; self.nodes.len()],
-                    // It asks the other lookupd first.
-                    polls: n,
+                    polls: 0,
                     finished: 0,
                     joined: false,
                 });
@@ -503,9 +509,17 @@ impl Cluster {
                     self.at(now + PING, Cue::Ping);
                 }
             }
+            Cue::Down(i) if !self.nodes[i].up => {}
+            Cue::Up(i) if self.nodes[i].up => {}
             Cue::Down(i) => {
                 let name = self.nodes[i].name;
-                let lost: u64 = self.channels(i).iter().map(|c| c.1 + c.2).sum();
+                // Queued or in flight in its channels, or waiting in the topic for one.
+                let waiting = self.nodes[i]
+                    .sim
+                    .broker
+                    .topic(TOPIC)
+                    .map_or(0, |t| t.depth() as u64);
+                let lost: u64 = waiting + self.channels(i).iter().map(|c| c.1 + c.2).sum::<u64>();
                 self.lost += lost;
                 self.nodes[i].up = false;
                 for (f, &peer) in self.finders.iter_mut().zip(&self.nodes[i].peers) {
@@ -548,6 +562,9 @@ impl Cluster {
                 sim.advance(now);
                 self.nodes[i].sim = sim;
                 self.nodes[i].up = true;
+                self.nodes[i].starts += 1;
+                // What the lookupds knew of it, the operator's tombstone too, went with it.
+                self.nodes[i].tombstoned = false;
                 for f in 0..self.finders.len() {
                     if self.finders[f].up {
                         self.nodes[i].peers[f] = self.hello(i, f);
@@ -613,11 +630,16 @@ impl Cluster {
                 self.readers[r].joined = true;
                 self.poll(r);
             }
-            Cue::Answer { reader, node, id } => {
+            Cue::Answer {
+                reader,
+                node,
+                id,
+                start,
+            } => {
                 let Some(c) = self.readers[reader].conns[node] else {
                     return;
                 };
-                if !self.nodes[node].up {
+                if !self.nodes[node].up || self.nodes[node].starts != start {
                     return;
                 }
                 self.nodes[node].sim.send(c, &Command::Fin(id.to_hex()));
@@ -854,6 +876,7 @@ impl Cluster {
                                 reader: r,
                                 node: i,
                                 id: m.id,
+                                start: self.nodes[i].starts,
                             },
                         );
                     }
@@ -1045,6 +1068,8 @@ mod tests {
                 (ms(1_500), Hand::Finder(0)),
                 (ms(2_000), Hand::Node(0)),
                 (ms(2_600), Hand::AddReader),
+                // Before the script's own kill of nsqd-3 at 4 s, which then finds it down.
+                (ms(3_000), Hand::Node(2)),
                 (ms(5_000), Hand::Node(0)),
                 (ms(6_000), Hand::Finder(0)),
                 (ms(15_000), Hand::Publish),
@@ -1055,6 +1080,7 @@ mod tests {
         let told = |k: &str| log.iter().filter(|s| s.text.key == k).count();
         assert_eq!((told("cl.finder.off"), told("cl.finder.on")), (1, 1));
         assert_eq!(told("cl.up"), 1);
+        assert_eq!(told("cl.down"), 2, "nsqd-1 and nsqd-3, each once");
         assert!(
             told("cl.lookup.off") >= 1,
             "a lookup at the lookupd that was off"

@@ -160,12 +160,15 @@ impl Shown {
                     identified: true,
                     ..NodeShown::default()
                 };
+                // The lookupds forget it, its tombstones with it.
+                for f in &mut self.finders {
+                    f.tombs.retain(|x| x != i);
+                }
             }
             Delta::Up(i) => {
                 self.nodes[*i] = NodeShown {
                     up: true,
                     identified: true,
-                    tombstoned: self.nodes[*i].tombstoned,
                     ..NodeShown::default()
                 };
             }
@@ -175,7 +178,9 @@ impl Shown {
             Delta::Dropped { reader, node } => self.readers[*reader].conns[*node] = false,
             Delta::Tombstone(i) => {
                 self.nodes[*i].tombstoned = true;
-                for f in self.finders.iter_mut().filter(|f| f.up) {
+                // Only a lookupd that lists the node for the topic keeps a tombstone for it.
+                let listed = self.nodes[*i].up && self.nodes[*i].topic;
+                for f in self.finders.iter_mut().filter(|f| f.up && listed) {
                     if !f.tombs.contains(i) {
                         f.tombs.push(*i);
                         f.tombs.sort_unstable();
@@ -188,9 +193,8 @@ impl Shown {
         self.focus = Some(d.clone());
     }
 
-    /// The nodes a lookupd lists for the topic: (node, tombstoned). Both lookupds hear the
-    /// same registrations, so they list the same.
-    /// What lookupd `f` lists for the topic: each node, and whether it tombstoned it there.
+    /// What lookupd `f` lists for the topic: each node, and whether it tombstoned it there
+    /// (nothing while it is off).
     pub fn listing(&self, f: usize) -> Vec<(usize, bool)> {
         let Some(finder) = self.finders.get(f).filter(|x| x.up) else {
             return Vec::new();

@@ -683,8 +683,8 @@ catalogue! {
         "{node} 启动并连接两个 nsqlookupd：它发送魔数 \"  V1\" 和 IDENTIFY（它的地址和端口）。";
     "cl.register" => "{node} now has {what}: it sends REGISTER to both nsqlookupd.", "{node} 现在有了 {what}：它向两个 nsqlookupd 发送 REGISTER。";
     "cl.unregister" => "{node} no longer has {what}: it sends UNREGISTER to both nsqlookupd.", "{node} 不再有 {what}：它向两个 nsqlookupd 发送 UNREGISTER。";
-    "cl.down" => "{node} goes down: its connections close, and both nsqlookupd forget it and everything it registered. Messages in its memory (queued or in flight): {n}, gone with it; nsqd keeps no copy elsewhere.",
-        "{node} 宕机：它的连接都断了，两个 nsqlookupd 都忘记了它和它注册过的一切。它内存里的消息（排队的或在途的）：{n} 条，随之丢失；nsqd 不在别处保留副本。";
+    "cl.down" => "{node} goes down: its connections close, and the nsqlookupd that are up forget it and everything it registered. Messages in its memory (waiting in the topic, queued or in flight): {n}, gone with it; nsqd keeps no copy elsewhere.",
+        "{node} 宕机：它的连接都断了，正在运行的 nsqlookupd 都忘记了它和它注册过的一切。它内存里的消息（在主题里等待的、排队的或在途的）：{n} 条，随之丢失；nsqd 不在别处保留副本。";
     "cl.dropped" => "{who} loses its connection to {node}; it keeps reading from {left}.", "{who} 失去了与 {node} 的连接；它继续从 {left} 读取。";
     "cl.tombstone" => "An operator tombstones topic orders on {node} (POST /topic/tombstone on each nsqlookupd): consumers looking it up no longer find it there, while {node} keeps serving those already connected. The producer moves off it too.",
         "运维人员在 {node} 上给主题 orders 立墓碑（在每个 nsqlookupd 上 POST /topic/tombstone）：查询它的消费者不会再在那里找到它，而 {node} 继续为已经连接的消费者服务。生产者也不再向它发布。";
@@ -693,7 +693,7 @@ catalogue! {
     "cl.finder.off" => "{finder} is switched off: everything it knew (which nsqd has which topic, the tombstones) is gone. The nsqd keep their messages and their consumers keep reading; only a new lookup there gets no answer.", "{finder} 被关闭：它知道的一切（哪个 nsqd 有哪个主题、墓碑）都没了。各个 nsqd 仍保有消息，它们的消费者继续读取；只是在那里的新查询得不到回答。";
     "cl.finder.on" => "{finder} is switched on, empty. The nsqd that are up ({nodes}) connect to it again and register every topic and channel they have, as nsqd does whenever it reconnects to an nsqlookupd: it can answer lookups again.", "{finder} 被打开，是空的。正在运行的 nsqd（{nodes}）重新连接它，并注册自己拥有的每个主题和通道——nsqd 每次重新连接 nsqlookupd 都会这样做：它又能回答查询了。";
     "cl.lookup.off" => "{who} asks {finder} where topic orders is, but {finder} is off: no answer. It keeps the connections it has and asks the other nsqlookupd next time.", "{who} 询问 {finder} 主题 orders 在哪里，但 {finder} 已关闭：没有回答。它保留已有的连接，下次询问另一个 nsqlookupd。";
-    "cl.publish.none" => "The producer has {label} to publish, but no nsqd is up to take it: the publish fails, and nothing is stored anywhere.", "生产者要发布 {label}，但没有正在运行的 nsqd 接收：发布失败，消息没有存到任何地方。";
+    "cl.publish.none" => "The producer has {label} to publish, but no nsqd takes it (none is up, or those up have the topic tombstoned): the publish fails, and nothing is stored anywhere.", "生产者要发布 {label}，但没有 nsqd 接收它（没有正在运行的，或者正在运行的主题已被立墓碑）：发布失败，消息没有存到任何地方。";
     "cl.ui.hands" => "take the cluster in hand", "亲手操作集群";
     "cl.ui.off" => "switch {who} off", "关闭 {who}";
     "cl.ui.on" => "switch {who} on", "打开 {who}";
