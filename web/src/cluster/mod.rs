@@ -351,11 +351,14 @@ impl Cluster {
                 .any(|(k, c)| !matches!(c, Cue::Ping | Cue::Poll(_)) || k.0 <= self.awake_until)
             || self.nodes.iter().any(|n| {
                 n.up && n.sim.broker.topics().any(|t| {
-                    t.channels.values().any(|id| {
-                        n.sim.broker.channel_by_id(*id).is_some_and(|c| {
-                            !c.deferred.is_empty() || !c.in_flight.is_empty() || c.depth() > 0
+                    // Waiting for a channel: a consumer's next lookup finds the node (while a
+                    // lookupd is there to answer).
+                    (t.channels.is_empty() && t.depth() > 0 && self.finders.iter().any(|f| f.up))
+                        || t.channels.values().any(|id| {
+                            n.sim.broker.channel_by_id(*id).is_some_and(|c| {
+                                !c.deferred.is_empty() || !c.in_flight.is_empty() || c.depth() > 0
+                            })
                         })
-                    })
                 })
             })
     }
@@ -616,6 +619,11 @@ impl Cluster {
                     .arg("finder", self.finders[f].name)
                     .arg("nodes", told.join(", "));
                 self.say(now, text, Delta::FinderOn(f));
+            }
+            Cue::Tombstone(i) if !self.nodes[i].up => {
+                // Switched off by hand: no nsqlookupd lists it, there is nothing to tombstone.
+                let text = Text::new("cl.tombstone.down").arg("node", self.nodes[i].name);
+                self.say(now, text, Delta::Down(i));
             }
             Cue::Tombstone(i) => {
                 self.nodes[i].tombstoned = true;
@@ -1072,6 +1080,9 @@ mod tests {
                 (ms(3_000), Hand::Node(2)),
                 (ms(5_000), Hand::Node(0)),
                 (ms(6_000), Hand::Finder(0)),
+                // Down across the script's tombstone of nsqd-2 at 9 s.
+                (ms(8_500), Hand::Node(1)),
+                (ms(9_500), Hand::Node(1)),
                 (ms(15_000), Hand::Publish),
                 (ms(15_100), Hand::Publish),
                 (ms(15_200), Hand::Publish),
@@ -1079,8 +1090,8 @@ mod tests {
         );
         let told = |k: &str| log.iter().filter(|s| s.text.key == k).count();
         assert_eq!((told("cl.finder.off"), told("cl.finder.on")), (1, 1));
-        assert_eq!(told("cl.up"), 1);
-        assert_eq!(told("cl.down"), 2, "nsqd-1 and nsqd-3, each once");
+        assert_eq!(told("cl.up"), 2);
+        assert_eq!(told("cl.down"), 3, "nsqd-1, nsqd-3 and nsqd-2, each once");
         assert!(
             told("cl.lookup.off") >= 1,
             "a lookup at the lookupd that was off"
@@ -1103,8 +1114,18 @@ mod tests {
             added.joined && added.finished > 0,
             "the added consumer read"
         );
-        // Every message published was finished by the ledger channel's consumers, or lost
-        // with a node.
+        // Nothing is left behind: every node that is up has delivered and had finished all it
+        // was given (what a node held when it went down is counted lost).
+        for (i, n) in c.nodes.iter().enumerate().filter(|(_, n)| n.up) {
+            let held = n.sim.broker.topic(TOPIC).map_or(0, |t| t.depth());
+            assert_eq!(held, 0, "{} still holds {held} in the topic", n.name);
+            for (ch, depth, flight) in c.channels(i) {
+                assert_eq!((depth, flight), (0, 0), "{} {ch}", n.name);
+            }
+        }
+        // The ledger channel finished what it got: at most every order not lost. (Orders that
+        // waited in a topic when a node's first channel was audit went to audit only, as in
+        // nsqd.)
         let ledger: u64 = c
             .readers
             .iter()
@@ -1112,9 +1133,8 @@ mod tests {
             .map(|r| r.finished)
             .sum();
         assert_eq!(c.published, 28 + 3);
-        assert_eq!(
-            ledger + c.lost,
-            c.published,
+        assert!(
+            ledger + c.lost <= c.published && ledger >= 20,
             "ledger {ledger}, lost {}",
             c.lost
         );

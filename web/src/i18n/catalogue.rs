@@ -686,6 +686,7 @@ catalogue! {
     "cl.down" => "{node} goes down: its connections close, and the nsqlookupd that are up forget it and everything it registered. Messages in its memory (waiting in the topic, queued or in flight): {n}, gone with it; nsqd keeps no copy elsewhere.",
         "{node} 宕机：它的连接都断了，正在运行的 nsqlookupd 都忘记了它和它注册过的一切。它内存里的消息（在主题里等待的、排队的或在途的）：{n} 条，随之丢失；nsqd 不在别处保留副本。";
     "cl.dropped" => "{who} loses its connection to {node}; it keeps reading from {left}.", "{who} 失去了与 {node} 的连接；它继续从 {left} 读取。";
+    "cl.tombstone.down" => "An operator would tombstone topic orders on {node} now, but {node} is down: no nsqlookupd lists it, so there is nothing to tombstone.", "运维人员本打算此时在 {node} 上给主题 orders 立墓碑，但 {node} 已宕机：没有 nsqlookupd 列出它，所以没有什么可立墓碑的。";
     "cl.tombstone" => "An operator tombstones topic orders on {node} (POST /topic/tombstone on each nsqlookupd): consumers looking it up no longer find it there, while {node} keeps serving those already connected. The producer moves off it too.",
         "运维人员在 {node} 上给主题 orders 立墓碑（在每个 nsqlookupd 上 POST /topic/tombstone）：查询它的消费者不会再在那里找到它，而 {node} 继续为已经连接的消费者服务。生产者也不再向它发布。";
     "cl.lookup" => "{who} asks {finder} where topic orders is (GET /lookup?topic=orders): {nodes}.", "{who} 询问 {finder} 主题 orders 在哪里（GET /lookup?topic=orders）：{nodes}。";
