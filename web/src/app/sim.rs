@@ -344,7 +344,7 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, hands: &Hands) -> Html {
               <div class="finished" data-testid="scenario-finished" role="status">
                 <b>{t(l, "ui.finished.title")}</b>
                 <ul>{ for lab.summary().into_iter().map(|x| html!{ <li>{x.render(l)}</li> }) }</ul>
-                <p class="hint">{t(l, "ui.finished.hint")}</p>
+                <p class="hint">{t(l, if lab.cluster.is_some() { "ui.finished.hint.cluster" } else { "ui.finished.hint" })}</p>
               </div> } } else { html!{} } }
           </div>
           <div class="picture">

@@ -700,23 +700,13 @@ impl Cluster {
         let now = self.now;
         let f = self.readers[r].polls % self.finders.len();
         self.readers[r].polls += 1;
-        if !self.finders[f].up {
-            // No answer: it asks the other one next time.
-            let text = Text::new("cl.lookup.off")
-                .nest("who", self.readers[r].name.clone())
-                .arg("finder", self.finders[f].name);
-            self.say(
-                now,
-                text,
-                Delta::Lookup {
-                    reader: r,
-                    finder: f,
-                },
-            );
-            self.at(now + POLL, Cue::Poll(r));
-            return;
-        }
-        let answer = self.finders[f].lookupd.lookup(now, TOPIC);
+        // A lookupd that is off gives no answer: the consumer keeps what it has and asks the
+        // other one next time.
+        let answer = if self.finders[f].up {
+            self.finders[f].lookupd.lookup(now, TOPIC)
+        } else {
+            None
+        };
         let listed: Vec<usize> = answer
             .map(|a| {
                 a.producers
@@ -730,14 +720,15 @@ impl Cluster {
             })
             .unwrap_or_default();
         let names: Vec<&str> = listed.iter().map(|&i| self.nodes[i].name).collect();
-        let text = Text::new(if names.is_empty() {
-            "cl.lookup.none"
-        } else {
-            "cl.lookup"
-        })
-        .nest("who", self.readers[r].name.clone())
-        .arg("finder", self.finders[f].name)
-        .arg("nodes", names.join(", "));
+        let key = match (self.finders[f].up, names.is_empty()) {
+            (false, _) => "cl.lookup.off",
+            (true, true) => "cl.lookup.none",
+            (true, false) => "cl.lookup",
+        };
+        let text = Text::new(key)
+            .nest("who", self.readers[r].name.clone())
+            .arg("finder", self.finders[f].name)
+            .arg("nodes", names.join(", "));
         self.say(
             now,
             text,

@@ -275,6 +275,8 @@ catalogue! {
     "ui.done" => "finished", "已结束";
     "ui.begin" => "Press Step (→) or Play (space) to begin.", "按“单步”（→）或“播放”（空格键）开始。";
     "ui.finished.title" => "Scenario finished — here is what happened", "场景结束——发生了这些事";
+    "ui.finished.hint.cluster" => "Nothing more happens by itself. Reset to watch it again, or take the cluster in hand below: switch an nsqd or an nsqlookupd off or on, publish an order, add a consumer.",
+        "不会再自动发生任何事。点“重置”再看一遍，或者在下面亲手操作集群：关闭或打开某个 nsqd 或 nsqlookupd、发布订单、添加消费者。";
     "ui.finished.hint" => "Nothing more happens by itself. Reset to watch it again, or change something by hand below: publish, add a consumer, change a consumer's RDY.",
         "不会再自动发生任何事。点“重置”再看一遍，或者在下面手动改点什么：发布消息、添加消费者、修改消费者的 RDY。";
     "sym.lang.other" => "中文", "English";

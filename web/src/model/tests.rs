@@ -972,3 +972,39 @@ fn the_cluster_in_hand_travels_and_shares() {
     let again = Model::from_run(&run, crate::i18n::Lang::En).expect("replays");
     assert!(shown(&again) == here, "the shared run differs");
 }
+
+/// Issue 50 item 8: the cluster taken in hand once its script has ended: the run goes on
+/// from the change (Step works again) and stops once what follows from it has happened.
+#[test]
+fn the_cluster_in_hand_after_its_end() {
+    use crate::cluster::Hand;
+    let mut m = Model::new("cluster", 1, 1.0);
+    step_to(&mut m, usize::MAX);
+    assert!(m.finished());
+    m.update(Action::Cluster(Hand::Node(2)));
+    assert!(!m.finished(), "the change has steps to show");
+    m.update(Action::Step);
+    assert!(
+        last_text(&m, 0).contains("nsqd-3 is started again"),
+        "{}",
+        last_text(&m, 0)
+    );
+    m.update(Action::Cluster(Hand::Publish));
+    m.update(Action::Cluster(Hand::Publish));
+    m.update(Action::Cluster(Hand::Publish));
+    step_to(&mut m, usize::MAX);
+    assert!(m.finished(), "it stops again");
+    let c = m.panes[0].lab.cluster.as_ref().unwrap();
+    // One of the three went to nsqd-3, which registered the topic and was found and read.
+    assert!(c.nodes[2].sim.broker.topic(crate::cluster::TOPIC).is_some());
+    assert!(
+        c.readers[0].conns[2].is_some(),
+        "the ledger service reads from nsqd-3 again"
+    );
+    let log = &m.panes[0].lab.log;
+    assert!(log
+        .iter()
+        .rev()
+        .take(60)
+        .any(|s| s.en().contains("extra order 3")));
+}
