@@ -101,6 +101,15 @@ const FRAME_EVERY: Duration = Duration::from_millis(250);
 /// Events a frame carries at most (more than anyone can read): the rest are counted.
 const EVENTS_PER_FRAME: usize = 200;
 
+/// An event for the next frame: kept as JSON while the frame has room, else counted.
+fn keep(told: &mut Vec<String>, skipped: &mut u64, e: &nsqlab_core::Event) {
+    if told.len() < EVENTS_PER_FRAME {
+        told.push(serde_json::to_string(e).unwrap_or_default());
+    } else {
+        *skipped += 1;
+    }
+}
+
 async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
     let mut events = driver.subscribe_events();
     let mut tick = tokio::time::interval(FRAME_EVERY);
@@ -111,10 +120,7 @@ async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
     loop {
         tokio::select! {
             e = events.recv() => match e {
-                Ok(e) if told.len() < EVENTS_PER_FRAME => {
-                    told.push(serde_json::to_string(&e).unwrap_or_default());
-                }
-                Ok(_) => skipped += 1,
+                Ok(e) => keep(&mut told, &mut skipped, &e),
                 Err(broadcast::error::RecvError::Lagged(n)) => skipped += n,
                 Err(broadcast::error::RecvError::Closed) => break,
             },
@@ -128,10 +134,7 @@ async fn event_stream(mut socket: WebSocket, driver: DriverHandle) {
                 // made just after): the story does not trail the picture by a frame.
                 loop {
                     match events.try_recv() {
-                        Ok(e) if told.len() < EVENTS_PER_FRAME => {
-                            told.push(serde_json::to_string(&e).unwrap_or_default());
-                        }
-                        Ok(_) => skipped += 1,
+                        Ok(e) => keep(&mut told, &mut skipped, &e),
                         Err(broadcast::error::TryRecvError::Lagged(n)) => skipped += n,
                         Err(_) => break,
                     }
