@@ -80,6 +80,8 @@ pub mod options;
 pub mod partition;
 pub mod pqueue;
 pub mod protocol;
+#[cfg(feature = "replication")]
+pub mod replica;
 pub mod sim;
 pub mod stats;
 pub mod store;

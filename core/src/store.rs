@@ -463,6 +463,81 @@ impl Replay {
         })
     }
 
+    /// Ops that rebuild this replay from nothing (a snapshot of it): applied to a new
+    /// [`Replay`] they give the same topics, channels and survivors, and the same last ID
+    /// per topic.
+    pub fn to_ops(&self) -> Vec<StoreOp> {
+        let mut ops = Vec::new();
+        for (tn, t) in &self.topics {
+            ops.push(StoreOp::TopicCreated { topic: tn.clone() });
+            if t.paused {
+                ops.push(StoreOp::TopicPaused {
+                    topic: tn.clone(),
+                    paused: true,
+                });
+            }
+            for (cn, c) in &t.channels {
+                ops.push(StoreOp::ChannelCreated {
+                    topic: tn.clone(),
+                    channel: cn.clone(),
+                    start: c.start,
+                });
+                if c.paused {
+                    ops.push(StoreOp::ChannelPaused {
+                        topic: tn.clone(),
+                        channel: cn.clone(),
+                        paused: true,
+                    });
+                }
+            }
+            let publish = |m: &ReplayMessage, held: bool| StoreOp::Publish {
+                ticket: 0,
+                topic: tn.clone(),
+                held,
+                copies: 0,
+                due: m.due,
+                msg: m.msg.clone(),
+            };
+            // Dropped while held: held, then emptied; then the rest as they stand.
+            let dropped: Vec<&ReplayMessage> = t.messages.iter().filter(|m| m.dropped).collect();
+            if !dropped.is_empty() {
+                ops.extend(dropped.iter().map(|m| publish(m, true)));
+                ops.push(StoreOp::TopicEmptied {
+                    topic: tn.clone(),
+                    dropped: Vec::new(),
+                });
+            }
+            ops.extend(
+                t.messages
+                    .iter()
+                    .filter(|m| !m.dropped)
+                    .map(|m| publish(m, m.held)),
+            );
+            for (cn, c) in &t.channels {
+                if !c.finished.is_empty() {
+                    let mut ids: Vec<MessageId> = c.finished.iter().copied().collect();
+                    ids.sort();
+                    ops.push(StoreOp::Finished {
+                        topic: tn.clone(),
+                        channel: cn.clone(),
+                        ids,
+                    });
+                }
+                let mut requeued: Vec<(&MessageId, &Time)> = c.requeued.iter().collect();
+                requeued.sort();
+                for (id, due) in requeued {
+                    ops.push(StoreOp::Requeued {
+                        topic: tn.clone(),
+                        channel: cn.clone(),
+                        id: *id,
+                        due: *due,
+                    });
+                }
+            }
+        }
+        ops
+    }
+
     /// Give everything back to a broker (topics, channels, then messages in ID order), and
     /// finish the restore.
     pub fn restore_into(&self, broker: &mut crate::Broker, now: Time) {
@@ -471,6 +546,10 @@ impl Replay {
             r.topic(tn, t.paused);
             for (cn, c) in &t.channels {
                 r.channel(tn, cn, c.paused);
+            }
+            // IDs handed out later are above every ID the topic had, owed or not.
+            if let Some(last) = t.messages.last() {
+                r.seen_id(tn, last.msg.id);
             }
         }
         for s in self.survivors() {

@@ -1,0 +1,484 @@
+//! The data of a raft log entry: one wake-up's [`StoreOp`]s, as the leader's broker gave them.
+//!
+//! # Format
+//! All integers little-endian; a name or a body is a `u32` length and its bytes.
+//! ```text
+//! b'N' 1                      magic and version
+//! proposer u64  through u64   the node that proposed it, the last ticket in it
+//! count u32  op*count
+//! op = tag u8, then by tag:
+//!   0 TopicCreated   topic
+//!   1 TopicDeleted   topic
+//!   2 TopicPaused    topic paused:u8
+//!   3 TopicEmptied   topic ids
+//!   4 ChannelCreated topic channel start:u64
+//!   5 ChannelDeleted topic channel ids
+//!   6 ChannelPaused  topic channel paused:u8
+//!   7 ChannelEmptied topic channel start:u64 ids
+//!   8 Publish        ticket:u64 topic held:u8 copies:u32 due:u8(+u64) id:u64 timestamp:u64
+//!                    attempts:u16 body
+//!   9 Dispatched     topic ids copies:u32
+//!  10 Finished       topic channel ids
+//!  11 Requeued       topic channel id:u64 due:u64
+//! ids = count:u32 id:u64*count
+//! ```
+
+use crate::message::{Message, MessageId};
+use crate::store::{StoreOp, Ticket};
+use crate::Name;
+
+/// One entry's ops, and whose they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    /// The node whose broker made the ops (only it acknowledges them).
+    pub proposer: u64,
+    /// The last publish ticket among them (or before them): once committed, the proposer's
+    /// broker has every publish up to it.
+    pub through: Ticket,
+    pub ops: Vec<StoreOp>,
+}
+
+/// Why an entry's data is not a [`Batch`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a batch (bad magic or version)")]
+    Magic,
+    #[error("batch cut short")]
+    Short,
+    #[error("unknown op tag {0}")]
+    Tag(u8),
+    #[error("a name that is not UTF-8")]
+    Name,
+}
+
+const MAGIC: [u8; 2] = [b'N', 1];
+
+impl Batch {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Vec::with_capacity(32 + self.ops.len() * 48);
+        w.extend_from_slice(&MAGIC);
+        put_u64(&mut w, self.proposer);
+        put_u64(&mut w, self.through);
+        put_u32(&mut w, self.ops.len() as u32);
+        for op in &self.ops {
+            encode_op(&mut w, op);
+        }
+        w
+    }
+
+    pub fn decode(data: &[u8]) -> Result<Batch, DecodeError> {
+        let mut r = Reader(data);
+        if r.take(2)? != MAGIC {
+            return Err(DecodeError::Magic);
+        }
+        let proposer = r.u64()?;
+        let through = r.u64()?;
+        let n = r.u32()? as usize;
+        // Each op is at least a tag and a name's length: a count the data cannot hold is a
+        // lie, not a reason to allocate.
+        let mut ops = Vec::with_capacity(n.min(r.0.len() / 5));
+        for _ in 0..n {
+            ops.push(decode_op(&mut r)?);
+        }
+        if !r.0.is_empty() {
+            return Err(DecodeError::Short);
+        }
+        Ok(Batch {
+            proposer,
+            through,
+            ops,
+        })
+    }
+}
+
+fn put_u64(w: &mut Vec<u8>, x: u64) {
+    w.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_u32(w: &mut Vec<u8>, x: u32) {
+    w.extend_from_slice(&x.to_le_bytes());
+}
+
+fn put_bytes(w: &mut Vec<u8>, b: &[u8]) {
+    put_u32(w, b.len() as u32);
+    w.extend_from_slice(b);
+}
+
+fn put_ids(w: &mut Vec<u8>, ids: &[MessageId]) {
+    put_u32(w, ids.len() as u32);
+    for id in ids {
+        put_u64(w, id.0);
+    }
+}
+
+fn encode_op(w: &mut Vec<u8>, op: &StoreOp) {
+    match op {
+        StoreOp::TopicCreated { topic } => {
+            w.push(0);
+            put_bytes(w, topic.as_bytes());
+        }
+        StoreOp::TopicDeleted { topic } => {
+            w.push(1);
+            put_bytes(w, topic.as_bytes());
+        }
+        StoreOp::TopicPaused { topic, paused } => {
+            w.push(2);
+            put_bytes(w, topic.as_bytes());
+            w.push(*paused as u8);
+        }
+        StoreOp::TopicEmptied { topic, dropped } => {
+            w.push(3);
+            put_bytes(w, topic.as_bytes());
+            put_ids(w, dropped);
+        }
+        StoreOp::ChannelCreated {
+            topic,
+            channel,
+            start,
+        } => {
+            w.push(4);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            put_u64(w, start.0);
+        }
+        StoreOp::ChannelDeleted {
+            topic,
+            channel,
+            dropped,
+        } => {
+            w.push(5);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            put_ids(w, dropped);
+        }
+        StoreOp::ChannelPaused {
+            topic,
+            channel,
+            paused,
+        } => {
+            w.push(6);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            w.push(*paused as u8);
+        }
+        StoreOp::ChannelEmptied {
+            topic,
+            channel,
+            start,
+            dropped,
+        } => {
+            w.push(7);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            put_u64(w, start.0);
+            put_ids(w, dropped);
+        }
+        StoreOp::Publish {
+            ticket,
+            topic,
+            held,
+            copies,
+            due,
+            msg,
+        } => {
+            w.push(8);
+            put_u64(w, *ticket);
+            put_bytes(w, topic.as_bytes());
+            w.push(*held as u8);
+            put_u32(w, *copies);
+            match due {
+                Some(d) => {
+                    w.push(1);
+                    put_u64(w, *d);
+                }
+                None => w.push(0),
+            }
+            put_u64(w, msg.id.0);
+            put_u64(w, msg.timestamp);
+            w.extend_from_slice(&msg.attempts.to_le_bytes());
+            put_bytes(w, &msg.body);
+        }
+        StoreOp::Dispatched { topic, ids, copies } => {
+            w.push(9);
+            put_bytes(w, topic.as_bytes());
+            put_ids(w, ids);
+            put_u32(w, *copies);
+        }
+        StoreOp::Finished {
+            topic,
+            channel,
+            ids,
+        } => {
+            w.push(10);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            put_ids(w, ids);
+        }
+        StoreOp::Requeued {
+            topic,
+            channel,
+            id,
+            due,
+        } => {
+            w.push(11);
+            put_bytes(w, topic.as_bytes());
+            put_bytes(w, channel.as_bytes());
+            put_u64(w, id.0);
+            put_u64(w, *due);
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.0.len() < n {
+            return Err(DecodeError::Short);
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        Ok(u16::from_le_bytes(
+            self.take(2)?.try_into().expect("2 bytes"),
+        ))
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        Ok(u32::from_le_bytes(
+            self.take(4)?.try_into().expect("4 bytes"),
+        ))
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        Ok(u64::from_le_bytes(
+            self.take(8)?.try_into().expect("8 bytes"),
+        ))
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
+    fn name(&mut self) -> Result<Name, DecodeError> {
+        std::str::from_utf8(self.bytes()?)
+            .map(Name::from)
+            .map_err(|_| DecodeError::Name)
+    }
+
+    fn ids(&mut self) -> Result<Vec<MessageId>, DecodeError> {
+        let n = self.u32()? as usize;
+        if self.0.len() / 8 < n {
+            return Err(DecodeError::Short);
+        }
+        (0..n).map(|_| self.u64().map(MessageId)).collect()
+    }
+}
+
+fn decode_op(r: &mut Reader<'_>) -> Result<StoreOp, DecodeError> {
+    Ok(match r.u8()? {
+        0 => StoreOp::TopicCreated { topic: r.name()? },
+        1 => StoreOp::TopicDeleted { topic: r.name()? },
+        2 => StoreOp::TopicPaused {
+            topic: r.name()?,
+            paused: r.u8()? != 0,
+        },
+        3 => StoreOp::TopicEmptied {
+            topic: r.name()?,
+            dropped: r.ids()?,
+        },
+        4 => StoreOp::ChannelCreated {
+            topic: r.name()?,
+            channel: r.name()?,
+            start: MessageId(r.u64()?),
+        },
+        5 => StoreOp::ChannelDeleted {
+            topic: r.name()?,
+            channel: r.name()?,
+            dropped: r.ids()?,
+        },
+        6 => StoreOp::ChannelPaused {
+            topic: r.name()?,
+            channel: r.name()?,
+            paused: r.u8()? != 0,
+        },
+        7 => StoreOp::ChannelEmptied {
+            topic: r.name()?,
+            channel: r.name()?,
+            start: MessageId(r.u64()?),
+            dropped: r.ids()?,
+        },
+        8 => {
+            let ticket = r.u64()?;
+            let topic = r.name()?;
+            let held = r.u8()? != 0;
+            let copies = r.u32()?;
+            let due = match r.u8()? {
+                0 => None,
+                _ => Some(r.u64()?),
+            };
+            let id = MessageId(r.u64()?);
+            let timestamp = r.u64()?;
+            let attempts = r.u16()?;
+            let mut msg = Message::new(id, timestamp, r.bytes()?.into());
+            msg.attempts = attempts;
+            StoreOp::Publish {
+                ticket,
+                topic,
+                held,
+                copies,
+                due,
+                msg,
+            }
+        }
+        9 => StoreOp::Dispatched {
+            topic: r.name()?,
+            ids: r.ids()?,
+            copies: r.u32()?,
+        },
+        10 => StoreOp::Finished {
+            topic: r.name()?,
+            channel: r.name()?,
+            ids: r.ids()?,
+        },
+        11 => StoreOp::Requeued {
+            topic: r.name()?,
+            channel: r.name()?,
+            id: MessageId(r.u64()?),
+            due: r.u64()?,
+        },
+        t => return Err(DecodeError::Tag(t)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_op() -> Vec<StoreOp> {
+        let t: Name = "orders".into();
+        let c: Name = "ledger".into();
+        let ids = vec![MessageId(7), MessageId(u64::MAX)];
+        let mut msg = Message::new(MessageId(9), 1_700_000_000_000_000_000, "body ✓".into());
+        msg.attempts = 3;
+        vec![
+            StoreOp::TopicCreated { topic: t.clone() },
+            StoreOp::TopicDeleted { topic: t.clone() },
+            StoreOp::TopicPaused {
+                topic: t.clone(),
+                paused: true,
+            },
+            StoreOp::TopicEmptied {
+                topic: t.clone(),
+                dropped: ids.clone(),
+            },
+            StoreOp::ChannelCreated {
+                topic: t.clone(),
+                channel: c.clone(),
+                start: MessageId(5),
+            },
+            StoreOp::ChannelDeleted {
+                topic: t.clone(),
+                channel: c.clone(),
+                dropped: vec![],
+            },
+            StoreOp::ChannelPaused {
+                topic: t.clone(),
+                channel: c.clone(),
+                paused: false,
+            },
+            StoreOp::ChannelEmptied {
+                topic: t.clone(),
+                channel: c.clone(),
+                start: MessageId(11),
+                dropped: ids.clone(),
+            },
+            StoreOp::Publish {
+                ticket: 4,
+                topic: t.clone(),
+                held: false,
+                copies: 2,
+                due: Some(123),
+                msg: msg.clone(),
+            },
+            StoreOp::Publish {
+                ticket: 5,
+                topic: t.clone(),
+                held: true,
+                copies: 1,
+                due: None,
+                msg: Message::new(MessageId(10), 0, Vec::new().into()),
+            },
+            StoreOp::Dispatched {
+                topic: t.clone(),
+                ids: ids.clone(),
+                copies: 2,
+            },
+            StoreOp::Finished {
+                topic: t.clone(),
+                channel: c.clone(),
+                ids,
+            },
+            StoreOp::Requeued {
+                topic: t,
+                channel: c,
+                id: MessageId(9),
+                due: 99,
+            },
+        ]
+    }
+
+    #[test]
+    fn every_op_comes_back_as_it_went() {
+        let b = Batch {
+            proposer: 3,
+            through: 5,
+            ops: every_op(),
+        };
+        let data = b.encode();
+        let back = Batch::decode(&data).expect("decodes");
+        assert_eq!(back, b);
+        // Bodies compare by length in Debug, so compare them byte for byte too.
+        let body = |b: &Batch| match &b.ops[8] {
+            StoreOp::Publish { msg, .. } => (msg.body.to_vec(), msg.attempts, msg.timestamp),
+            _ => unreachable!("op 8 is a publish"),
+        };
+        assert_eq!(body(&back), body(&b));
+    }
+
+    #[test]
+    fn every_cut_and_every_bad_byte_is_an_error_not_a_panic() {
+        let data = Batch {
+            proposer: 1,
+            through: 2,
+            ops: every_op(),
+        }
+        .encode();
+        for n in 0..data.len() {
+            assert!(Batch::decode(&data[..n]).is_err(), "cut at {n}");
+        }
+        let mut longer = data.clone();
+        longer.push(0);
+        assert_eq!(Batch::decode(&longer), Err(DecodeError::Short));
+        let mut bad = data.clone();
+        bad[0] = b'X';
+        assert_eq!(Batch::decode(&bad), Err(DecodeError::Magic));
+        // A count of ops far past what the data holds.
+        let mut lie = data[..18].to_vec();
+        lie.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(Batch::decode(&lie), Err(DecodeError::Short));
+        for i in 0..data.len() {
+            let mut flipped = data.clone();
+            flipped[i] ^= 0xff;
+            let _ = Batch::decode(&flipped);
+        }
+    }
+}

@@ -1,0 +1,718 @@
+//! Replication, sans-IO: a [`Node`] is one member of a raft group (TiKV's `raft` crate, whose
+//! `RawNode` is sans-IO too) that keeps a broker's [`StoreOp`]s in a replicated log.
+//!
+//! # The idea
+//! The broker already describes every change durable storage must keep as [`StoreOp`]s, and
+//! [`Replay`] already rebuilds what is owed from them (that is how a restart after `kill -9`
+//! works). Replication puts those ops in a raft log instead of (before) a file:
+//! - The **leader** runs a [`Broker`]. Each wake-up's ops become one log entry ([`Batch`]);
+//!   when the entry is committed (a quorum has it on disk) the broker gets
+//!   [`Broker::handle_stored`], which releases the publishers' `OK`s and the messages to the
+//!   consumers. The completion path is the one a single node's file store uses.
+//! - **Every node** applies committed entries to its own [`Replay`].
+//! - A node **elected leader** waits until it has applied its term's first entry (so it has
+//!   everything committed before), then builds a broker from its `Replay`, exactly as a restart
+//!   does: every message not finished is owed again (at-least-once: what was in flight on the
+//!   old leader is delivered again), deferred messages keep their due times.
+//! - A leader that **loses leadership** drops its broker: its clients are closed, publishes not
+//!   yet committed are never acknowledged (their publishers retry, as after any lost
+//!   connection).
+//!
+//! # Run loop
+//! As the broker's: every input carries `now` ([`Node::handle_message`],
+//! [`Node::handle_timeout`], [`Node::with_broker`] for clients); then drain
+//! [`Node::poll_output`] and call back at [`Node::poll_timeout`]. Outputs come in the order a
+//! host must honour: a [`NodeOutput::Persist`] is on disk before any later
+//! [`NodeOutput::Send`] leaves.
+//!
+//! # Membership
+//! Every log starts from the same bootstrap snapshot (index 1, the first voters). A node
+//! added later, or one that lost its disk and comes back under a new id, starts empty and is
+//! sent a snapshot of the leader's applied state ([`Replay::to_ops`]), then the log after it.
+//! A node that lost its disk must never come back under its old id: it could vote twice in a
+//! term. Remove the old id ([`Node::propose_remove`]) and add the new
+//! ([`Node::propose_add`]), one change at a time.
+//!
+//! # Determinism
+//! raft-rs draws each election timeout with `rand::thread_rng`; a node's range here is one
+//! tick wide, derived from its id and the seed, so the draw has one possible answer and the
+//! same inputs give the same outputs.
+
+pub mod codec;
+pub mod sim;
+
+use crate::broker::{Broker, Output};
+use crate::options::Options;
+use crate::store::{Replay, StoreOp, Ticket};
+use crate::time::{Nanos, Time};
+pub use codec::{Batch, DecodeError};
+use protobuf::Message as PbMessage;
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Snapshot};
+use raft::prelude::Message as RaftMessage;
+use raft::storage::MemStorage;
+use raft::{GetEntriesContext, RaftState, RawNode, StateRole, Storage};
+use std::collections::VecDeque;
+
+pub use raft;
+
+/// A node's id in its group (raft's; never 0). It is also the broker's `node_id` (message
+/// IDs), so it is below 1 024.
+pub type NodeId = u64;
+
+/// How a node is set up.
+#[derive(Debug, Clone)]
+pub struct NodeConfig {
+    pub id: NodeId,
+    /// The broker's options when this node leads (`durable` is forced on and `evict_bodies`
+    /// off: the log keeps the bodies).
+    pub opts: Options,
+    pub seed: u64,
+    /// One raft tick.
+    pub tick: Nanos,
+    /// Ticks without a leader before a follower stands (each node's timeout is one of
+    /// `election_ticks..2 * election_ticks`, by id and seed).
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_ticks: usize,
+}
+
+impl NodeConfig {
+    /// Defaults: a 100 ms tick, elections after 1–2 s without a leader, heartbeats every 200 ms.
+    pub fn new(id: NodeId, opts: Options, seed: u64) -> Self {
+        NodeConfig {
+            id,
+            opts,
+            seed,
+            tick: 100_000_000,
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+        }
+    }
+}
+
+/// What a node keeps on disk: the snapshot the log starts after, the log, and raft's vote and
+/// commit. A host writes each [`Persist`] before sending what follows it; a test's disk is
+/// this struct ([`Disk::apply`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Disk {
+    pub snapshot: Snapshot,
+    pub entries: Vec<Entry>,
+    pub hard_state: HardState,
+}
+
+impl Disk {
+    /// A new group's first disk: the same on every first voter.
+    pub fn bootstrap(voters: &[NodeId]) -> Disk {
+        let mut snapshot = Snapshot::default();
+        let meta = snapshot.mut_metadata();
+        meta.index = 1;
+        meta.term = 1;
+        meta.mut_conf_state().voters = voters.to_vec();
+        snapshot.data = Batch {
+            proposer: 0,
+            through: 0,
+            ops: Vec::new(),
+        }
+        .encode()
+        .into();
+        let hard_state = HardState {
+            term: 1,
+            commit: 1,
+            ..HardState::default()
+        };
+        Disk {
+            snapshot,
+            entries: Vec::new(),
+            hard_state,
+        }
+    }
+
+    /// Keep what a [`NodeOutput::Persist`] says.
+    pub fn apply(&mut self, p: &Persist) {
+        if let Some(s) = &p.snapshot {
+            let index = s.get_metadata().index;
+            self.snapshot = s.clone();
+            self.entries.retain(|e| e.index > index);
+        }
+        if let Some(first) = p.entries.first() {
+            self.entries.retain(|e| e.index < first.index);
+            self.entries.extend(p.entries.iter().cloned());
+        }
+        if let Some(hs) = &p.hard_state {
+            self.hard_state = hs.clone();
+        }
+    }
+
+    /// Nothing on it (a node that lost its disk, or a new one).
+    pub fn is_empty(&self) -> bool {
+        self.snapshot.get_metadata().index == 0 && self.entries.is_empty()
+    }
+}
+
+/// Changes to write to disk, in order: a snapshot (replacing the log up to its index), log
+/// entries (replacing any from the first one's index on), raft's hard state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Persist {
+    pub snapshot: Option<Snapshot>,
+    pub entries: Vec<Entry>,
+    pub hard_state: Option<HardState>,
+}
+
+impl Persist {
+    fn is_empty(&self) -> bool {
+        self.snapshot.is_none() && self.entries.is_empty() && self.hard_state.is_none()
+    }
+}
+
+/// What a node asks its host to do.
+#[derive(Debug)]
+pub enum NodeOutput {
+    /// Write to disk before sending anything that follows.
+    Persist(Persist),
+    /// A raft message for another node ([`encode_message`] for the wire).
+    Send(RaftMessage),
+    /// This node leads from now on: its broker serves clients (the `term` names this broker).
+    Leading { term: u64 },
+    /// This node no longer leads: the broker of `term` is gone; close its clients' connections.
+    Deposed { term: u64 },
+    /// The leader's broker's output (never `Store` or `Commit`: those go through the log).
+    Broker(Output),
+}
+
+/// Why a node could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("raft: {0}")]
+    Raft(#[from] raft::Error),
+    #[error("not the leader")]
+    NotLeader,
+    #[error("a membership change is still in progress")]
+    ChangePending,
+    #[error("bad entry: {0}")]
+    Decode(#[from] DecodeError),
+}
+
+/// A raft message as bytes (protobuf, raft's own encoding).
+pub fn encode_message(m: &RaftMessage) -> Vec<u8> {
+    m.write_to_bytes().unwrap_or_default()
+}
+
+/// The bytes of [`encode_message`] back as a message.
+pub fn decode_message(b: &[u8]) -> Result<RaftMessage, ReplicaError> {
+    RaftMessage::parse_from_bytes(b).map_err(|e| ReplicaError::Raft(raft::Error::CodecError(e)))
+}
+
+/// The state machine, as far as it has applied the log.
+struct Applied {
+    replay: Replay,
+    index: u64,
+    term: u64,
+    conf: ConfState,
+}
+
+/// raft's storage: the log in memory (what the host keeps on disk, as [`Disk`]), and the
+/// applied state, from which snapshots for nodes that lag or start empty are made.
+struct LogStore {
+    mem: MemStorage,
+    applied: Applied,
+}
+
+impl Storage for LogStore {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        self.mem.initial_state()
+    }
+
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        self.mem.entries(low, high, max_size, context)
+    }
+
+    fn term(&self, idx: u64) -> raft::Result<u64> {
+        self.mem.term(idx)
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        self.mem.first_index()
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        self.mem.last_index()
+    }
+
+    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+        let a = &self.applied;
+        if a.index < request_index {
+            return Err(raft::Error::Store(
+                raft::StorageError::SnapshotTemporarilyUnavailable,
+            ));
+        }
+        Ok(snapshot_of(a))
+    }
+}
+
+fn snapshot_of(a: &Applied) -> Snapshot {
+    let mut s = Snapshot::default();
+    let meta = s.mut_metadata();
+    meta.index = a.index;
+    meta.term = a.term;
+    *meta.mut_conf_state() = a.conf.clone();
+    s.data = Batch {
+        proposer: 0,
+        through: 0,
+        ops: a.replay.to_ops(),
+    }
+    .encode()
+    .into();
+    s
+}
+
+/// The leader's broker, and what it waits for.
+struct Leader {
+    broker: Broker,
+    term: u64,
+    /// Ops of the current wake-up, not yet proposed.
+    ops: Vec<StoreOp>,
+    /// The last ticket proposed, and the last acknowledged.
+    proposed: Ticket,
+    acked: Ticket,
+}
+
+/// One member of a replicated group. See the [module docs](self).
+pub struct Node {
+    cfg: NodeConfig,
+    raw: RawNode<LogStore>,
+    leader: Option<Leader>,
+    next_tick: Time,
+    now: Time,
+    out: VecDeque<NodeOutput>,
+    /// Committed entries that could not be read (counted, skipped).
+    pub bad_entries: u64,
+}
+
+fn logger() -> slog::Logger {
+    slog::Logger::root(slog::Discard, slog::o!())
+}
+
+impl Node {
+    /// A node starting (or restarting) from what its disk holds: a bootstrap disk for a new
+    /// group's first voters ([`Disk::bootstrap`]), an empty one for a node joining later.
+    pub fn new(cfg: NodeConfig, disk: &Disk, now: Time) -> Result<Node, ReplicaError> {
+        let mem = MemStorage::new();
+        let mut applied = Applied {
+            replay: Replay::new(),
+            index: 0,
+            term: 0,
+            conf: ConfState::default(),
+        };
+        {
+            let mut w = mem.wl();
+            if !disk.is_empty() {
+                let meta = disk.snapshot.get_metadata();
+                applied.index = meta.index;
+                applied.term = meta.term;
+                applied.conf = meta.get_conf_state().clone();
+                applied.replay = replay_of(&disk.snapshot.data)?;
+                w.apply_snapshot(disk.snapshot.clone())?;
+                w.append(&disk.entries)?;
+                w.set_hardstate(disk.hard_state.clone());
+            }
+        }
+        let spread = (cfg.seed.wrapping_add(cfg.id) % cfg.election_ticks as u64) as usize;
+        let rc = raft::Config {
+            id: cfg.id,
+            election_tick: cfg.election_ticks,
+            heartbeat_tick: cfg.heartbeat_ticks,
+            min_election_tick: cfg.election_ticks + spread,
+            max_election_tick: cfg.election_ticks + spread + 1,
+            applied: applied.index,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+            check_quorum: true,
+            pre_vote: true,
+            ..raft::Config::default()
+        };
+        let raw = RawNode::new(&rc, LogStore { mem, applied }, &logger())?;
+        let mut opts = cfg.opts.clone();
+        opts.durable = true;
+        opts.evict_bodies = false;
+        opts.node_id = cfg.id as u16;
+        let tick = cfg.tick;
+        Ok(Node {
+            cfg: NodeConfig { opts, ..cfg },
+            raw,
+            leader: None,
+            next_tick: now + tick,
+            now,
+            out: VecDeque::new(),
+            bad_entries: 0,
+        })
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.cfg.id
+    }
+
+    /// The current term, and the leader this node knows of (0: none).
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    pub fn leader_id(&self) -> NodeId {
+        self.raw.raft.leader_id
+    }
+
+    /// Whether this node's broker serves clients (it leads and has applied everything
+    /// committed before its term).
+    pub fn is_serving(&self) -> bool {
+        self.leader.is_some()
+    }
+
+    /// The term of the broker serving here, if one is.
+    pub fn serving_term(&self) -> Option<u64> {
+        self.leader.as_ref().map(|l| l.term)
+    }
+
+    pub fn role(&self) -> StateRole {
+        self.raw.raft.state
+    }
+
+    /// What this node has applied: the replayed state, and the log index it is at.
+    pub fn applied(&self) -> (&Replay, u64) {
+        let a = &self.raw.store().applied;
+        (&a.replay, a.index)
+    }
+
+    /// The voters in the applied configuration.
+    pub fn voters(&self) -> &[NodeId] {
+        &self.raw.store().applied.conf.voters
+    }
+
+    /// The index this node has committed, and (on a leader) how far each other voter's log
+    /// matches its own: replication lag is `commit - matched`.
+    pub fn progress(&self) -> (u64, Vec<(NodeId, u64)>) {
+        let commit = self.raw.raft.raft_log.committed;
+        let mut peers = Vec::new();
+        if self.raw.raft.state == StateRole::Leader {
+            for (id, pr) in self.raw.raft.prs().iter() {
+                if *id != self.cfg.id {
+                    peers.push((*id, pr.matched));
+                }
+            }
+            peers.sort();
+        }
+        (commit, peers)
+    }
+
+    #[doc(hidden)]
+    pub fn debug_progress(&self) -> String {
+        self.raw
+            .raft
+            .prs()
+            .iter()
+            .map(|(id, p)| format!("{id}: {:?}", p))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// A message from another node.
+    pub fn handle_message(&mut self, now: Time, msg: RaftMessage) {
+        self.now = self.now.max(now);
+        // A message from a node not (or no longer) in the group is ignored by raft.
+        let _ = self.raw.step(msg);
+        self.settle();
+    }
+
+    /// A message to `to` could not be delivered (the connection failed): raft probes it
+    /// again instead of waiting. For a snapshot, say so with [`Node::report_snapshot`].
+    pub fn report_unreachable(&mut self, to: NodeId) {
+        self.raw.report_unreachable(to);
+        self.settle();
+    }
+
+    /// Whether a snapshot sent to `to` arrived: until told, raft sends it nothing else.
+    pub fn report_snapshot(&mut self, to: NodeId, delivered: bool) {
+        let status = if delivered {
+            raft::SnapshotStatus::Finish
+        } else {
+            raft::SnapshotStatus::Failure
+        };
+        self.raw.report_snapshot(to, status);
+        self.settle();
+    }
+
+    /// The earliest time [`Node::handle_timeout`] has something to do.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let broker = self.leader.as_ref().and_then(|l| l.broker.poll_timeout());
+        Some(broker.map_or(self.next_tick, |b| b.min(self.next_tick)))
+    }
+
+    /// Raft's ticks up to `now`, and the broker's timers.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.now = self.now.max(now);
+        while self.next_tick <= self.now {
+            self.raw.tick();
+            self.next_tick += self.cfg.tick;
+        }
+        if let Some(l) = self.leader.as_mut() {
+            l.broker.handle_timeout(self.now);
+        }
+        self.settle();
+    }
+
+    /// Do something with the serving broker (connect a client, hand it bytes, an admin call),
+    /// at `now`; `None` when this node does not serve.
+    pub fn with_broker<R>(
+        &mut self,
+        now: Time,
+        f: impl FnOnce(&mut Broker, Time) -> R,
+    ) -> Option<R> {
+        self.now = self.now.max(now);
+        let now = self.now;
+        let r = f(&mut self.leader.as_mut()?.broker, now);
+        self.settle();
+        Some(r)
+    }
+
+    /// The serving broker, to read (stats).
+    pub fn broker(&self) -> Option<&Broker> {
+        self.leader.as_ref().map(|l| &l.broker)
+    }
+
+    /// Add a voter (on the leader; one change at a time).
+    pub fn propose_add(&mut self, id: NodeId) -> Result<(), ReplicaError> {
+        self.change(ConfChangeType::AddNode, id)
+    }
+
+    /// Remove a voter (on the leader; one change at a time).
+    pub fn propose_remove(&mut self, id: NodeId) -> Result<(), ReplicaError> {
+        self.change(ConfChangeType::RemoveNode, id)
+    }
+
+    fn change(&mut self, kind: ConfChangeType, id: NodeId) -> Result<(), ReplicaError> {
+        if self.raw.raft.state != StateRole::Leader {
+            return Err(ReplicaError::NotLeader);
+        }
+        if self.raw.raft.has_pending_conf() {
+            return Err(ReplicaError::ChangePending);
+        }
+        let mut cc = ConfChange::default();
+        cc.set_change_type(kind);
+        cc.node_id = id;
+        self.raw.propose_conf_change(Vec::new(), cc)?;
+        self.settle();
+        Ok(())
+    }
+
+    pub fn poll_output(&mut self) -> Option<NodeOutput> {
+        self.out.pop_front()
+    }
+
+    /// Work until nothing moves: the broker's ops proposed, raft's readies handled (entries
+    /// applied, acknowledgements released), leadership taken or given up.
+    fn settle(&mut self) {
+        loop {
+            self.drain_broker();
+            if !self.raw.has_ready() {
+                self.check_role();
+                if self.raw.has_ready() {
+                    continue;
+                }
+                let more = self.leader.as_ref().is_some_and(|l| !l.ops.is_empty());
+                if !more {
+                    break;
+                }
+                continue;
+            }
+            self.on_ready();
+        }
+    }
+
+    /// A leader that is one no more drops its broker.
+    fn check_role(&mut self) {
+        let term = self.raw.raft.term;
+        let leading = self.raw.raft.state == StateRole::Leader;
+        if let Some(l) = &self.leader {
+            if !leading || l.term != term {
+                let term = l.term;
+                self.leader = None;
+                self.out.push_back(NodeOutput::Deposed { term });
+            }
+        }
+    }
+
+    /// Move the broker's output on: store ops into a proposal, the rest to the host.
+    fn drain_broker(&mut self) {
+        let Some(l) = self.leader.as_mut() else {
+            return;
+        };
+        let mut commit = None;
+        while let Some(o) = l.broker.poll_output() {
+            match o {
+                Output::Store(op) => l.ops.push(op),
+                Output::Commit { through } => commit = Some(through),
+                // Bodies are never evicted here (see `Node::new`).
+                Output::Load(_) => {}
+                other => self.out.push_back(NodeOutput::Broker(other)),
+            }
+        }
+        if l.ops.is_empty() {
+            return;
+        }
+        let through = commit.unwrap_or(l.proposed).max(l.proposed);
+        let batch = Batch {
+            proposer: self.cfg.id,
+            through,
+            ops: std::mem::take(&mut l.ops),
+        };
+        l.proposed = through;
+        if self.raw.propose(Vec::new(), batch.encode()).is_err() {
+            // Not the leader any more: the broker goes (`check_role`).
+            let term = l.term;
+            self.leader = None;
+            self.out.push_back(NodeOutput::Deposed { term });
+        }
+    }
+
+    fn on_ready(&mut self) {
+        let mut rd = self.raw.ready();
+        for m in rd.take_messages() {
+            self.out.push_back(NodeOutput::Send(m));
+        }
+        let mut persist = Persist::default();
+        if !rd.snapshot().is_empty() {
+            let snap = rd.snapshot().clone();
+            match replay_of(&snap.data) {
+                Ok(replay) => {
+                    let store = self.raw.mut_store();
+                    let meta = snap.get_metadata();
+                    store.applied = Applied {
+                        replay,
+                        index: meta.index,
+                        term: meta.term,
+                        conf: meta.get_conf_state().clone(),
+                    };
+                    let _ = store.mem.wl().apply_snapshot(snap.clone());
+                    persist.snapshot = Some(snap);
+                }
+                Err(_) => self.bad_entries += 1,
+            }
+        }
+        let committed = rd.take_committed_entries();
+        self.apply(committed);
+        if !rd.entries().is_empty() {
+            let _ = self.raw.mut_store().mem.wl().append(rd.entries());
+            persist.entries = rd.entries().clone();
+        }
+        if let Some(hs) = rd.hs() {
+            self.raw.mut_store().mem.wl().set_hardstate(hs.clone());
+            persist.hard_state = Some(hs.clone());
+        }
+        let persisted = rd.take_persisted_messages();
+        let mut light = self.raw.advance(rd);
+        if let Some(commit) = light.commit_index() {
+            let hs = {
+                let mut w = self.raw.mut_store().mem.wl();
+                w.mut_hard_state().commit = commit;
+                w.hard_state().clone()
+            };
+            persist.hard_state = Some(hs);
+        }
+        if !persist.is_empty() {
+            self.out.push_back(NodeOutput::Persist(persist));
+        }
+        for m in persisted.into_iter().chain(light.take_messages()) {
+            self.out.push_back(NodeOutput::Send(m));
+        }
+        let committed = light.take_committed_entries();
+        self.apply(committed);
+        self.raw.advance_apply();
+    }
+
+    fn apply(&mut self, entries: Vec<Entry>) {
+        for e in entries {
+            match e.get_entry_type() {
+                EntryType::EntryNormal => {
+                    if !e.data.is_empty() {
+                        match Batch::decode(&e.data) {
+                            Ok(batch) => self.apply_batch(&e, batch),
+                            Err(_) => self.bad_entries += 1,
+                        }
+                    }
+                }
+                EntryType::EntryConfChange => match ConfChange::parse_from_bytes(&e.data) {
+                    Ok(cc) => {
+                        if let Ok(cs) = self.raw.apply_conf_change(&cc) {
+                            self.raw.mut_store().mem.wl().set_conf_state(cs.clone());
+                            self.raw.mut_store().applied.conf = cs;
+                        }
+                    }
+                    Err(_) => self.bad_entries += 1,
+                },
+                // Joint consensus is never proposed here.
+                EntryType::EntryConfChangeV2 => {}
+            }
+            let a = &mut self.raw.mut_store().applied;
+            a.index = e.index;
+            a.term = e.term;
+            self.maybe_serve(e.term);
+        }
+    }
+
+    fn apply_batch(&mut self, e: &Entry, batch: Batch) {
+        let a = &mut self.raw.mut_store().applied;
+        for op in &batch.ops {
+            a.replay.apply(op);
+        }
+        if batch.proposer != self.cfg.id {
+            return;
+        }
+        if let Some(l) = self.leader.as_mut() {
+            if l.term == e.term && batch.through > l.acked {
+                l.acked = batch.through;
+                l.broker.handle_stored(self.now, batch.through, Ok(()));
+            }
+        }
+    }
+
+    /// A leader that has applied an entry of its own term has everything committed before:
+    /// its broker starts from the applied state.
+    fn maybe_serve(&mut self, entry_term: u64) {
+        let term = self.raw.raft.term;
+        if self.leader.is_some() || self.raw.raft.state != StateRole::Leader || entry_term != term {
+            return;
+        }
+        let seed = self.cfg.seed ^ term.rotate_left(17) ^ self.cfg.id;
+        let mut broker = Broker::new(self.cfg.opts.clone(), seed, self.now);
+        self.raw
+            .store()
+            .applied
+            .replay
+            .restore_into(&mut broker, self.now);
+        self.leader = Some(Leader {
+            broker,
+            term,
+            ops: Vec::new(),
+            proposed: 0,
+            acked: 0,
+        });
+        self.out.push_back(NodeOutput::Leading { term });
+    }
+}
+
+fn replay_of(data: &[u8]) -> Result<Replay, ReplicaError> {
+    let mut replay = Replay::new();
+    if !data.is_empty() {
+        for op in &Batch::decode(data)?.ops {
+            replay.apply(op);
+        }
+    }
+    Ok(replay)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,442 @@
+//! A virtual-time network of replicated [`Node`]s and the NSQ clients around them, sans-IO
+//! like everything in the core: a clock that jumps to the next event, links that drop,
+//! delay (and so reorder) and can be cut, nodes that crash, restart or lose their disk, and
+//! clients that speak V2 bytes to whichever node serves.
+//!
+//! Faults are the test's to choose; the network's delays and losses come from the seed, so a
+//! seed replays exactly.
+
+use super::{Disk, Node, NodeConfig, NodeId, NodeOutput};
+use crate::broker::{Output, Transmit};
+use crate::options::Options;
+use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
+use crate::time::{Nanos, Time};
+use crate::ClientId;
+use raft::prelude::Message as RaftMessage;
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One machine: its node while it runs, and its disk, which outlives a crash.
+pub struct SimNode {
+    pub node: Option<Node>,
+    pub disk: Disk,
+}
+
+/// A client's end of a connection to a node's broker.
+#[derive(Debug, Default, Clone)]
+pub struct SimClient {
+    /// The node, the term of the broker it reached, and its id there (`None`: not connected).
+    pub at: Option<(NodeId, u64, ClientId)>,
+    inbox: Vec<u8>,
+    /// Frames received and not yet taken.
+    pub frames: Vec<Frame>,
+}
+
+/// A handle on a [`SimClient`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Handle(pub u32);
+
+/// Replicated nodes, their network and their clients. See the [module docs](self).
+pub struct ClusterSim {
+    now: Time,
+    rng: Xoshiro256PlusPlus,
+    opts: Options,
+    seed: u64,
+    pub nodes: BTreeMap<NodeId, SimNode>,
+    /// Messages on the wire, by arrival time (then sending order).
+    wire: BTreeMap<(Time, u64), (NodeId, NodeId, RaftMessage)>,
+    sent: u64,
+    /// Directed links that lose everything (`(from, to)`).
+    pub cut: BTreeSet<(NodeId, NodeId)>,
+    /// Chance in a thousand that a message is lost.
+    pub loss_per_mille: u32,
+    /// A message takes between these two (so later ones can overtake earlier ones).
+    pub delay: (Nanos, Nanos),
+    clients: BTreeMap<Handle, SimClient>,
+    by_id: BTreeMap<(NodeId, u64, ClientId), Handle>,
+    /// Who led each term (raft's leader role, whenever seen).
+    pub leaders: BTreeMap<u64, NodeId>,
+    /// Broken promises seen so far (two leaders in a term).
+    pub violations: Vec<String>,
+    /// Snapshots sent: (sender, addressee, whether it arrived), reported to the sender as a
+    /// transport does once it has written a snapshot out or failed to.
+    reports: Vec<(NodeId, NodeId, bool)>,
+}
+
+impl ClusterSim {
+    /// A new group of `voters`, at time 0.
+    pub fn new(voters: &[NodeId], opts: Options, seed: u64) -> Self {
+        let mut sim = ClusterSim {
+            now: 0,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            opts,
+            seed,
+            nodes: BTreeMap::new(),
+            wire: BTreeMap::new(),
+            sent: 0,
+            cut: BTreeSet::new(),
+            loss_per_mille: 0,
+            delay: (1_000_000, 5_000_000),
+            clients: BTreeMap::new(),
+            by_id: BTreeMap::new(),
+            leaders: BTreeMap::new(),
+            violations: Vec::new(),
+            reports: Vec::new(),
+        };
+        let disk = Disk::bootstrap(voters);
+        for &id in voters {
+            sim.nodes.insert(
+                id,
+                SimNode {
+                    node: None,
+                    disk: disk.clone(),
+                },
+            );
+            sim.start(id);
+        }
+        sim
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+
+    /// A random number from the simulation's seed (for a test's own choices).
+    pub fn random(&mut self, below: u64) -> u64 {
+        self.rng.next_u64() % below.max(1)
+    }
+
+    fn config(&self, id: NodeId) -> NodeConfig {
+        NodeConfig::new(id, self.opts.clone(), self.seed)
+    }
+
+    /// Start (or restart) `id` from its disk.
+    pub fn start(&mut self, id: NodeId) {
+        let cfg = self.config(id);
+        let now = self.now;
+        if let Some(sn) = self.nodes.get_mut(&id) {
+            if sn.node.is_none() {
+                sn.node = Node::new(cfg, &sn.disk, now).ok();
+            }
+        }
+        self.flush(id);
+    }
+
+    /// A new machine `id`, with an empty disk (it joins once the leader adds it).
+    pub fn add_machine(&mut self, id: NodeId) {
+        self.nodes.insert(
+            id,
+            SimNode {
+                node: None,
+                disk: Disk::default(),
+            },
+        );
+        self.start(id);
+    }
+
+    /// `kill -9`: the node stops; its disk keeps what it persisted; its clients are cut off.
+    pub fn crash(&mut self, id: NodeId) {
+        if let Some(sn) = self.nodes.get_mut(&id) {
+            sn.node = None;
+        }
+        self.drop_clients(|(n, _, _)| n == id);
+    }
+
+    /// The node stops and its disk is gone (the machine is never coming back as `id`).
+    pub fn destroy(&mut self, id: NodeId) {
+        self.crash(id);
+        self.nodes.remove(&id);
+    }
+
+    /// Cut every link to and from `id`.
+    pub fn isolate(&mut self, id: NodeId) {
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for other in ids {
+            if other != id {
+                self.cut.insert((id, other));
+                self.cut.insert((other, id));
+            }
+        }
+    }
+
+    /// Mend every link.
+    pub fn heal(&mut self) {
+        self.cut.clear();
+    }
+
+    pub fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(&id).and_then(|s| s.node.as_ref())
+    }
+
+    pub fn node_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        self.nodes.get_mut(&id).and_then(|s| s.node.as_mut())
+    }
+
+    /// The node whose broker serves clients (the latest term's, if an old leader has not
+    /// noticed yet that it was replaced).
+    pub fn serving(&self) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .filter_map(|(id, s)| Some((s.node.as_ref()?.serving_term()?, *id)))
+            .max()
+            .map(|(_, id)| id)
+    }
+
+    /// Connect a client to `node`'s broker (if it serves) and send the V2 magic.
+    pub fn connect(&mut self, node: NodeId) -> Handle {
+        let h = Handle(self.clients.len() as u32 + 1);
+        self.clients.insert(h, SimClient::default());
+        self.attach(h, node);
+        h
+    }
+
+    /// Connect an existing client again, to `node` (its old connection is gone).
+    pub fn attach(&mut self, h: Handle, node: NodeId) {
+        let now = self.now;
+        let Some(n) = self.node_mut(node) else {
+            return;
+        };
+        let Some(term) = n.serving_term() else {
+            return;
+        };
+        let Some(id) = n.with_broker(now, |b, now| {
+            let id = b.connect(now, format!("10.0.0.9:{}", 40000 + h.0));
+            b.handle_bytes(now, id, MAGIC_V2);
+            id
+        }) else {
+            return;
+        };
+        if let Some(c) = self.clients.get_mut(&h) {
+            if let Some(old) = c.at.take() {
+                self.by_id.remove(&old);
+            }
+            *c = SimClient {
+                at: Some((node, term, id)),
+                ..SimClient::default()
+            };
+        }
+        self.by_id.insert((node, term, id), h);
+        self.flush(node);
+    }
+
+    pub fn client(&self, h: Handle) -> &SimClient {
+        &self.clients[&h]
+    }
+
+    pub fn is_connected(&self, h: Handle) -> bool {
+        self.clients.get(&h).is_some_and(|c| c.at.is_some())
+    }
+
+    /// Take the frames `h` received.
+    pub fn frames(&mut self, h: Handle) -> Vec<Frame> {
+        self.clients
+            .get_mut(&h)
+            .map(|c| std::mem::take(&mut c.frames))
+            .unwrap_or_default()
+    }
+
+    /// Send a command on `h`'s connection (nothing, if it has none).
+    pub fn send(&mut self, h: Handle, cmd: &Command) {
+        let Some((node, term, id)) = self.clients.get(&h).and_then(|c| c.at) else {
+            return;
+        };
+        let now = self.now;
+        let bytes = cmd.to_bytes();
+        if let Some(n) = self.node_mut(node) {
+            if n.serving_term() == Some(term) {
+                n.with_broker(now, |b, now| b.handle_bytes(now, id, &bytes));
+            }
+        }
+        self.flush(node);
+    }
+
+    fn drop_clients(&mut self, mut which: impl FnMut((NodeId, u64, ClientId)) -> bool) {
+        let gone: Vec<(NodeId, u64, ClientId)> =
+            self.by_id.keys().copied().filter(|k| which(*k)).collect();
+        for k in gone {
+            if let Some(h) = self.by_id.remove(&k) {
+                if let Some(c) = self.clients.get_mut(&h) {
+                    c.at = None;
+                }
+            }
+        }
+    }
+
+    /// Take a node's outputs: to its disk, onto the wire, to its clients.
+    fn flush(&mut self, id: NodeId) {
+        loop {
+            let Some(o) = self
+                .nodes
+                .get_mut(&id)
+                .and_then(|s| s.node.as_mut())
+                .and_then(|n| n.poll_output())
+            else {
+                break;
+            };
+            match o {
+                NodeOutput::Persist(p) => {
+                    if let Some(sn) = self.nodes.get_mut(&id) {
+                        sn.disk.apply(&p);
+                    }
+                }
+                NodeOutput::Send(m) => self.post(id, m),
+                NodeOutput::Leading { .. } => {}
+                NodeOutput::Deposed { term } => self.drop_clients(|(n, t, _)| n == id && t == term),
+                NodeOutput::Broker(o) => self.deliver_to_client(id, o),
+            }
+        }
+        if let Some(n) = self.node(id) {
+            if n.role() == raft::StateRole::Leader {
+                let term = n.term();
+                let first = *self.leaders.entry(term).or_insert(id);
+                if first != id {
+                    self.violations
+                        .push(format!("term {term} has two leaders: {first} and {id}"));
+                }
+            }
+        }
+    }
+
+    fn post(&mut self, from: NodeId, m: RaftMessage) {
+        if self.loss_per_mille > 0 && self.random(1000) < self.loss_per_mille as u64 {
+            self.lost(from, &m);
+            return;
+        }
+        let (lo, hi) = self.delay;
+        let at = self.now + lo + self.random(hi.saturating_sub(lo) + 1);
+        self.sent += 1;
+        self.wire.insert((at, self.sent), (from, m.to, m));
+    }
+
+    /// A transport knows when it could not deliver: a snapshot that did not arrive is
+    /// reported, so the leader probes and sends it again.
+    fn lost(&mut self, from: NodeId, m: &RaftMessage) {
+        if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+            self.reports.push((from, m.to, false));
+        }
+    }
+
+    fn deliver_to_client(&mut self, node: NodeId, o: Output) {
+        let Some(term) = self.node(node).and_then(|n| n.serving_term()) else {
+            return;
+        };
+        let (id, data) = match o {
+            Output::Transmit(Transmit::Data { client, data }) => (client, data),
+            Output::Transmit(Transmit::Close { client }) => {
+                self.drop_clients(|k| k == (node, term, client));
+                return;
+            }
+            _ => return,
+        };
+        let Some(h) = self.by_id.get(&(node, term, id)).copied() else {
+            return;
+        };
+        let mut heartbeat = false;
+        if let Some(c) = self.clients.get_mut(&h) {
+            c.inbox.extend_from_slice(&data);
+            let mut used = 0;
+            while let Ok(Some((f, n))) = decode_frame(&c.inbox[used..]) {
+                used += n;
+                if matches!(&f, Frame::Response(r) if r == b"_heartbeat_") {
+                    heartbeat = true;
+                } else {
+                    c.frames.push(f);
+                }
+            }
+            c.inbox.drain(..used);
+        }
+        // Clients answer heartbeats, as every NSQ client library does.
+        if heartbeat {
+            let now = self.now;
+            if let Some(n) = self.node_mut(node) {
+                let bytes = Command::Nop.to_bytes();
+                n.with_broker(now, |b, now| b.handle_bytes(now, id, &bytes));
+            }
+        }
+    }
+
+    /// The next instant something happens (a message arrives, a node's timer is due).
+    pub fn next_event(&self) -> Option<Time> {
+        let wire = self.wire.keys().next().map(|k| k.0);
+        let timers = self
+            .nodes
+            .values()
+            .filter_map(|s| s.node.as_ref()?.poll_timeout())
+            .min();
+        match (wire, timers) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Do what happens next, if it is at or before `limit`.
+    pub fn step(&mut self, limit: Time) -> bool {
+        let Some(t) = self.next_event().filter(|t| *t <= limit) else {
+            return false;
+        };
+        self.now = self.now.max(t);
+        let now = self.now;
+        let due: Vec<(Time, u64)> = self
+            .wire
+            .range(..=(now, u64::MAX))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in due {
+            let (from, to, m) = self.wire.remove(&k).expect("listed");
+            if self.cut.contains(&(from, to)) || self.node(to).is_none() {
+                self.lost(from, &m);
+                continue;
+            }
+            if m.get_msg_type() == raft::eraftpb::MessageType::MsgSnapshot {
+                self.reports.push((from, to, true));
+            }
+            if let Some(n) = self.node_mut(to) {
+                n.handle_message(now, m);
+                self.flush(to);
+            }
+        }
+        for (from, to, delivered) in std::mem::take(&mut self.reports) {
+            if let Some(n) = self.node_mut(from) {
+                n.report_snapshot(to, delivered);
+                self.flush(from);
+            }
+        }
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            if let Some(n) = self.node_mut(id) {
+                if n.poll_timeout().is_some_and(|t| t <= now) {
+                    n.handle_timeout(now);
+                    self.flush(id);
+                }
+            }
+        }
+        true
+    }
+
+    /// Everything up to `to`, and the clock at `to`.
+    pub fn advance(&mut self, to: Time) {
+        while self.step(to) {}
+        self.now = self.now.max(to);
+    }
+
+    /// Move on by `d`.
+    pub fn sleep(&mut self, d: Nanos) {
+        self.advance(self.now + d);
+    }
+
+    /// Run until `done` holds (checked after every event) or `within` has passed; whether it
+    /// held.
+    pub fn run_until(&mut self, within: Nanos, mut done: impl FnMut(&mut Self) -> bool) -> bool {
+        let end = self.now + within;
+        loop {
+            if done(self) {
+                return true;
+            }
+            if !self.step(end) {
+                self.now = self.now.max(end);
+                return done(self);
+            }
+        }
+    }
+}

@@ -1,0 +1,666 @@
+//! Replicated groups under the simulation: the paths one at a time, then seeded runs of
+//! random faults checked against the promises (see `random_faults_keep_every_promise`).
+
+use super::sim::{ClusterSim, Handle};
+use super::*;
+use crate::protocol::{Command, Frame};
+use crate::store::StoreOp;
+use crate::time::{ms, SECOND};
+use crate::Options;
+use std::collections::{BTreeMap, BTreeSet};
+
+fn opts() -> Options {
+    Options {
+        msg_timeout: 2 * SECOND,
+        ..Options::default()
+    }
+}
+
+fn elected(sim: &mut ClusterSim) -> NodeId {
+    assert!(
+        sim.run_until(10 * SECOND, |s| s.serving().is_some()),
+        "a leader serves within 10 s"
+    );
+    sim.serving().expect("serving")
+}
+
+fn publish(sim: &mut ClusterSim, h: Handle, body: &str) {
+    sim.send(
+        h,
+        &Command::Pub {
+            topic: "orders".into(),
+            body: body.into(),
+        },
+    );
+}
+
+fn oks(frames: &[Frame]) -> usize {
+    frames
+        .iter()
+        .filter(|f| matches!(f, Frame::Response(r) if r == b"OK"))
+        .count()
+}
+
+fn consumer(sim: &mut ClusterSim, node: NodeId) -> Handle {
+    let c = sim.connect(node);
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: "orders".into(),
+            channel: "ledger".into(),
+        },
+    );
+    sim.send(c, &Command::Rdy(100));
+    c
+}
+
+fn bodies(frames: &[Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Message(m) => Some(String::from_utf8_lossy(&m.body).into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn three_nodes_elect_one_leader_and_a_publish_is_answered_once_a_quorum_has_it() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 7);
+    sim.delay = (ms(5), ms(5));
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    sim.sleep(ms(20));
+    sim.frames(p);
+    publish(&mut sim, p, "first");
+    // The entry is on the leader's disk, not yet on a follower's: no OK.
+    assert_eq!(oks(&sim.frames(p)), 0, "no OK before the followers answer");
+    // One round trip to the followers (5 ms each way) later, it is committed.
+    sim.sleep(ms(11));
+    assert_eq!(oks(&sim.frames(p)), 1);
+    // Every node applies it.
+    sim.sleep(ms(300));
+    for id in [1, 2, 3] {
+        let (replay, _) = sim.node(id).expect("up").applied();
+        assert_eq!(replay.survivors().count(), 1, "node {id} has the message");
+    }
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn a_leader_cut_off_from_its_followers_never_acknowledges_and_is_replaced() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 11);
+    let old = elected(&mut sim);
+    let p = sim.connect(old);
+    sim.sleep(ms(50));
+    sim.frames(p);
+    sim.isolate(old);
+    publish(&mut sim, p, "lost in the minority");
+    sim.sleep(5 * SECOND);
+    assert_eq!(oks(&sim.frames(p)), 0, "the minority side never says OK");
+    // The old leader gave up (check-quorum) and closed its clients; the majority elected another.
+    assert!(!sim.is_connected(p), "the publisher was cut off");
+    let new = sim.serving().expect("the majority serves");
+    assert_ne!(new, old);
+    sim.heal();
+    sim.sleep(2 * SECOND);
+    // The unacknowledged publish is nowhere.
+    for id in [1, 2, 3] {
+        let (replay, _) = sim.node(id).expect("up").applied();
+        assert_eq!(replay.survivors().count(), 0, "node {id}");
+    }
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn the_leader_killed_with_a_message_in_flight_a_follower_redelivers_it() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 3);
+    let old = elected(&mut sim);
+    let p = sim.connect(old);
+    let c = consumer(&mut sim, old);
+    publish(&mut sim, p, "order 1");
+    publish(&mut sim, p, "order 2");
+    sim.sleep(ms(100));
+    assert_eq!(oks(&sim.frames(p)), 2);
+    let got = sim.frames(c);
+    assert_eq!(bodies(&got), ["order 1", "order 2"]);
+    // FIN the first; the second is in flight when the leader dies.
+    let first = got
+        .iter()
+        .find_map(|f| match f {
+            Frame::Message(m) => Some(m.id),
+            _ => None,
+        })
+        .expect("a message");
+    sim.send(c, &Command::Fin(first.to_hex()));
+    sim.sleep(ms(100));
+    sim.crash(old);
+    let new = elected(&mut sim);
+    assert_ne!(new, old);
+    let c = consumer(&mut sim, new);
+    sim.sleep(ms(100));
+    let again = sim.frames(c);
+    assert_eq!(
+        bodies(&again),
+        ["order 2"],
+        "only what was in flight comes again"
+    );
+    let m = again
+        .iter()
+        .find_map(|f| match f {
+            Frame::Message(m) => Some(m.clone()),
+            _ => None,
+        })
+        .expect("a message");
+    assert_ne!(m.id, first);
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
+fn a_deferred_message_keeps_its_due_time_on_the_new_leader() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 5);
+    let old = elected(&mut sim);
+    let c = consumer(&mut sim, old);
+    let p = sim.connect(old);
+    let due = sim.now() + 8 * SECOND;
+    sim.send(
+        p,
+        &Command::Dpub {
+            topic: "orders".into(),
+            defer_ms: 8_000,
+            body: "later"[..].into(),
+        },
+    );
+    sim.sleep(ms(100));
+    assert_eq!(oks(&sim.frames(p)), 1);
+    sim.crash(old);
+    let new = elected(&mut sim);
+    let c2 = consumer(&mut sim, new);
+    let _ = c;
+    // Not before its time.
+    sim.advance(due - ms(1));
+    assert!(bodies(&sim.frames(c2)).is_empty(), "not before it is due");
+    sim.advance(due + ms(1));
+    assert_eq!(bodies(&sim.frames(c2)), ["later"]);
+}
+
+#[test]
+fn a_node_that_lost_its_disk_comes_back_under_a_new_id_and_catches_up_by_snapshot() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 9);
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    for i in 0..20 {
+        publish(&mut sim, p, &format!("m{i}"));
+    }
+    sim.sleep(ms(200));
+    assert_eq!(oks(&sim.frames(p)), 20);
+    let gone = [1, 2, 3]
+        .into_iter()
+        .find(|&i| i != leader)
+        .expect("a follower");
+    sim.destroy(gone);
+    sim.node_mut(leader)
+        .expect("up")
+        .propose_remove(gone)
+        .expect("the leader takes the change");
+    sim.sleep(ms(200));
+    sim.add_machine(4);
+    sim.node_mut(leader)
+        .expect("up")
+        .propose_add(4)
+        .expect("the leader takes the change");
+    sim.sleep(SECOND);
+    let mut want: Vec<u64> = sim.node(leader).expect("up").voters().to_vec();
+    want.sort();
+    let others: Vec<u64> = [1, 2, 3].into_iter().filter(|&i| i != gone).collect();
+    assert_eq!(want, [others, vec![4]].concat());
+    let (a, ai) = sim.node(leader).expect("up").applied();
+    let (b, bi) = sim.node(4).expect("up").applied();
+    assert_eq!(bi, ai, "the new node applied as far as the leader");
+    assert_eq!(
+        b.survivors().map(|s| s.msg.id).collect::<Vec<_>>(),
+        a.survivors().map(|s| s.msg.id).collect::<Vec<_>>()
+    );
+    assert_eq!(b.survivors().count(), 20);
+    // It is a full voter: with the leader gone, the two left elect one of themselves.
+    sim.crash(leader);
+    let next = elected(&mut sim);
+    assert_ne!(next, leader);
+    let c = consumer(&mut sim, next);
+    sim.sleep(ms(200));
+    assert_eq!(bodies(&sim.frames(c)).len(), 20);
+}
+
+#[test]
+fn a_restarted_node_rebuilds_its_state_from_its_disk() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 13);
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    for i in 0..5 {
+        publish(&mut sim, p, &format!("m{i}"));
+    }
+    sim.sleep(ms(200));
+    for id in [1, 2, 3] {
+        sim.crash(id);
+    }
+    for id in [1, 2, 3] {
+        sim.start(id);
+    }
+    let leader = elected(&mut sim);
+    let c = consumer(&mut sim, leader);
+    sim.sleep(ms(200));
+    assert_eq!(bodies(&sim.frames(c)).len(), 5);
+}
+
+#[test]
+fn a_snapshot_of_the_replay_rebuilds_the_same_replay() {
+    // A replay built from a run of every kind of op, and one built from its snapshot ops.
+    let mut sim = crate::sim::Sim::new(
+        Options {
+            durable: true,
+            ..Options::default()
+        },
+        1,
+    );
+    let p = sim.connect();
+    let c = sim.connect();
+    sim.send(
+        p,
+        &Command::Pub {
+            topic: "held".into(),
+            body: "h"[..].into(),
+        },
+    );
+    sim.send(
+        c,
+        &Command::Sub {
+            topic: "t".into(),
+            channel: "a".into(),
+        },
+    );
+    sim.send(c, &Command::Rdy(10));
+    for i in 0..6 {
+        sim.send(
+            p,
+            &Command::Dpub {
+                topic: "t".into(),
+                defer_ms: i * 100,
+                body: format!("{i}")[..].into(),
+            },
+        );
+    }
+    sim.sleep(ms(250));
+    let got = sim.messages(c);
+    sim.send(c, &Command::Fin(got[0].id.to_hex()));
+    sim.send(
+        c,
+        &Command::Req {
+            id: got[1].id.to_hex(),
+            timeout_ms: 5000,
+        },
+    );
+    sim.broker
+        .pause_channel(sim.now(), "t", "a", true)
+        .expect("pause");
+    sim.broker.empty_topic(sim.now(), "held").expect("empty");
+    sim.send(
+        p,
+        &Command::Pub {
+            topic: "held".into(),
+            body: "h2"[..].into(),
+        },
+    );
+    sim.flush();
+    let a = sim.store.replay.clone();
+    let mut b = Replay::new();
+    let ops = a.to_ops();
+    assert!(ops.iter().any(|o| matches!(o, StoreOp::Requeued { .. })));
+    for op in &ops {
+        b.apply(op);
+    }
+    let view = |r: &Replay| {
+        r.survivors()
+            .map(|s| {
+                (
+                    s.topic.to_string(),
+                    s.channel.map(|c| c.to_string()),
+                    s.msg.id,
+                    s.due,
+                    s.msg.body.to_vec(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(view(&b), view(&a));
+    assert!(!view(&a).is_empty());
+    let meta = |r: &Replay| {
+        r.topics
+            .iter()
+            .map(|(n, t)| {
+                (
+                    n.to_string(),
+                    t.paused,
+                    t.channels
+                        .iter()
+                        .map(|(c, ch)| (c.to_string(), ch.start, ch.paused))
+                        .collect::<Vec<_>>(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(meta(&b), meta(&a));
+    // And through the codec, as a snapshot travels.
+    let data = Batch {
+        proposer: 0,
+        through: 0,
+        ops,
+    }
+    .encode();
+    let c = replay_of(&data).expect("decodes");
+    assert_eq!(view(&c), view(&a));
+}
+
+/// What one seeded run saw.
+#[derive(Default)]
+struct Ledger {
+    /// Bodies answered `OK`.
+    acked: BTreeSet<String>,
+    /// Bodies delivered (at least once).
+    delivered: BTreeSet<String>,
+    /// Bodies sent on the producer's current connection, oldest first, awaiting an answer.
+    waiting: std::collections::VecDeque<String>,
+}
+
+/// One seed: a group of 3 or 5 under random faults for 30 virtual seconds, a producer that
+/// publishes (PUB and DPUB) to whichever node serves, a consumer that finishes most of what it
+/// gets and lets some time out; then every fault repaired. The promises: at most one leader
+/// per term; nothing delivered before its due time; every acknowledged message delivered.
+fn run_seed(seed: u64) -> Result<(usize, usize), String> {
+    let five = seed % 4 == 3;
+    let voters: Vec<NodeId> = if five {
+        vec![1, 2, 3, 4, 5]
+    } else {
+        vec![1, 2, 3]
+    };
+    let mut sim = ClusterSim::new(&voters, opts(), seed);
+    sim.loss_per_mille = sim.random(60) as u32;
+    let spread = ms(1 + sim.random(40));
+    sim.delay = (ms(1), spread);
+    let mut l = Ledger::default();
+    let mut producer: Option<Handle> = None;
+    let mut cons: Option<Handle> = None;
+    let mut n = 0u64;
+    let mut next_id: NodeId = voters.len() as NodeId + 1;
+    // Members whose disks are gone, waiting to be removed, and machines waiting to be added.
+    let mut to_remove: Vec<NodeId> = Vec::new();
+    let mut to_add: Vec<NodeId> = Vec::new();
+    let mut repairs: Vec<(Time, NodeId)> = Vec::new();
+    let mut heal_at: Option<Time> = None;
+    let end = 30 * SECOND;
+    let mut next_fault = SECOND * 2;
+    let check = |sim: &mut ClusterSim,
+                 l: &mut Ledger,
+                 cons: &mut Option<Handle>,
+                 producer: &mut Option<Handle>|
+     -> Result<(), String> {
+        let now = sim.now();
+        if let Some(p) = *producer {
+            for f in sim.frames(p) {
+                match f {
+                    Frame::Response(r) if r == b"OK" => {
+                        if let Some(b) = l.waiting.pop_front() {
+                            l.acked.insert(b);
+                        }
+                    }
+                    Frame::Error(e) => {
+                        return Err(format!("publisher got {}", String::from_utf8_lossy(&e)))
+                    }
+                    _ => {}
+                }
+            }
+            if !sim.is_connected(p) {
+                l.waiting.clear();
+            }
+        }
+        if let Some(c) = *cons {
+            for f in sim.frames(c) {
+                if let Frame::Message(m) = f {
+                    let body = String::from_utf8_lossy(&m.body).into_owned();
+                    let due: Time = body
+                        .split('@')
+                        .nth(1)
+                        .and_then(|d| d.parse().ok())
+                        .unwrap_or(0);
+                    if now < due {
+                        return Err(format!("{body} delivered at {now}, before it was due"));
+                    }
+                    l.delivered.insert(body);
+                    // Most are finished; one in five is left to time out and come again.
+                    if m.id.0 % 5 != 0 || m.attempts > 1 {
+                        sim.send(c, &Command::Fin(m.id.to_hex()));
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    while sim.now() < end + 40 * SECOND {
+        let now = sim.now();
+        let faults = now < end;
+        // Faults: a crash (back within 4 s), a node cut off (healed within 4 s), or, in a
+        // group with no change pending and every node up, a disk lost for good.
+        if faults && now >= next_fault {
+            next_fault = now + ms(500 + sim.random(2500));
+            let ids: Vec<NodeId> = sim.nodes.keys().copied().collect();
+            let victim = ids[sim.random(ids.len() as u64) as usize];
+            match sim.random(10) {
+                0..=3 => {
+                    sim.crash(victim);
+                    repairs.push((now + ms(200 + sim.random(4000)), victim));
+                }
+                4..=7 => {
+                    sim.isolate(victim);
+                    heal_at = Some(now + ms(200 + sim.random(4000)));
+                }
+                _ => {
+                    let all_up = sim.nodes.values().all(|s| s.node.is_some());
+                    if all_up && to_remove.is_empty() && to_add.is_empty() {
+                        sim.destroy(victim);
+                        to_remove.push(victim);
+                        to_add.push(next_id);
+                        next_id += 1;
+                    }
+                }
+            }
+        }
+        if !faults {
+            sim.heal();
+            sim.loss_per_mille = 0;
+            for (_, id) in repairs.drain(..) {
+                sim.start(id);
+            }
+        }
+        repairs.retain(|&(at, id)| {
+            if at <= now {
+                sim.start(id);
+                false
+            } else {
+                true
+            }
+        });
+        if heal_at.is_some_and(|t| t <= now) {
+            sim.heal();
+            heal_at = None;
+        }
+        // The operator: one membership change at a time, on whichever node leads.
+        if let Some(leader) = sim.serving() {
+            if let Some(&old) = to_remove.first() {
+                let node = sim.node_mut(leader).expect("serving");
+                if !node.voters().contains(&old) {
+                    to_remove.clear();
+                } else {
+                    let _ = node.propose_remove(old);
+                }
+            } else if let Some(&new) = to_add.first() {
+                if !sim.nodes.contains_key(&new) {
+                    sim.add_machine(new);
+                }
+                let node = sim.node_mut(leader).expect("serving");
+                if node.voters().contains(&new) {
+                    to_add.clear();
+                } else {
+                    let _ = node.propose_add(new);
+                }
+            }
+        }
+        // Clients follow the serving node, as they follow nsqlookupd.
+        if let Some(leader) = sim.serving() {
+            let p = *producer.get_or_insert_with(|| sim.connect(leader));
+            if !sim.is_connected(p) {
+                // What the lost connection never answered stays unanswered.
+                l.waiting.clear();
+                sim.attach(p, leader);
+            }
+            let c = match cons {
+                Some(c) => c,
+                None => {
+                    let c = consumer(&mut sim, leader);
+                    cons = Some(c);
+                    c
+                }
+            };
+            if !sim.is_connected(c) {
+                sim.attach(c, leader);
+                sim.send(
+                    c,
+                    &Command::Sub {
+                        topic: "orders".into(),
+                        channel: "ledger".into(),
+                    },
+                );
+                sim.send(c, &Command::Rdy(100));
+            }
+            if faults && sim.is_connected(p) {
+                n += 1;
+                let defer = if n.is_multiple_of(3) {
+                    sim.random(3000)
+                } else {
+                    0
+                };
+                let body = format!("m{n}@{}", sim.now() + ms(defer));
+                l.waiting.push_back(body.clone());
+                if defer > 0 {
+                    sim.send(
+                        p,
+                        &Command::Dpub {
+                            topic: "orders".into(),
+                            defer_ms: defer,
+                            body: body[..].into(),
+                        },
+                    );
+                } else {
+                    sim.send(
+                        p,
+                        &Command::Pub {
+                            topic: "orders".into(),
+                            body: body[..].into(),
+                        },
+                    );
+                }
+            }
+        }
+        check(&mut sim, &mut l, &mut cons, &mut producer)?;
+        sim.sleep(ms(50));
+        check(&mut sim, &mut l, &mut cons, &mut producer)?;
+        if !faults && l.acked.is_subset(&l.delivered) && to_remove.is_empty() && to_add.is_empty() {
+            break;
+        }
+    }
+    if !sim.violations.is_empty() {
+        return Err(sim.violations.join("; "));
+    }
+    let lost: Vec<&String> = l.acked.difference(&l.delivered).collect();
+    if !lost.is_empty() {
+        if std::env::var("NSQLAB_REPLICA_DEBUG").is_ok() {
+            let leader = sim.serving();
+            eprintln!(
+                "serving {leader:?} now {} remove {to_remove:?} add {to_add:?}",
+                sim.now()
+            );
+            for (id, sn) in &sim.nodes {
+                match &sn.node {
+                    Some(n) => eprintln!(
+                        "node {id}: {:?} term {} leader {} voters {:?} progress {:?} {}",
+                        n.role(),
+                        n.term(),
+                        n.leader_id(),
+                        n.voters(),
+                        n.progress(),
+                        n.debug_progress()
+                    ),
+                    None => eprintln!("node {id}: down"),
+                }
+            }
+            for (id, sn) in &sim.nodes {
+                let Some(node) = &sn.node else { continue };
+                let (r, idx) = node.applied();
+                for b in &lost {
+                    let s: Vec<String> = r
+                        .survivors()
+                        .filter(|s| &*String::from_utf8_lossy(&s.msg.body) == b.as_str())
+                        .map(|s| format!("{:?} {:?} {:?}", s.channel, s.due, s.msg.id))
+                        .collect();
+                    eprintln!("node {id} applied {idx}: {b}: {s:?}");
+                }
+            }
+            if let Some(b) = leader.and_then(|id| sim.node(id)).and_then(|n| n.broker()) {
+                eprintln!(
+                    "{}",
+                    serde_json::to_string(&b.stats(&Default::default())).unwrap_or_default()
+                );
+            }
+        }
+        return Err(format!(
+            "{} acknowledged, never delivered: {:?}",
+            lost.len(),
+            &lost[..lost.len().min(5)]
+        ));
+    }
+    if l.acked.is_empty() {
+        return Err("nothing was acknowledged".into());
+    }
+    Ok((l.acked.len(), l.delivered.len()))
+}
+
+/// The seeded runs: `NSQLAB_REPLICA_SEEDS` of them (default 200; `scripts/replica-sim.sh` runs
+/// thousands), each a fresh group with its own faults.
+#[test]
+fn random_faults_keep_every_promise() {
+    let seeds: u64 = std::env::var("NSQLAB_REPLICA_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200);
+    let first: u64 = std::env::var("NSQLAB_REPLICA_FIRST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut failed = BTreeMap::new();
+    let mut acked = 0;
+    for seed in first..first + seeds {
+        match run_seed(seed) {
+            Ok((a, _)) => acked += a,
+            Err(e) => {
+                failed.insert(seed, e);
+            }
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {seeds} seeds failed: {failed:#?}",
+        failed.len()
+    );
+    assert!(
+        acked as u64 > seeds * 50,
+        "too little was published: {acked}"
+    );
+}
