@@ -57,6 +57,16 @@ native() { cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test
 check "native tests" native
 summary() { grep -E '^test result:' target/test-native.log | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}'; }
 
+step "replicated groups under random faults: ${REPLICA_SEEDS:=3000} seeds (release build)"
+# The native tests ran 200; these are the thousands (crashes, cut links, lost messages and
+# disks, membership changes), optimised so they take a minute.
+replica_seeds() {
+  NSQLAB_REPLICA_SEEDS=$REPLICA_SEEDS cargo test --release --locked -p nsqlab-core --features replication \
+    --lib replica::tests::random_faults_keep_every_promise 2>&1 | tee target/test-replica.log &&
+    grep -E '^test result: ok\. 1 passed' target/test-replica.log >/dev/null
+}
+check "replication seeds" replica_seeds
+
 step "core tests in WebAssembly (wasm-pack test --node core)"
 wasm_node() {
   wasm-pack test --node core 2>&1 | tee target/test-wasm.log &&

@@ -53,6 +53,7 @@ use raft::storage::MemStorage;
 use raft::{GetEntriesContext, RaftState, RawNode, StateRole, Storage};
 use std::collections::VecDeque;
 
+pub use protobuf;
 pub use raft;
 
 /// A node's id in its group (raft's; never 0). It is also the broker's `node_id` (message

@@ -8,6 +8,7 @@ pub mod http;
 pub mod link;
 pub mod lookup;
 pub mod options;
+pub mod replica;
 pub mod statsd;
 pub mod store;
 pub mod tcp;
