@@ -178,6 +178,15 @@ pub enum NodeOutput {
     Deposed { term: u64 },
     /// The leader's broker's output (never `Store` or `Commit`: those go through the log).
     Broker(Output),
+    /// Every publish of the serving broker up to ticket `through` is committed (its `OK`s
+    /// are out): a host answers what it made wait for the store (an HTTP publish).
+    Stored { through: Ticket },
+    /// A voter joined the group (with the address its adder gave, for the transport) or left.
+    Member {
+        id: NodeId,
+        joined: bool,
+        address: String,
+    },
 }
 
 /// Why a node could not do what it was asked.
@@ -484,17 +493,33 @@ impl Node {
         self.leader.as_ref().map(|l| &l.broker)
     }
 
-    /// Add a voter (on the leader; one change at a time).
-    pub fn propose_add(&mut self, id: NodeId) -> Result<(), ReplicaError> {
-        self.change(ConfChangeType::AddNode, id)
+    /// The last ticket of the serving broker that is committed (0 before the first).
+    pub fn stored_through(&self) -> Option<Ticket> {
+        self.leader.as_ref().map(|l| l.acked)
+    }
+
+    /// Add a voter (on the leader; one change at a time). `address` travels with the change
+    /// to every node ([`NodeOutput::Member`]): where the transport reaches the new one.
+    pub fn propose_add(&mut self, id: NodeId, address: &str) -> Result<(), ReplicaError> {
+        self.change(ConfChangeType::AddNode, id, address)
     }
 
     /// Remove a voter (on the leader; one change at a time).
     pub fn propose_remove(&mut self, id: NodeId) -> Result<(), ReplicaError> {
-        self.change(ConfChangeType::RemoveNode, id)
+        self.change(ConfChangeType::RemoveNode, id, "")
     }
 
-    fn change(&mut self, kind: ConfChangeType, id: NodeId) -> Result<(), ReplicaError> {
+    fn change(
+        &mut self,
+        kind: ConfChangeType,
+        id: NodeId,
+        address: &str,
+    ) -> Result<(), ReplicaError> {
+        if id == 0 {
+            return Err(ReplicaError::Raft(raft::Error::ConfChangeError(
+                "node 0 does not exist".into(),
+            )));
+        }
         if self.raw.raft.state != StateRole::Leader {
             return Err(ReplicaError::NotLeader);
         }
@@ -504,6 +529,7 @@ impl Node {
         let mut cc = ConfChange::default();
         cc.set_change_type(kind);
         cc.node_id = id;
+        cc.context = address.as_bytes().to_vec().into();
         self.raw.propose_conf_change(Vec::new(), cc)?;
         self.settle();
         Ok(())
@@ -650,6 +676,11 @@ impl Node {
                         if let Ok(cs) = self.raw.apply_conf_change(&cc) {
                             self.raw.mut_store().mem.wl().set_conf_state(cs.clone());
                             self.raw.mut_store().applied.conf = cs;
+                            self.out.push_back(NodeOutput::Member {
+                                id: cc.node_id,
+                                joined: cc.get_change_type() != ConfChangeType::RemoveNode,
+                                address: String::from_utf8_lossy(&cc.context).into_owned(),
+                            });
                         }
                     }
                     Err(_) => self.bad_entries += 1,
@@ -676,6 +707,9 @@ impl Node {
             if l.term == e.term && batch.through > l.acked {
                 l.acked = batch.through;
                 l.broker.handle_stored(self.now, batch.through, Ok(()));
+                self.out.push_back(NodeOutput::Stored {
+                    through: batch.through,
+                });
             }
         }
     }

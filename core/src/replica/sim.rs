@@ -281,7 +281,9 @@ impl ClusterSim {
                     }
                 }
                 NodeOutput::Send(m) => self.post(id, m),
-                NodeOutput::Leading { .. } => {}
+                NodeOutput::Leading { .. }
+                | NodeOutput::Stored { .. }
+                | NodeOutput::Member { .. } => {}
                 NodeOutput::Deposed { term } => self.drop_clients(|(n, t, _)| n == id && t == term),
                 NodeOutput::Broker(o) => self.deliver_to_client(id, o),
             }

@@ -207,7 +207,7 @@ fn a_node_that_lost_its_disk_comes_back_under_a_new_id_and_catches_up_by_snapsho
     sim.add_machine(4);
     sim.node_mut(leader)
         .expect("up")
-        .propose_add(4)
+        .propose_add(4, "")
         .expect("the leader takes the change");
     sim.sleep(SECOND);
     let mut want: Vec<u64> = sim.node(leader).expect("up").voters().to_vec();
@@ -509,7 +509,7 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
                 if node.voters().contains(&new) {
                     to_add.clear();
                 } else {
-                    let _ = node.propose_add(new);
+                    let _ = node.propose_add(new, "");
                 }
             }
         }

@@ -82,7 +82,12 @@ pub enum ToDriver {
     CallStored(StoredJob),
     /// A timer is due (from the alarm thread).
     Tick,
+    /// Run a closure on the replicated node (`None`: this server is not replicated).
+    Node(NodeJob),
 }
+
+/// Work on a replicated node (see [`ToDriver::Node`]).
+pub type NodeJob = Box<dyn FnOnce(Option<&mut nsqlab_core::replica::Node>) + Send>;
 
 /// From one partition to another: the core's routing messages, a moving client's
 /// connection with it.
@@ -205,6 +210,19 @@ impl DriverHandle {
         rx.await.ok()
     }
 
+    /// Run `f` on the replicated node (`None` when the server is not replicated).
+    pub async fn call_node<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(Option<&mut nsqlab_core::replica::Node>) -> R + Send + 'static,
+    ) -> Option<R> {
+        let (tx, rx) = oneshot::channel();
+        let job: NodeJob = Box::new(move |n| {
+            let _ = tx.send(f(n));
+        });
+        self.parts.first()?.send(ToDriver::Node(job)).await.ok()?;
+        rx.await.ok()
+    }
+
     /// Subscribe to the broker's events (the live stream). Events are produced only while
     /// someone listens.
     pub fn subscribe_events(&self) -> broadcast::Receiver<Event> {
@@ -248,24 +266,15 @@ pub fn spawn(
     shutdown: watch::Receiver<bool>,
 ) -> (DriverHandle, Vec<tokio::task::JoinHandle<Broker>>) {
     let (events, _) = broadcast::channel(65_536);
-    let write_timeout = parts
-        .first()
-        .map(|p| Duration::from_nanos(p.broker.options().default_heartbeat_interval()))
-        .filter(|d| !d.is_zero());
-    let ws = parts.first().map_or(
-        WsLimits {
-            max_message: 5 << 20,
-            idle: Duration::from_secs(120),
-        },
-        |p| {
-            let o = p.broker.options();
-            let body = o.max_body_size.max(o.max_msg_size) as usize;
+    let (write_timeout, ws) = parts.first().map_or(
+        (
+            None,
             WsLimits {
-                max_message: body + nsqlab_core::protocol::decode::MAX_LINE_LENGTH + 8,
-                idle: Duration::from_nanos(2 * o.max_heartbeat_interval)
-                    .max(Duration::from_secs(1)),
-            }
-        },
+                max_message: 5 << 20,
+                idle: Duration::from_secs(120),
+            },
+        ),
+        |p| limits(p.broker.options()),
     );
     let auth = Arc::new(auth);
     let mut mains = Vec::new();
@@ -310,6 +319,37 @@ pub fn spawn(
         ws,
     };
     (handle, tasks)
+}
+
+/// A new connection's write deadline and the WebSocket limits, from the broker's options.
+fn limits(o: &nsqlab_core::Options) -> (Option<Duration>, WsLimits) {
+    let write_timeout =
+        Some(Duration::from_nanos(o.default_heartbeat_interval())).filter(|d| !d.is_zero());
+    let body = o.max_body_size.max(o.max_msg_size) as usize;
+    let ws = WsLimits {
+        max_message: body + nsqlab_core::protocol::decode::MAX_LINE_LENGTH + 8,
+        idle: Duration::from_nanos(2 * o.max_heartbeat_interval).max(Duration::from_secs(1)),
+    };
+    (write_timeout, ws)
+}
+
+impl DriverHandle {
+    /// A handle on one broker task fed by `tx` (a replicated node's: see
+    /// `super::replica::driver`).
+    pub(crate) fn single(
+        tx: mpsc::Sender<ToDriver>,
+        events: broadcast::Sender<Event>,
+        opts: &nsqlab_core::Options,
+    ) -> DriverHandle {
+        let (write_timeout, ws) = limits(opts);
+        DriverHandle {
+            parts: vec![tx].into(),
+            next: Arc::new(AtomicUsize::new(0)),
+            events,
+            write_timeout,
+            ws,
+        }
+    }
 }
 
 /// How a partition reaches another.
@@ -731,6 +771,7 @@ fn handle(part: &mut Core, ctx: &mut Ctx, m: ToDriver) {
         ToDriver::Call(f) => return f(part.broker_mut(), now),
         ToDriver::CallStored(f) => return ctx.after_store.push(f(part.broker_mut(), now)),
         ToDriver::Tick => return,
+        ToDriver::Node(f) => return f(None),
         ToDriver::Auth { client, answer } => {
             return part.broker_mut().handle_auth_response(now, client, answer)
         }

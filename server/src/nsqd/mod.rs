@@ -84,7 +84,12 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
     opts.evict_bodies = args.durable;
     opts.registry = true;
     let now = crate::clock::now();
-    let count = args.partition_count();
+    let replicated = args.replicas > 1;
+    let count = if replicated {
+        1
+    } else {
+        args.partition_count()
+    };
     opts.partitions = count;
     let data_path = if args.data_path.is_empty() {
         std::env::current_dir()?
@@ -92,7 +97,8 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         std::path::PathBuf::from(&args.data_path)
     };
     let mut parts = Vec::new();
-    for p in 0..count {
+    // Replicated, the broker is the node's (rebuilt from the raft log), not the files'.
+    for p in (0..count).filter(|_| !replicated) {
         let opts = nsqlab_core::Options {
             partition: p,
             ..opts.clone()
@@ -149,7 +155,24 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         tls: client_tls,
     };
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (driver, broker_tasks) = driver::spawn(parts, auth, registry_tx, shutdown.clone());
+    let (driver, broker_tasks) = if replicated {
+        let (node, log, transport, inbox, reports) =
+            replica::driver::open(&args, opts.clone(), &data_path, now).await?;
+        let parts = replica::driver::Parts {
+            node,
+            log,
+            transport,
+            inbox,
+            reports,
+            standby: Broker::new(opts.clone(), now, now),
+            auth,
+            registry: registry_tx,
+        };
+        let (handle, task) = replica::driver::spawn(parts, shutdown.clone());
+        (handle, vec![task])
+    } else {
+        driver::spawn(parts, auth, registry_tx, shutdown.clone())
+    };
 
     // TCP and HTTP on a unix socket too, for a path (nsqd v1.3).
     let tcp = crate::net::listen_any_or_fail(&args.tcp_address).await?;

@@ -217,6 +217,22 @@ pub struct NsqdArgs {
     /// left to the storage threads when durable)
     #[arg(long, default_value_t = 0)]
     pub worker_threads: u32,
+    /// nsqlab: keep every message on this many nodes (a raft group; 1: no replication). An
+    /// OK means a majority has it on disk. Needs --node-id, --raft-address and a --raft-peer
+    /// for every node (this one included); one partition
+    #[arg(long, default_value_t = 1)]
+    pub replicas: u32,
+    /// nsqlab: <addr>:<port> to listen on for the other nodes of the group (--replicas)
+    #[arg(long, default_value = "")]
+    pub raft_address: String,
+    /// nsqlab: a node of the group as <node-id>@<host>:<port> (its --raft-address); may be
+    /// given multiple times, or comma-separated
+    #[arg(long, action = ArgAction::Append)]
+    pub raft_peer: Vec<String>,
+    /// nsqlab: join an existing group (start with nothing; the leader sends everything once
+    /// `POST /raft/add?id=&address=` adds this node) instead of starting a new one
+    #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
+    pub raft_join: bool,
 }
 
 impl NsqdArgs {
@@ -260,7 +276,56 @@ impl NsqdArgs {
     }
 
     /// Checks nsqd makes at start (its error texts).
+    /// The group's nodes from `--raft-peer` (id and address), in id order.
+    pub fn raft_peers(&self) -> Result<Vec<(u64, String)>, String> {
+        let mut peers = Vec::new();
+        for p in self
+            .raft_peer
+            .iter()
+            .flat_map(|s| s.split(','))
+            .map(str::trim)
+        {
+            let (id, addr) = p
+                .split_once('@')
+                .ok_or_else(|| format!("--raft-peer {p:?} is not <node-id>@<host>:<port>"))?;
+            let id: u64 = id
+                .parse()
+                .ok()
+                .filter(|id| (1..1024).contains(id))
+                .ok_or_else(|| format!("--raft-peer {p:?}: the node id must be [1,1024)"))?;
+            if peers.iter().any(|(i, _)| *i == id) {
+                return Err(format!("--raft-peer: node {id} is given twice"));
+            }
+            peers.push((id, addr.to_string()));
+        }
+        peers.sort();
+        Ok(peers)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
+        if self.replicas > 1 {
+            let peers = self.raft_peers()?;
+            let me = self.node_id.unwrap_or(0) as u64;
+            if !(1..1024).contains(&me) {
+                return Err("--replicas needs --node-id [1,1024)".into());
+            }
+            if self.raft_address.is_empty() {
+                return Err("--replicas needs --raft-address".into());
+            }
+            let counted = self.raft_join || peers.len() == self.replicas as usize;
+            if !counted || !peers.iter().any(|(i, _)| *i == me) {
+                return Err(format!(
+                    "--replicas={} needs a --raft-peer for each node, this one (node {me}) included",
+                    self.replicas
+                ));
+            }
+            if !self.durable {
+                return Err("--replicas needs --durable=true".into());
+            }
+            if self.partitions > 1 {
+                return Err("--replicas works with one partition (--partitions=1)".into());
+            }
+        }
         if let Some(id) = self.node_id {
             if !(0..1024).contains(&id) {
                 return Err("--node-id must be [0,1024)".into());

@@ -8,6 +8,7 @@
 
 mod handlers;
 mod metrics;
+mod raft;
 mod routing;
 mod stats;
 mod www;
@@ -140,6 +141,9 @@ pub fn router(
         .route("/ws/nsq", get(ws_nsq))
         .route("/ws/events", get(ws_events))
         .route("/api/queues", get(api_queues))
+        // nsqlab's replication (see `raft.rs`): every method, each handler decides.
+        .route("/raft/status", any(raft::raft_status))
+        .route("/raft/{action}", any(raft::raft_change))
         .fallback(|| async { ApiErr::NotFound })
         .layer(middleware::from_fn(method_guard))
         .with_state(state)

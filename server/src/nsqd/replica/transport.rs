@@ -39,7 +39,9 @@ pub enum Report {
 
 /// Sends raft messages to peers (see the [module docs](self)).
 pub struct Transport {
-    peers: HashMap<NodeId, mpsc::UnboundedSender<Message>>,
+    me: NodeId,
+    peers: HashMap<NodeId, (String, mpsc::UnboundedSender<Message>)>,
+    reports: mpsc::UnboundedSender<Report>,
 }
 
 impl Transport {
@@ -54,22 +56,51 @@ impl Transport {
         reports: mpsc::UnboundedSender<Report>,
     ) -> Transport {
         tokio::spawn(accept(me, listener, inbox));
-        let peers = peers
+        let mut t = Transport {
+            me,
+            peers: HashMap::new(),
+            reports,
+        };
+        for (id, addr) in peers {
+            t.add_peer(*id, addr);
+        }
+        t
+    }
+
+    /// Reach node `id` at `addr` from now on (a node that joined, or moved).
+    pub fn add_peer(&mut self, id: NodeId, addr: &str) {
+        if id == self.me || addr.is_empty() {
+            return;
+        }
+        if self.peers.get(&id).is_some_and(|(a, _)| a == addr) {
+            return;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(sender(id, addr.to_string(), rx, self.reports.clone()));
+        // The old sender, if any, ends with its channel.
+        self.peers.insert(id, (addr.to_string(), tx));
+    }
+
+    /// Stop reaching node `id` (it left the group).
+    pub fn remove_peer(&mut self, id: NodeId) {
+        self.peers.remove(&id);
+    }
+
+    /// The peers reached, and where.
+    pub fn peers(&self) -> Vec<(NodeId, String)> {
+        let mut v: Vec<_> = self
+            .peers
             .iter()
-            .filter(|(id, _)| *id != me)
-            .map(|(id, addr)| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(sender(*id, addr.clone(), rx, reports.clone()));
-                (*id, tx)
-            })
+            .map(|(id, (a, _))| (*id, a.clone()))
             .collect();
-        Transport { peers }
+        v.sort();
+        v
     }
 
     /// Send `m` to its addressee (dropped, and reported, if it is not a known peer).
     pub fn send(&self, m: Message) -> Result<(), Report> {
         match self.peers.get(&m.to) {
-            Some(tx) => tx.send(m).map_err(|m| lost(&m.0)),
+            Some((_, tx)) => tx.send(m).map_err(|m| lost(&m.0)),
             None => Err(lost(&m)),
         }
     }

@@ -36,6 +36,9 @@ pub enum StoreError {
     /// The store was closed (the server is stopping).
     #[error("storage is closed")]
     Closed,
+    /// A replicated node that does not lead (or stopped leading before the write committed).
+    #[error("this node does not lead its group")]
+    NotLeader,
 }
 
 /// Equal when they say the same: the same operation on the same path failing with the same
@@ -67,7 +70,7 @@ impl PartialEq for StoreError {
                     seg: s,
                 },
             ) => topic == t && id == i && seg == s,
-            (Closed, Closed) => true,
+            (Closed, Closed) | (NotLeader, NotLeader) => true,
             _ => false,
         }
     }

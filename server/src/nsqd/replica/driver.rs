@@ -1,0 +1,423 @@
+//! The broker task of a replicated node (`--replicas`): the one owner of its
+//! [`Node`], fed by connections, HTTP handlers, the peers' raft messages and the clock, as
+//! `super::super::driver` feeds a partition.
+//!
+//! Each wake-up: the input goes to the node, then its outputs are carried out in order —
+//! `Persist` appended to `raft.log` and synced before any message that follows it is sent
+//! (the sync runs on this task for now), messages to the transport, the serving broker's
+//! output to its connections, nsqlookupd and the event stream.
+//!
+//! Clients reach the broker only while this node serves (it leads and has caught up). A
+//! connection that arrives otherwise is closed at once; nsqlookupd lists only the leader (a
+//! deposed leader unregisters everything it had registered), so clients that use it go
+//! there. A broker's client IDs are made unique across terms here (`term << 32 | id`), so
+//! input still arriving from a connection of a deposed broker reaches no one.
+
+use super::log::RaftLog;
+use super::transport::{Report, Transport};
+use crate::nsqd::driver::{AfterStore, DriverHandle, Out, ToDriver};
+use crate::nsqd::store::StoreError;
+use nsqlab_core::partition::ClientInput;
+use nsqlab_core::replica::raft::prelude::Message;
+use nsqlab_core::replica::{Node, NodeOutput};
+use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time, Transmit};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{broadcast, mpsc, watch};
+
+/// Everything the task needs besides the node.
+pub struct Parts {
+    pub node: Node,
+    pub log: RaftLog,
+    pub transport: Transport,
+    pub inbox: mpsc::UnboundedReceiver<Message>,
+    pub reports: mpsc::UnboundedReceiver<Report>,
+    /// Answers calls while the node does not serve (empty: stats of nothing).
+    pub standby: Broker,
+    pub auth: crate::nsqd::auth::AuthConfig,
+    pub registry: mpsc::UnboundedSender<RegistryChange>,
+}
+
+/// Start the task; it ends when `shutdown` flips.
+pub fn spawn(
+    p: Parts,
+    shutdown: watch::Receiver<bool>,
+) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
+    let (events, _) = broadcast::channel(65_536);
+    let (tx, rx) = mpsc::channel(4096);
+    let handle = DriverHandle::single(tx.clone(), events.clone(), p.standby.options());
+    let task = Task {
+        node: p.node,
+        log: p.log,
+        transport: p.transport,
+        standby: p.standby,
+        conns: HashMap::new(),
+        waiting: Vec::new(),
+        registered: BTreeSet::new(),
+        events,
+        registry: p.registry,
+        auth: Arc::new(p.auth),
+        me: tx.downgrade(),
+        auth_start: 0,
+        failed: false,
+    };
+    let join = tokio::spawn(task.run(rx, p.inbox, p.reports, shutdown));
+    (handle, join)
+}
+
+struct Task {
+    node: Node,
+    log: RaftLog,
+    transport: Transport,
+    standby: Broker,
+    /// The serving broker's connections, by the IDs given to them (`term << 32 | id`).
+    conns: HashMap<ClientId, mpsc::UnboundedSender<Out>>,
+    /// HTTP calls waiting for their publishes to commit: the ticket, and the answer.
+    waiting: Vec<(Ticket, AfterStore)>,
+    /// What this node registered with nsqlookupd (unregistered when it stops serving).
+    registered: BTreeSet<(nsqlab_core::Name, Option<nsqlab_core::Name>)>,
+    events: broadcast::Sender<Event>,
+    registry: mpsc::UnboundedSender<RegistryChange>,
+    auth: Arc<crate::nsqd::auth::AuthConfig>,
+    me: mpsc::WeakSender<ToDriver>,
+    auth_start: usize,
+    /// The raft log could not be written: the node stops taking part.
+    failed: bool,
+}
+
+/// The ID a connection of the broker serving in `term` knows its client by.
+fn outer(term: u64, id: ClientId) -> ClientId {
+    ClientId(term << 32 | (id.0 & 0xffff_ffff))
+}
+
+impl Task {
+    /// The broker's ID for a connection's, if the connection is of the serving broker.
+    fn inner(&self, id: ClientId) -> Option<ClientId> {
+        let term = self.node.serving_term()?;
+        (id.0 >> 32 == term & 0xffff_ffff).then_some(ClientId(id.0 & 0xffff_ffff))
+    }
+
+    async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<ToDriver>,
+        mut inbox: mpsc::UnboundedReceiver<Message>,
+        mut reports: mpsc::UnboundedReceiver<Report>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> Broker {
+        loop {
+            if let Some(b) = self.node.broker() {
+                let listening = self.events.receiver_count() > 0;
+                if b.options().events != listening {
+                    self.node
+                        .with_broker(crate::clock::now(), |b, _| b.set_events(listening));
+                }
+            }
+            let next = self.node.poll_timeout();
+            let sleep = async {
+                match next {
+                    Some(t) => {
+                        let now = crate::clock::now();
+                        tokio::time::sleep(Duration::from_nanos(t.saturating_sub(now))).await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                m = inbox.recv() => {
+                    if let Some(m) = m {
+                        self.node.handle_message(crate::clock::now(), m);
+                    }
+                    while let Ok(m) = inbox.try_recv() {
+                        self.node.handle_message(crate::clock::now(), m);
+                    }
+                }
+                r = reports.recv() => {
+                    if let Some(r) = r {
+                        self.report(r);
+                    }
+                }
+                m = rx.recv() => {
+                    let Some(m) = m else { break };
+                    self.handle(m);
+                    for _ in 0..1024 {
+                        match rx.try_recv() {
+                            Ok(m) => self.handle(m),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = sleep => {}
+                _ = shutdown.changed() => break,
+            }
+            let now = crate::clock::now();
+            if self.node.poll_timeout().is_some_and(|t| t <= now) {
+                self.node.handle_timeout(now);
+            }
+            self.flush();
+            if self.failed {
+                break;
+            }
+        }
+        for (_, reply) in self.waiting.drain(..) {
+            reply(Err(StoreError::Closed));
+        }
+        self.standby
+    }
+
+    fn report(&mut self, r: Report) {
+        match r {
+            Report::Unreachable(id) => self.node.report_unreachable(id),
+            Report::Snapshot { to, delivered } => self.node.report_snapshot(to, delivered),
+        }
+    }
+
+    fn handle(&mut self, m: ToDriver) {
+        let now = crate::clock::now();
+        match m {
+            ToDriver::Connect { remote, out, reply } => {
+                let term = self.node.serving_term();
+                match self.node.with_broker(now, |b, now| b.connect(now, remote)) {
+                    Some(id) => {
+                        let id = outer(term.expect("serving"), id);
+                        self.conns.insert(id, out);
+                        let _ = reply.send(id);
+                    }
+                    None => {
+                        // Not the leader: nothing is served here.
+                        let _ = out.send(Out::Close);
+                        let _ = reply.send(ClientId(u64::MAX));
+                    }
+                }
+            }
+            ToDriver::Client { client, input } => {
+                let Some(id) = self.inner(client) else {
+                    if matches!(input, ClientInput::Closed) {
+                        self.conns.remove(&client);
+                    }
+                    return;
+                };
+                if matches!(input, ClientInput::Closed) {
+                    self.conns.remove(&client);
+                }
+                self.node.with_broker(now, |b, now| match input {
+                    ClientInput::Bytes(bytes) => b.handle_bytes(now, id, &bytes),
+                    ClientInput::Eof => b.handle_eof(now, id),
+                    ClientInput::Closed => b.disconnect(now, id),
+                    ClientInput::Tls(peer) => b.handle_tls_peer(id, peer),
+                    ClientInput::Drained => {}
+                });
+            }
+            ToDriver::Auth { client, answer } => {
+                if let Some(id) = self.inner(client) {
+                    self.node
+                        .with_broker(now, |b, now| b.handle_auth_response(now, id, answer));
+                }
+            }
+            // A follower answers calls from an empty broker (its stats: nothing served here).
+            ToDriver::Call(job) => {
+                if self.node.is_serving() {
+                    self.node.with_broker(now, |b, now| job(b, now));
+                } else {
+                    job(&mut self.standby, now);
+                }
+            }
+            ToDriver::CallStored(job) => {
+                if !self.node.is_serving() {
+                    // Refused: run on a copy of the empty broker, so what it changed is
+                    // thrown away, and answered as a failed write.
+                    let mut scratch = self.standby.clone();
+                    job(&mut scratch, now)(Err(StoreError::NotLeader));
+                    return;
+                }
+                let done = self.node.with_broker(now, |b, now| {
+                    let reply = job(b, now);
+                    (reply, b.last_ticket())
+                });
+                if let Some((reply, ticket)) = done {
+                    if self.node.stored_through().is_some_and(|s| s >= ticket) {
+                        reply(Ok(()));
+                    } else {
+                        self.waiting.push((ticket, reply));
+                    }
+                }
+            }
+            ToDriver::Tick => {}
+            ToDriver::Node(job) => job(Some(&mut self.node)),
+        }
+    }
+
+    /// Carry out the node's outputs, in order.
+    fn flush(&mut self) {
+        let mut reports = Vec::new();
+        loop {
+            while let Some(o) = self.node.poll_output() {
+                match o {
+                    NodeOutput::Persist(p) => {
+                        let written = self.log.append(&p).and_then(|()| self.log.sync());
+                        if let Err(e) = written {
+                            tracing::error!("replication: {e}: this node stops");
+                            self.failed = true;
+                            return;
+                        }
+                    }
+                    NodeOutput::Send(m) => {
+                        if let Err(r) = self.transport.send(m) {
+                            reports.push(r);
+                        }
+                    }
+                    NodeOutput::Leading { term } => {
+                        tracing::info!("replication: node {} leads (term {term})", self.node.id());
+                    }
+                    NodeOutput::Deposed { term } => {
+                        tracing::info!(
+                            "replication: node {} no longer leads (term {term})",
+                            self.node.id()
+                        );
+                        for (_, out) in self.conns.drain() {
+                            let _ = out.send(Out::Close);
+                        }
+                        for (_, reply) in self.waiting.drain(..) {
+                            reply(Err(StoreError::NotLeader));
+                        }
+                        for (topic, channel) in std::mem::take(&mut self.registered) {
+                            let _ = self
+                                .registry
+                                .send(RegistryChange::Unregister { topic, channel });
+                        }
+                    }
+                    NodeOutput::Stored { through } => {
+                        let (done, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting)
+                            .into_iter()
+                            .partition(|(t, _)| *t <= through);
+                        self.waiting = wait;
+                        for (_, reply) in done {
+                            reply(Ok(()));
+                        }
+                    }
+                    NodeOutput::Member {
+                        id,
+                        joined,
+                        address,
+                    } => {
+                        tracing::info!(
+                            "replication: node {id} {} the group{}",
+                            if joined { "joined" } else { "left" },
+                            if address.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" (at {address})")
+                            }
+                        );
+                        if joined {
+                            self.transport.add_peer(id, &address);
+                        } else {
+                            self.transport.remove_peer(id);
+                        }
+                    }
+                    NodeOutput::Broker(o) => self.broker_output(o),
+                }
+            }
+            if reports.is_empty() {
+                break;
+            }
+            for r in reports.drain(..) {
+                self.report(r);
+            }
+        }
+    }
+
+    fn broker_output(&mut self, o: Output) {
+        let Some(term) = self.node.serving_term() else {
+            return;
+        };
+        match o {
+            Output::Transmit(t) => {
+                let (client, out) = match t {
+                    Transmit::Data { client, data } => (client, Out::Data(data)),
+                    Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+                    Transmit::Close { client } => (client, Out::Close),
+                    Transmit::WriteTimeout { client, timeout } => {
+                        (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
+                    }
+                };
+                if let Some(tx) = self.conns.get(&outer(term, client)) {
+                    let _ = tx.send(out);
+                }
+            }
+            Output::Registry(c) => {
+                match &c {
+                    RegistryChange::Register { topic, channel } => {
+                        self.registered.insert((topic.clone(), channel.clone()));
+                    }
+                    RegistryChange::Unregister { topic, channel } => {
+                        self.registered.remove(&(topic.clone(), channel.clone()));
+                    }
+                }
+                let _ = self.registry.send(c);
+            }
+            Output::Event(e) => {
+                let _ = self.events.send(e);
+            }
+            Output::Auth(mut req) => {
+                let (cfg, me) = (self.auth.clone(), self.me.clone());
+                self.auth_start = self.auth_start.wrapping_add(1);
+                let start = self.auth_start;
+                req.client = outer(term, req.client);
+                tokio::spawn(async move {
+                    let answer = crate::nsqd::auth::query(&cfg, &req, start).await;
+                    if let Some(tx) = me.upgrade() {
+                        let _ = tx
+                            .send(ToDriver::Auth {
+                                client: req.client,
+                                answer,
+                            })
+                            .await;
+                    }
+                });
+            }
+            // The node keeps these (the log) and never evicts bodies.
+            Output::Store(_) | Output::Commit { .. } | Output::Load(_) => {}
+            Output::Route(never) => match never {},
+        }
+    }
+}
+
+/// The data path's raft log, the node on it, and the transport, for `--replicas`.
+pub async fn open(
+    args: &crate::nsqd::NsqdArgs,
+    opts: nsqlab_core::Options,
+    data_path: &std::path::Path,
+    now: Time,
+) -> anyhow::Result<(
+    Node,
+    RaftLog,
+    Transport,
+    mpsc::UnboundedReceiver<Message>,
+    mpsc::UnboundedReceiver<Report>,
+)> {
+    use nsqlab_core::replica::{Disk, NodeConfig};
+    let peers = args.raft_peers().map_err(anyhow::Error::msg)?;
+    let me = opts.node_id as u64;
+    std::fs::create_dir_all(data_path)?;
+    let (log, mut disk) = RaftLog::open(data_path)?;
+    // A node joining an existing group starts empty: the leader sends it everything once it
+    // is added (`POST /raft/add`).
+    if disk.is_empty() && !args.raft_join {
+        // A new group: every first voter starts from the same snapshot.
+        let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
+        disk = Disk::bootstrap(&voters);
+    }
+    let node = Node::new(NodeConfig::new(me, opts, now), &disk, now)?;
+    let listener = tokio::net::TcpListener::bind(&args.raft_address).await?;
+    tracing::info!(
+        "replication: node {me} of {:?}, raft listening on {}",
+        peers.iter().map(|p| p.0).collect::<Vec<_>>(),
+        listener.local_addr()?
+    );
+    let (itx, irx) = mpsc::unbounded_channel();
+    let (rtx, rrx) = mpsc::unbounded_channel();
+    let transport = Transport::start(me, listener, &peers, itx, rtx);
+    Ok((node, log, transport, irx, rrx))
+}

@@ -1,0 +1,520 @@
+//! Replication, black-box: three `nsqlab nsqd --replicas=3` processes on loopback, a
+//! publisher that keeps publishing to whichever node serves and records every `OK`, and
+//! rounds of `kill -9` of the leader with its data directory deleted. Each round a new
+//! machine (a new node id, an empty data directory, `--raft-join`) replaces it through
+//! `POST /raft/remove` and `/raft/add` and catches up. At the end every acknowledged message
+//! is consumed from the survivors. And a partition: the leader cut off from the others
+//! (through loopback proxies the test controls) stops acknowledging; nothing acknowledged is
+//! lost when the partition heals.
+
+use nsqlab_core::protocol::{decode_frame, Command, Frame};
+use nsqlab_tests::Nsqd;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A port free now (for a `--raft-address`, which every node must know before it starts).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// An HTTP request that may fail (the node may be dead): the status and the body.
+fn try_http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let status = raw.split(' ').nth(1)?.parse().ok()?;
+    let body = raw.split_once("\r\n\r\n")?.1.to_string();
+    Some((status, body))
+}
+
+fn status(addr: SocketAddr) -> Option<Value> {
+    let (code, body) = try_http(addr, "GET", "/raft/status")?;
+    (code == 200).then(|| serde_json::from_str(&body).ok())?
+}
+
+/// The machines: node id → (its process, its data directory), and every node's raft port.
+struct Group {
+    nodes: BTreeMap<u64, (Nsqd, tempfile::TempDir)>,
+    raft: BTreeMap<u64, u16>,
+}
+
+impl Group {
+    fn peers(&self) -> String {
+        self.raft
+            .iter()
+            .map(|(id, port)| format!("{id}@127.0.0.1:{port}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    fn start(&mut self, id: u64, join: bool) {
+        let port = free_port();
+        self.raft.insert(id, port);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut args = vec![
+            format!("--node-id={id}"),
+            "--replicas=3".to_string(),
+            format!("--raft-address=127.0.0.1:{port}"),
+            format!("--raft-peer={}", self.peers()),
+        ];
+        if join {
+            args.push("--raft-join".into());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let nsqd = Nsqd::start_in(Some(dir.path()), &args);
+        self.nodes.insert(id, (nsqd, dir));
+    }
+
+    fn https(&self) -> Vec<(u64, SocketAddr, SocketAddr)> {
+        self.nodes
+            .iter()
+            .map(|(id, (n, _))| (*id, n.http, n.tcp))
+            .collect()
+    }
+
+    /// The node that serves (its id and status), within `within`.
+    fn leader(&self, within: Duration) -> (u64, Value) {
+        let deadline = Instant::now() + within;
+        loop {
+            for (id, http, _) in self.https() {
+                if let Some(s) = status(http) {
+                    if s["serving"] == true {
+                        return (id, s);
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no node served within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// Where the publisher finds the nodes: (HTTP, TCP) of each.
+type Addrs = Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>;
+
+/// Publish `m1`, `m2`, … to whichever node serves, one at a time, until `stop`; every body
+/// answered `OK` goes into `acked`.
+fn publisher(addrs: Addrs, acked: Arc<Mutex<BTreeSet<String>>>, stop: Arc<AtomicBool>) {
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        let nodes = addrs.lock().expect("addrs").clone();
+        let Some(tcp) = nodes
+            .iter()
+            .find(|(http, _)| status(*http).is_some_and(|s| s["serving"] == true))
+            .map(|n| n.1)
+        else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let Ok(mut s) = TcpStream::connect_timeout(&tcp, Duration::from_secs(2)) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+        if s.write_all(b"  V2").is_err() {
+            continue;
+        }
+        let mut buf = Vec::new();
+        'conn: while !stop.load(Ordering::Relaxed) {
+            n += 1;
+            let body = format!("m{n}");
+            let pubc = Command::Pub {
+                topic: "orders".into(),
+                body: body.as_bytes().into(),
+            };
+            if s.write_all(&pubc.to_bytes()).is_err() {
+                break;
+            }
+            loop {
+                if let Ok(Some((f, used))) = decode_frame(&buf) {
+                    buf.drain(..used);
+                    match f {
+                        Frame::Response(r) if r == b"OK" => {
+                            acked.lock().expect("acked").insert(body);
+                            continue 'conn;
+                        }
+                        Frame::Response(r) if r == b"_heartbeat_" => {
+                            let _ = s.write_all(&Command::Nop.to_bytes());
+                        }
+                        _ => break 'conn,
+                    }
+                    continue;
+                }
+                let mut tmp = [0u8; 4096];
+                match s.read(&mut tmp) {
+                    Ok(0) | Err(_) => break 'conn,
+                    Ok(k) => buf.extend_from_slice(&tmp[..k]),
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
+    let mut g = Group {
+        nodes: BTreeMap::new(),
+        raft: BTreeMap::new(),
+    };
+    // Every first node knows every first node's raft address before any starts.
+    for id in 1..=3 {
+        g.raft.insert(id, free_port());
+    }
+    let first = g.raft.clone();
+    for id in 1..=3 {
+        let port = first[&id];
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = [
+            format!("--node-id={id}"),
+            "--replicas=3".to_string(),
+            format!("--raft-address=127.0.0.1:{port}"),
+            format!("--raft-peer={}", g.peers()),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        g.nodes
+            .insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
+    }
+    let addrs: Addrs = Arc::new(Mutex::new(
+        g.https().iter().map(|(_, h, t)| (*h, *t)).collect(),
+    ));
+    let acked = Arc::new(Mutex::new(BTreeSet::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let publishing = {
+        let (a, k, s) = (addrs.clone(), acked.clone(), stop.clone());
+        std::thread::spawn(move || publisher(a, k, s))
+    };
+    for round in 1..=3u64 {
+        let (old, _) = g.leader(Duration::from_secs(20));
+        // Let the publisher get some through this leader.
+        let before = acked.lock().expect("acked").len();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while acked.lock().expect("acked").len() < before + 50 {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: publishing stalled"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // kill -9, and the disk is gone.
+        let (nsqd, dir) = g.nodes.remove(&old).expect("the leader");
+        let killed = Instant::now();
+        nsqd.kill9();
+        drop(dir);
+        let (leader, _) = g.leader(Duration::from_secs(20));
+        eprintln!(
+            "round {round}: node {old} killed; node {leader} serves {:?} later",
+            killed.elapsed()
+        );
+        // A new machine takes its place.
+        // Nodes 1–3 were the first; each round's new machine is the next id.
+        let new = 3 + round;
+        g.start(new, true);
+        *addrs.lock().expect("addrs") = g.https().iter().map(|(_, h, t)| (*h, *t)).collect();
+        let leader_http = g.nodes[&leader].0.http;
+        for path in [
+            format!("/raft/remove?id={old}"),
+            format!("/raft/add?id={new}&address=127.0.0.1:{}", g.raft[&new]),
+        ] {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                // CHANGE_PENDING until the one before has applied.
+                if let Some((200, _)) = try_http(leader_http, "POST", &path) {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "round {round}: {path} refused");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        // The new node catches up: it applies as far as the leader had committed.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (_, ls) = g.leader(Duration::from_secs(20));
+            let voters: Vec<u64> = serde_json::from_value(ls["voters"].clone()).expect("voters");
+            let caught_up = status(g.nodes[&new].0.http).is_some_and(|s| {
+                s["applied"].as_u64() >= ls["commit"].as_u64().map(|c| c.saturating_sub(50))
+                    && s["voters"] == ls["voters"]
+            });
+            if caught_up && voters.contains(&new) && !voters.contains(&old) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: node {new} did not catch up: {ls}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    publishing.join().expect("the publisher");
+    let acked = acked.lock().expect("acked").clone();
+    eprintln!("{} acknowledged", acked.len());
+    assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
+
+    // Every acknowledged message, from whichever node serves now.
+    let (leader, _) = g.leader(Duration::from_secs(20));
+    let mut c = g.nodes[&leader].0.client();
+    c.cmd(&Command::Sub {
+        topic: "orders".into(),
+        channel: "audit".into(),
+    });
+    c.cmd(&Command::Rdy(2500));
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !acked.is_subset(&seen) {
+        assert!(
+            Instant::now() < deadline,
+            "{} acknowledged messages never came, e.g. {:?}",
+            acked.difference(&seen).count(),
+            acked.difference(&seen).take(5).collect::<Vec<_>>()
+        );
+        match c.frame_within(Duration::from_secs(5)) {
+            Some(Frame::Message(m)) => {
+                seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+                c.cmd(&Command::Fin(m.id.to_hex()));
+            }
+            Some(_) => {}
+            None => panic!("the consumer's connection to node {leader} ended"),
+        }
+    }
+}
+
+/// A loopback proxy to `to` that the test can cut (connections closed, new ones refused) and
+/// mend.
+struct Proxy {
+    port: u16,
+    cut: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(to: u16) -> Proxy {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let port = l.local_addr().expect("addr").port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let c = cut.clone();
+        std::thread::spawn(move || {
+            for inbound in l.incoming() {
+                let Ok(inbound) = inbound else { continue };
+                if c.load(Ordering::Relaxed) {
+                    continue; // dropped: closed at once
+                }
+                let Ok(outbound) = TcpStream::connect(("127.0.0.1", to)) else {
+                    continue;
+                };
+                for (mut from, mut into) in [
+                    (
+                        inbound.try_clone().expect("clone"),
+                        outbound.try_clone().expect("clone"),
+                    ),
+                    (outbound, inbound),
+                ] {
+                    let c = c.clone();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 65536];
+                        let _ = from.set_read_timeout(Some(Duration::from_millis(50)));
+                        loop {
+                            if c.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            match from.read(&mut buf) {
+                                Ok(0) => break,
+                                Ok(n) => {
+                                    if into.write_all(&buf[..n]).is_err() {
+                                        break;
+                                    }
+                                }
+                                Err(e)
+                                    if matches!(
+                                        e.kind(),
+                                        std::io::ErrorKind::WouldBlock
+                                            | std::io::ErrorKind::TimedOut
+                                    ) => {}
+                                Err(_) => break,
+                            }
+                        }
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                        let _ = into.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy { port, cut }
+    }
+}
+
+/// Publish `body` on a fresh connection to `tcp`: whether it was answered `OK` within `wait`.
+fn publish_once(tcp: SocketAddr, body: &str, wait: Duration) -> bool {
+    let Ok(mut s) = TcpStream::connect_timeout(&tcp, Duration::from_secs(2)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(wait));
+    let pubc = Command::Pub {
+        topic: "orders".into(),
+        body: body.as_bytes().into(),
+    };
+    if s.write_all(b"  V2").is_err() || s.write_all(&pubc.to_bytes()).is_err() {
+        return false;
+    }
+    let mut buf = Vec::new();
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if let Ok(Some((f, _))) = decode_frame(&buf) {
+            return matches!(f, Frame::Response(r) if r == b"OK");
+        }
+        let mut tmp = [0u8; 1024];
+        match s.read(&mut tmp) {
+            Ok(0) => return false,
+            Ok(k) => buf.extend_from_slice(&tmp[..k]),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+#[test]
+fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it_heals() {
+    // Each node's raft port, and a proxy for every directed link (i talks to j through
+    // proxy (i, j)).
+    let ports: BTreeMap<u64, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let mut proxies = BTreeMap::new();
+    for i in 1..=3u64 {
+        for j in (1..=3u64).filter(|&j| j != i) {
+            proxies.insert((i, j), Proxy::start(ports[&j]));
+        }
+    }
+    let mut nodes = BTreeMap::new();
+    for id in 1..=3u64 {
+        let peers = (1..=3u64)
+            .map(|j| {
+                let port = if j == id {
+                    ports[&j]
+                } else {
+                    proxies[&(id, j)].port
+                };
+                format!("{j}@127.0.0.1:{port}")
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = [
+            format!("--node-id={id}"),
+            "--replicas=3".to_string(),
+            format!("--raft-address=127.0.0.1:{}", ports[&id]),
+            format!("--raft-peer={peers}"),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
+    }
+    let serving = |within: Duration| -> u64 {
+        let deadline = Instant::now() + within;
+        loop {
+            for (id, (n, _)) in &nodes {
+                if status(n.http).is_some_and(|s| s["serving"] == true) {
+                    return *id;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no node served within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let mut acked = BTreeSet::new();
+    let old = serving(Duration::from_secs(20));
+    for i in 0..20 {
+        let body = format!("before {i}");
+        assert!(
+            publish_once(nodes[&old].0.tcp, &body, Duration::from_secs(5)),
+            "{body}"
+        );
+        acked.insert(body);
+    }
+    // Cut the leader off. It may still take a connection, but answers no publish `OK`.
+    for ((i, j), p) in &proxies {
+        if *i == old || *j == old {
+            p.cut.store(true, Ordering::Relaxed);
+        }
+    }
+    assert!(
+        !publish_once(nodes[&old].0.tcp, "in the minority", Duration::from_secs(3)),
+        "the cut-off leader acknowledged a publish"
+    );
+    // The majority elects another, which acknowledges.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let new = loop {
+        let found = nodes.iter().find(|(id, (n, _))| {
+            **id != old && status(n.http).is_some_and(|s| s["serving"] == true)
+        });
+        if let Some((id, _)) = found {
+            break *id;
+        }
+        assert!(Instant::now() < deadline, "the majority elected no leader");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    for i in 0..20 {
+        let body = format!("during {i}");
+        assert!(
+            publish_once(nodes[&new].0.tcp, &body, Duration::from_secs(5)),
+            "{body}"
+        );
+        acked.insert(body);
+    }
+    // The old leader stops serving (within two election timeouts it notices it hears no
+    // majority).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !status(nodes[&old].0.http).is_some_and(|s| s["serving"] == false) {
+        assert!(Instant::now() < deadline, "the cut-off node still serves");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Heal; the old leader follows and catches up.
+    for p in proxies.values() {
+        p.cut.store(false, Ordering::Relaxed);
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leader = serving(Duration::from_secs(20));
+        let commit = status(nodes[&leader].0.http).and_then(|s| s["commit"].as_u64());
+        let applied = status(nodes[&old].0.http).and_then(|s| s["applied"].as_u64());
+        if commit.is_some() && applied >= commit {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the old leader did not catch up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let leader = serving(Duration::from_secs(20));
+    let mut c = nodes[&leader].0.client();
+    c.cmd(&Command::Sub {
+        topic: "orders".into(),
+        channel: "audit".into(),
+    });
+    c.cmd(&Command::Rdy(100));
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !acked.is_subset(&seen) {
+        assert!(
+            Instant::now() < deadline,
+            "never came: {:?}",
+            acked.difference(&seen).collect::<Vec<_>>()
+        );
+        if let Some(Frame::Message(m)) = c.frame_within(Duration::from_secs(5)) {
+            seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+            c.cmd(&Command::Fin(m.id.to_hex()));
+        }
+    }
+}
