@@ -5,10 +5,11 @@
 //! `POST /raft/remove` and `/raft/add` and catches up. At the end every acknowledged message
 //! is consumed from the survivors. And a partition: the leader cut off from the others
 //! (through loopback proxies the test controls) stops acknowledging; nothing acknowledged is
-//! lost when the partition heals.
+//! lost when the partition heals. And pynsq, unchanged, consuming through nsqlookupd across
+//! a failover.
 
 use nsqlab_core::protocol::{decode_frame, Command, Frame};
-use nsqlab_tests::Nsqd;
+use nsqlab_tests::{need, Nsqd, Nsqlookupd, Tool};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
@@ -517,4 +518,119 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
             c.cmd(&Command::Fin(m.id.to_hex()));
         }
     }
+}
+
+#[test]
+fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
+    let lookupd = Nsqlookupd::start(&[]);
+    let ports: BTreeMap<u64, u16> = (1..=3).map(|id| (id, free_port())).collect();
+    let peers = ports
+        .iter()
+        .map(|(id, p)| format!("{id}@127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut nodes = BTreeMap::new();
+    for id in 1..=3u64 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = [
+            format!("--node-id={id}"),
+            "--replicas=3".to_string(),
+            format!("--raft-address=127.0.0.1:{}", ports[&id]),
+            format!("--raft-peer={peers}"),
+            format!("--lookupd-tcp-address={}", lookupd.tcp),
+            "--broadcast-address=127.0.0.1".to_string(),
+        ];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
+    }
+    let serving = |nodes: &BTreeMap<u64, (Nsqd, tempfile::TempDir)>| -> u64 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            for (id, (n, _)) in nodes {
+                if status(n.http).is_some_and(|s| s["serving"] == true) {
+                    return *id;
+                }
+            }
+            assert!(Instant::now() < deadline, "no node served");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let lookup = |topic: &str| -> Vec<u16> {
+        let r = lookupd.http("GET", &format!("/lookup?topic={topic}"), b"");
+        if r.status != 200 {
+            return Vec::new();
+        }
+        r.json()["producers"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| p["tcp_port"].as_u64())
+                    .map(|p| p as u16)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let old = serving(&nodes);
+    let body: Vec<u8> = (0..100)
+        .map(|k| format!("a-{k}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes();
+    assert_eq!(
+        nodes[&old]
+            .0
+            .http("POST", "/mpub?topic=failover", &body)
+            .status,
+        200
+    );
+    // nsqlookupd lists the leader only.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lookup("failover") != vec![nodes[&old].0.tcp.port()] {
+        assert!(
+            Instant::now() < deadline,
+            "lookupd: {:?}",
+            lookup("failover")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let Some(python) = need(Tool::Python) else {
+        return;
+    };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/interop/pynsq_lookupd.py");
+    let reader = std::process::Command::new(&python)
+        .arg(script)
+        .arg(lookupd.http.to_string())
+        .arg("failover")
+        .arg("200")
+        .arg("90")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python");
+    // The reader consumes from the leader; then the leader dies.
+    std::thread::sleep(Duration::from_secs(3));
+    let (nsqd, dir) = nodes.remove(&old).expect("the leader");
+    nsqd.kill9();
+    drop(dir);
+    let new = serving(&nodes);
+    let body: Vec<u8> = (0..100)
+        .map(|k| format!("b-{k}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .into_bytes();
+    assert_eq!(
+        nodes[&new]
+            .0
+            .http("POST", "/mpub?topic=failover", &body)
+            .status,
+        200
+    );
+    let out = reader.wait_with_output().expect("the reader");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("received 200 distinct from nodes ['a', 'b']"),
+        "pynsq through lookupd: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(lookup("failover"), vec![nodes[&new].0.tcp.port()]);
 }
