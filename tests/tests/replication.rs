@@ -438,6 +438,27 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
     };
     let mut acked = BTreeSet::new();
     let old = serving(Duration::from_secs(20));
+    // /stats and /metrics say how the group stands (the leader sees each voter's lag).
+    let st = nodes[&old].0.http("GET", "/stats?format=json", b"").json();
+    let r = &st["replication"];
+    assert_eq!(
+        (r["id"].as_u64(), r["role"].as_str()),
+        (Some(old), Some("leader"))
+    );
+    assert_eq!(r["voters"], serde_json::json!([1, 2, 3]));
+    assert_eq!(r["peers"].as_array().map(Vec::len), Some(2));
+    let metrics = nodes[&old].0.http("GET", "/metrics", b"").text();
+    assert!(metrics.contains("\nnsqlab_raft_serving 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("nsqlab_raft_replica_lag{node="),
+        "{metrics}"
+    );
+    let follower = (1..=3).find(|&i| i != old).expect("a follower");
+    let text = nodes[&follower].0.http("GET", "/stats", b"").text();
+    assert!(
+        text.contains(&format!("Replication: node {follower} follower term")),
+        "{text}"
+    );
     for i in 0..20 {
         let body = format!("before {i}");
         assert!(

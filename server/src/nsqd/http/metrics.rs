@@ -131,6 +131,46 @@ pub(super) async fn metrics(State(s): State<AppState>) -> ApiResult {
             chans.iter().map(|(x, ch)| (c(x, ch), get(ch))).collect(),
         );
     }
+    if let Some(r) = super::raft::replication(&s).await {
+        for (name, help, v) in [
+            ("nsqlab_raft_term", "The node's raft term.", r.term),
+            (
+                "nsqlab_raft_leader",
+                "The node that leads (0: none known).",
+                r.leader,
+            ),
+            (
+                "nsqlab_raft_serving",
+                "1 when this node leads and serves clients.",
+                r.serving as u64,
+            ),
+            (
+                "nsqlab_raft_voters",
+                "Voters in the group.",
+                r.voters.len() as u64,
+            ),
+            (
+                "nsqlab_raft_commit_index",
+                "The last committed log index.",
+                r.commit,
+            ),
+            (
+                "nsqlab_raft_applied_index",
+                "The last applied log index.",
+                r.applied,
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
+        }
+        let _ = writeln!(out, "# HELP nsqlab_raft_replica_lag Entries a voter's log is behind the commit index (on the leader).\n# TYPE nsqlab_raft_replica_lag gauge");
+        for p in &r.peers {
+            let _ = writeln!(
+                out,
+                "nsqlab_raft_replica_lag{{node=\"{}\"}} {}",
+                p.id, p.lag
+            );
+        }
+    }
     let _ = writeln!(out, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}", resident_bytes());
     let mut r = Response::new(axum::body::Body::from(out));
     r.headers_mut().insert(

@@ -21,23 +21,32 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 #[derive(Serialize)]
-struct Peer {
-    id: u64,
-    matched: u64,
-    lag: u64,
+pub(super) struct Peer {
+    pub id: u64,
+    pub matched: u64,
+    pub lag: u64,
 }
 
+/// A node's view of its group (`/raft/status`, and `replication` in `/stats`).
 #[derive(Serialize)]
-struct Status {
-    id: u64,
-    term: u64,
-    role: &'static str,
-    leader: u64,
-    serving: bool,
-    voters: Vec<u64>,
-    commit: u64,
-    applied: u64,
-    peers: Vec<Peer>,
+pub(super) struct Status {
+    pub id: u64,
+    pub term: u64,
+    pub role: &'static str,
+    pub leader: u64,
+    pub serving: bool,
+    pub voters: Vec<u64>,
+    pub commit: u64,
+    pub applied: u64,
+    pub peers: Vec<Peer>,
+}
+
+/// This node's status, if it is replicated.
+pub(super) async fn replication(s: &AppState) -> Option<Status> {
+    s.driver
+        .call_node(|n| n.map(|n| status_of(n)))
+        .await
+        .flatten()
 }
 
 fn status_of(n: &Node) -> Status {
@@ -78,10 +87,9 @@ fn error(status: StatusCode, code: &str, leader: Option<u64>) -> Response {
 }
 
 pub(super) async fn raft_status(State(s): State<AppState>, method: Method) -> Response {
-    let answer = s.driver.call_node(|n| n.map(|n| status_of(n))).await;
-    match (answer, method) {
-        (Some(Some(_)), m) if m != Method::GET => ApiErr::MethodNotAllowed.into_response(),
-        (Some(Some(st)), _) => json(&st),
+    match (replication(&s).await, method) {
+        (Some(_), m) if m != Method::GET => ApiErr::MethodNotAllowed.into_response(),
+        (Some(st), _) => json(&st),
         _ => ApiErr::NotFound.into_response(),
     }
 }

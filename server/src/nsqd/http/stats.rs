@@ -95,6 +95,8 @@ pub(super) async fn stats(
             .unwrap_or(true),
     };
     let (st, health) = s.driver.stats(filter).await.ok_or(ApiErr::Exiting)?;
+    // nsqlab: a replicated node says how its group stands (nothing otherwise: nsqd's bytes).
+    let replication = super::raft::replication(&s).await;
     let health = health.map_or_else(|| "OK".to_string(), |e| format!("NOK - {e}"));
     let mem = include_mem.then(mem_stats);
     if json_format {
@@ -107,6 +109,8 @@ pub(super) async fn stats(
             #[serde(skip_serializing_if = "Option::is_none")]
             memory: Option<MemStats>,
             producers: &'a Option<Vec<ClientStats>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            replication: Option<super::raft::Status>,
         }
         return Ok(json(&Out {
             version: &s.info.version,
@@ -115,9 +119,26 @@ pub(super) async fn stats(
             topics: &st.topics,
             memory: mem,
             producers: &st.producers,
+            replication,
         }));
     }
-    Ok(ok_text(stats_text(&s.info, &st, mem.as_ref(), &health)))
+    let mut text = stats_text(&s.info, &st, mem.as_ref(), &health);
+    if let Some(r) = replication {
+        use std::fmt::Write;
+        let _ = writeln!(
+            text,
+            "\nReplication: node {} {} term {} leader {} voters {:?} commit {} applied {}",
+            r.id, r.role, r.term, r.leader, r.voters, r.commit, r.applied
+        );
+        for p in &r.peers {
+            let _ = writeln!(
+                text,
+                "   node {}: matched {} lag {}",
+                p.id, p.matched, p.lag
+            );
+        }
+    }
+    Ok(ok_text(text))
 }
 
 /// nsqd's `printStats`.
