@@ -239,6 +239,8 @@ struct ReplayMessage {
     held: bool,
     /// Dropped while held (the topic was emptied).
     dropped: bool,
+    /// Forgotten (nothing owes it: see [`Replay::forget_finished`]); removed in bulk.
+    gone: bool,
 }
 
 /// A topic as [`Replay`] rebuilds it.
@@ -250,9 +252,16 @@ pub struct ReplayTopic {
     /// so each goes at the end (a tree cost half as much again per message, and a restart
     /// holds every owed one at once).
     messages: Vec<ReplayMessage>,
+    /// How many of `messages` are `gone`.
+    gone: usize,
 }
 
 impl ReplayTopic {
+    /// Messages kept (owed, or the topic's last; see [`Replay::forget_finished`]).
+    pub fn kept(&self) -> usize {
+        self.messages.len() - self.gone
+    }
+
     fn position(&self, id: MessageId) -> Result<usize, usize> {
         self.messages.binary_search_by_key(&id, |m| m.msg.id)
     }
@@ -261,7 +270,12 @@ impl ReplayTopic {
     fn insert(&mut self, m: ReplayMessage) {
         match self.messages.last() {
             Some(last) if last.msg.id >= m.msg.id => match self.position(m.msg.id) {
-                Ok(i) => self.messages[i] = m,
+                Ok(i) => {
+                    if self.messages[i].gone {
+                        self.gone -= 1;
+                    }
+                    self.messages[i] = m
+                }
                 Err(i) => self.messages.insert(i, m),
             },
             _ => self.messages.push(m),
@@ -287,6 +301,8 @@ pub struct Survivor<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct Replay {
     pub topics: BTreeMap<Name, ReplayTopic>,
+    /// Forget a message once no one owes it (see [`Replay::forget_finished`]).
+    forget_finished: bool,
 }
 
 impl Replay {
@@ -294,7 +310,95 @@ impl Replay {
         Self::default()
     }
 
+    /// From now on, a message that nothing owes any more (finished by every channel that
+    /// had it, or dropped) is forgotten, its body with it — except each topic's last, which
+    /// keeps the topic's highest ID for the IDs handed out after a restore. For a replay that
+    /// lives as long as its log (a replicated node's): without it, it holds every message
+    /// ever published.
+    pub fn forget_finished(&mut self) {
+        self.forget_finished = true;
+        let names: Vec<Name> = self.topics.keys().cloned().collect();
+        for t in names {
+            self.collect(&t);
+        }
+    }
+
+    /// Whether nothing owes `m` in `t`.
+    fn unowed(t: &ReplayTopic, m: &ReplayMessage) -> bool {
+        m.dropped
+            || (!m.held
+                && t.channels
+                    .values()
+                    .all(|c| m.msg.id < c.start || c.finished.contains(&m.msg.id)))
+    }
+
+    /// Forget what nothing owes in `topic` (all of it: after a channel went or was emptied).
+    fn collect(&mut self, topic: &str) {
+        let Some(t) = self.topics.get(topic) else {
+            return;
+        };
+        let ids: Vec<MessageId> = t
+            .messages
+            .iter()
+            .filter(|m| !m.gone)
+            .map(|m| m.msg.id)
+            .collect();
+        self.collect_ids(topic, &ids);
+    }
+
+    /// Forget these of `topic` if nothing owes them (after a FIN); never the topic's last.
+    fn collect_ids(&mut self, topic: &str, ids: &[MessageId]) {
+        if !self.forget_finished {
+            return;
+        }
+        let Some(t) = self.topics.get_mut(topic) else {
+            return;
+        };
+        let last = t.messages.last().map(|m| m.msg.id);
+        for id in ids {
+            if Some(*id) == last {
+                continue;
+            }
+            let Ok(i) = t.position(*id) else { continue };
+            if t.messages[i].gone || !Self::unowed(t, &t.messages[i]) {
+                continue;
+            }
+            t.messages[i].gone = true;
+            t.gone += 1;
+            for c in t.channels.values_mut() {
+                c.finished.remove(id);
+                c.requeued.remove(id);
+            }
+        }
+        // Removed in bulk, so forgetting the oldest of a long log one at a time stays cheap.
+        if t.gone > 1024 && t.gone * 2 > t.messages.len() {
+            t.messages.retain(|m| !m.gone);
+            t.gone = 0;
+        }
+    }
+
     pub fn apply(&mut self, op: &StoreOp) {
+        self.apply_op(op);
+        match op {
+            StoreOp::Finished { topic, ids, .. } => self.collect_ids(topic, ids),
+            // The one that was last may be forgotten now that it is not.
+            StoreOp::Publish { topic, .. } => {
+                let before = self.topics.get(&**topic).and_then(|t| {
+                    let n = t.messages.len();
+                    (n >= 2).then(|| t.messages[n - 2].msg.id)
+                });
+                if let Some(id) = before {
+                    self.collect_ids(topic, &[id]);
+                }
+            }
+            StoreOp::TopicEmptied { topic, .. }
+            | StoreOp::ChannelDeleted { topic, .. }
+            | StoreOp::ChannelEmptied { topic, .. } => self.collect(topic),
+            _ => {}
+        }
+    }
+
+    fn apply_op(&mut self, op: &StoreOp) {
         match op {
             StoreOp::TopicCreated { topic } => {
                 self.topics.entry(topic.clone()).or_default();
@@ -366,6 +470,7 @@ impl Replay {
                     due: *due,
                     held: *held,
                     dropped: false,
+                    gone: false,
                 });
             }
             StoreOp::Dispatched { topic, .. } => {
@@ -412,7 +517,12 @@ impl Replay {
         };
         let starts: Vec<MessageId> = t.channels.values().map(|c| c.start).collect();
         for m in t.messages.iter_mut() {
-            if m.msg.id <= upto && !m.held && !m.dropped && !starts.iter().any(|s| *s <= m.msg.id) {
+            if m.msg.id <= upto
+                && !m.held
+                && !m.dropped
+                && !m.gone
+                && !starts.iter().any(|s| *s <= m.msg.id)
+            {
                 m.held = true;
             }
         }
@@ -422,14 +532,16 @@ impl Replay {
     pub fn body(&self, topic: &str, id: MessageId) -> Option<crate::Body> {
         let t = self.topics.get(topic)?;
         let i = t.position(id).ok()?;
-        Some(t.messages[i].msg.body.clone())
+        (!t.messages[i].gone).then(|| t.messages[i].msg.body.clone())
     }
 
     /// Forget a message outright (a store compacted it away: nothing owed it any more).
     pub fn forget(&mut self, topic: &str, id: MessageId) {
         if let Some(t) = self.topics.get_mut(topic) {
             if let Ok(i) = t.position(id) {
-                t.messages.remove(i);
+                if t.messages.remove(i).gone {
+                    t.gone -= 1;
+                }
             }
         }
     }
@@ -439,13 +551,13 @@ impl Replay {
     pub fn survivors(&self) -> impl Iterator<Item = Survivor<'_>> {
         self.topics.iter().flat_map(|(tn, t)| {
             t.messages.iter().flat_map(move |m| {
-                let held = (m.held && !m.dropped).then_some(Survivor {
+                let held = (m.held && !m.dropped && !m.gone).then_some(Survivor {
                     topic: tn,
                     channel: None,
                     msg: &m.msg,
                     due: m.due,
                 });
-                let dispatched = !m.held && !m.dropped;
+                let dispatched = !m.held && !m.dropped && !m.gone;
                 held.into_iter().chain(
                     t.channels
                         .iter()
@@ -499,7 +611,8 @@ impl Replay {
                 msg: m.msg.clone(),
             };
             // Dropped while held: held, then emptied; then the rest as they stand.
-            let dropped: Vec<&ReplayMessage> = t.messages.iter().filter(|m| m.dropped).collect();
+            let dropped: Vec<&ReplayMessage> =
+                t.messages.iter().filter(|m| m.dropped && !m.gone).collect();
             if !dropped.is_empty() {
                 ops.extend(dropped.iter().map(|m| publish(m, true)));
                 ops.push(StoreOp::TopicEmptied {
@@ -510,7 +623,7 @@ impl Replay {
             ops.extend(
                 t.messages
                     .iter()
-                    .filter(|m| !m.dropped)
+                    .filter(|m| !m.dropped && !m.gone)
                     .map(|m| publish(m, m.held)),
             );
             for (cn, c) in &t.channels {

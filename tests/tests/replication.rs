@@ -71,6 +71,8 @@ impl Group {
             "--replicas=3".to_string(),
             format!("--raft-address=127.0.0.1:{port}"),
             format!("--raft-peer={}", self.peers()),
+            // Small, so the log is compacted (and raft.log rewritten) many times a round.
+            "--raft-snapshot-bytes=65536".to_string(),
         ];
         if join {
             args.push("--raft-join".into());
@@ -134,7 +136,8 @@ fn publisher(addrs: Addrs, acked: Arc<Mutex<BTreeSet<String>>>, stop: Arc<Atomic
         let mut buf = Vec::new();
         'conn: while !stop.load(Ordering::Relaxed) {
             n += 1;
-            let body = format!("m{n}");
+            // 500 bytes: the log is compacted several times a round.
+            let body = format!("m{n} {}", "x".repeat(500));
             let pubc = Command::Pub {
                 topic: "orders".into(),
                 body: body.as_bytes().into(),
@@ -186,6 +189,7 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
             "--replicas=3".to_string(),
             format!("--raft-address=127.0.0.1:{port}"),
             format!("--raft-peer={}", g.peers()),
+            "--raft-snapshot-bytes=65536".to_string(),
         ];
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         g.nodes
@@ -267,8 +271,9 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
     eprintln!("{} acknowledged", acked.len());
     assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
 
-    // Every acknowledged message, from whichever node serves now.
-    let (leader, _) = g.leader(Duration::from_secs(20));
+    // Every acknowledged message, from whichever node serves now, whose log was compacted.
+    let (leader, ls) = g.leader(Duration::from_secs(20));
+    assert!(ls["snapshot"].as_u64() > Some(1), "never compacted: {ls}");
     let mut c = g.nodes[&leader].0.client();
     c.cmd(&Command::Sub {
         topic: "orders".into(),
@@ -282,7 +287,11 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
             Instant::now() < deadline,
             "{} acknowledged messages never came, e.g. {:?}",
             acked.difference(&seen).count(),
-            acked.difference(&seen).take(5).collect::<Vec<_>>()
+            acked
+                .difference(&seen)
+                .take(5)
+                .map(|b| &b[..b.len().min(12)])
+                .collect::<Vec<_>>()
         );
         match c.frame_within(Duration::from_secs(5)) {
             Some(Frame::Message(m)) => {

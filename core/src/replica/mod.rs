@@ -75,6 +75,10 @@ pub struct NodeConfig {
     pub election_ticks: usize,
     /// Ticks between a leader's heartbeats.
     pub heartbeat_ticks: usize,
+    /// Compact the log (a snapshot of the applied state replaces what it covers) once the
+    /// entries since the last snapshot hold this many bytes, or as many as that snapshot,
+    /// whichever is more (so writing snapshots costs a bounded share of writing the log).
+    pub compact_bytes: u64,
 }
 
 impl NodeConfig {
@@ -87,6 +91,7 @@ impl NodeConfig {
             tick: 100_000_000,
             election_ticks: 10,
             heartbeat_ticks: 2,
+            compact_bytes: 64 << 20,
         }
     }
 }
@@ -302,6 +307,9 @@ pub struct Node {
     out: VecDeque<NodeOutput>,
     /// Committed entries that could not be read (counted, skipped).
     pub bad_entries: u64,
+    /// Bytes of entry data in the log since the last snapshot, and that snapshot's size.
+    log_bytes: u64,
+    snapshot_bytes: u64,
 }
 
 fn logger() -> slog::Logger {
@@ -314,7 +322,7 @@ impl Node {
     pub fn new(cfg: NodeConfig, disk: &Disk, now: Time) -> Result<Node, ReplicaError> {
         let mem = MemStorage::new();
         let mut applied = Applied {
-            replay: Replay::new(),
+            replay: replay_of(&[])?,
             index: 0,
             term: 0,
             conf: ConfState::default(),
@@ -360,6 +368,8 @@ impl Node {
             now,
             out: VecDeque::new(),
             bad_entries: 0,
+            log_bytes: disk.entries.iter().map(|e| e.data.len() as u64).sum(),
+            snapshot_bytes: disk.snapshot.data.len() as u64,
         })
     }
 
@@ -395,6 +405,16 @@ impl Node {
     pub fn applied(&self) -> (&Replay, u64) {
         let a = &self.raw.store().applied;
         (&a.replay, a.index)
+    }
+
+    /// The index the log starts after (its last snapshot's: 1 until the log is compacted).
+    pub fn snapshot_index(&self) -> u64 {
+        self.raw
+            .store()
+            .mem
+            .first_index()
+            .unwrap_or(1)
+            .saturating_sub(1)
     }
 
     /// The voters in the applied configuration.
@@ -551,6 +571,7 @@ impl Node {
                 }
                 let more = self.leader.as_ref().is_some_and(|l| !l.ops.is_empty());
                 if !more {
+                    self.maybe_compact();
                     break;
                 }
                 continue;
@@ -624,6 +645,8 @@ impl Node {
                         conf: meta.get_conf_state().clone(),
                     };
                     let _ = store.mem.wl().apply_snapshot(snap.clone());
+                    self.snapshot_bytes = snap.data.len() as u64;
+                    self.log_bytes = 0;
                     persist.snapshot = Some(snap);
                 }
                 Err(_) => self.bad_entries += 1,
@@ -632,6 +655,11 @@ impl Node {
         let committed = rd.take_committed_entries();
         self.apply(committed);
         if !rd.entries().is_empty() {
+            self.log_bytes += rd
+                .entries()
+                .iter()
+                .map(|e| e.data.len() as u64)
+                .sum::<u64>();
             let _ = self.raw.mut_store().mem.wl().append(rd.entries());
             persist.entries = rd.entries().clone();
         }
@@ -658,6 +686,70 @@ impl Node {
         let committed = light.take_committed_entries();
         self.apply(committed);
         self.raw.advance_apply();
+    }
+
+    /// Replace the log up to the applied index by a snapshot of the applied state, once the
+    /// log is big enough ([`NodeConfig::compact_bytes`]); the host writes the snapshot.
+    fn maybe_compact(&mut self) {
+        if self.log_bytes < self.cfg.compact_bytes.max(self.snapshot_bytes) {
+            return;
+        }
+        let store = self.raw.mut_store();
+        let index = store.applied.index;
+        let (Ok(first), Ok(last)) = (store.mem.first_index(), store.mem.last_index()) else {
+            return;
+        };
+        if index < first {
+            return;
+        }
+        let snap = snapshot_of(&store.applied);
+        let rest = if last > index {
+            match store
+                .mem
+                .entries(index + 1, last + 1, None, GetEntriesContext::empty(false))
+            {
+                Ok(e) => e,
+                Err(_) => return,
+            }
+        } else {
+            Vec::new()
+        };
+        {
+            let mut w = store.mem.wl();
+            let hs = w.hard_state().clone();
+            if w.apply_snapshot(snap.clone()).is_err() {
+                return;
+            }
+            let _ = w.append(&rest);
+            w.set_hardstate(hs);
+        }
+        self.snapshot_bytes = snap.data.len() as u64;
+        self.log_bytes = rest.iter().map(|e| e.data.len() as u64).sum();
+        self.out.push_back(NodeOutput::Persist(Persist {
+            snapshot: Some(snap),
+            ..Persist::default()
+        }));
+    }
+
+    /// What is on disk once every output so far is written: the last snapshot is `snapshot`
+    /// (a host rewriting its file when a [`NodeOutput::Persist`] brings one), then the log
+    /// after it and raft's hard state.
+    pub fn disk_after(&self, snapshot: &Snapshot) -> Disk {
+        let index = snapshot.get_metadata().index;
+        let mem = &self.raw.store().mem;
+        let last = mem.last_index().unwrap_or(index);
+        let hs = mem.rl().hard_state().clone();
+        let entries = if last > index {
+            mem.entries(index + 1, last + 1, None, GetEntriesContext::empty(false))
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        Disk {
+            snapshot: snapshot.clone(),
+            entries,
+            hard_state: hs,
+        }
     }
 
     fn apply(&mut self, entries: Vec<Entry>) {
@@ -741,6 +833,8 @@ impl Node {
 
 fn replay_of(data: &[u8]) -> Result<Replay, ReplicaError> {
     let mut replay = Replay::new();
+    // The log is the replay's only record: what nothing owes is not kept.
+    replay.forget_finished();
     if !data.is_empty() {
         for op in &Batch::decode(data)?.ops {
             replay.apply(op);

@@ -59,6 +59,8 @@ pub struct ClusterSim {
     pub leaders: BTreeMap<u64, NodeId>,
     /// Broken promises seen so far (two leaders in a term).
     pub violations: Vec<String>,
+    /// Each node's [`NodeConfig::compact_bytes`] (small by default, so runs compact often).
+    pub compact_bytes: u64,
     /// Snapshots sent: (sender, addressee, whether it arrived), reported to the sender as a
     /// transport does once it has written a snapshot out or failed to.
     reports: Vec<(NodeId, NodeId, bool)>,
@@ -83,6 +85,7 @@ impl ClusterSim {
             leaders: BTreeMap::new(),
             violations: Vec::new(),
             reports: Vec::new(),
+            compact_bytes: 4096,
         };
         let disk = Disk::bootstrap(voters);
         for &id in voters {
@@ -108,7 +111,10 @@ impl ClusterSim {
     }
 
     fn config(&self, id: NodeId) -> NodeConfig {
-        NodeConfig::new(id, self.opts.clone(), self.seed)
+        NodeConfig {
+            compact_bytes: self.compact_bytes,
+            ..NodeConfig::new(id, self.opts.clone(), self.seed)
+        }
     }
 
     /// Start (or restart) `id` from its disk.

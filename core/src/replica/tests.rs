@@ -253,6 +253,65 @@ fn a_restarted_node_rebuilds_its_state_from_its_disk() {
 }
 
 #[test]
+fn the_log_is_compacted_and_what_is_finished_is_forgotten() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 21);
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    let c = consumer(&mut sim, leader);
+    for i in 0..300 {
+        publish(&mut sim, p, &format!("m{i} {}", "x".repeat(100)));
+        sim.sleep(ms(2));
+    }
+    sim.sleep(ms(300));
+    assert_eq!(oks(&sim.frames(p)), 300);
+    // (RDY 100: a hundred at a time.)
+    let mut received = 0;
+    for _ in 0..10 {
+        for f in sim.frames(c) {
+            if let Frame::Message(m) = f {
+                received += 1;
+                sim.send(c, &Command::Fin(m.id.to_hex()));
+            }
+        }
+        sim.sleep(ms(100));
+    }
+    assert_eq!(received, 300);
+    sim.sleep(ms(500));
+    for id in [1, 2, 3] {
+        let disk = &sim.nodes[&id].disk;
+        // 30 KB of bodies went through a log compacted once it holds 4 KiB or as much as
+        // the last snapshot.
+        assert!(
+            disk.snapshot.get_metadata().index > 1,
+            "node {id} never compacted"
+        );
+        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
+        let snap = disk.snapshot.data.len();
+        assert!(
+            log <= snap.max(4096) + 8192,
+            "node {id} keeps {log} bytes of log after a {snap}-byte snapshot"
+        );
+        let (replay, _) = sim.node(id).expect("up").applied();
+        assert_eq!(replay.survivors().count(), 0, "node {id}");
+        assert!(
+            replay.topics["orders"].kept() <= 1,
+            "node {id} keeps what is finished"
+        );
+    }
+    // Restarted from the compacted disks, the group goes on.
+    for id in [1, 2, 3] {
+        sim.crash(id);
+        sim.start(id);
+    }
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    let c = consumer(&mut sim, leader);
+    publish(&mut sim, p, "after");
+    sim.sleep(ms(300));
+    assert_eq!(bodies(&sim.frames(c)), ["after"]);
+}
+
+#[test]
 fn a_snapshot_of_the_replay_rebuilds_the_same_replay() {
     // A replay built from a run of every kind of op, and one built from its snapshot ops.
     let mut sim = crate::sim::Sim::new(

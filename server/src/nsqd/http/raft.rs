@@ -2,7 +2,8 @@
 //! paths: 404 `NOT_FOUND`):
 //!
 //! - `GET /raft/status`: this node's view of its group: term, role, leader, voters, commit
-//!   and applied index, and (on the leader) how far each voter's log matches (`lag`).
+//!   and applied index, the index its log starts after (`snapshot`), and (on the leader) how
+//!   far each voter's log matches (`lag`).
 //! - `POST /raft/add?id=<node-id>&address=<host>:<port>`: on the leader, add a voter that
 //!   reaches the group at `address` (its `--raft-address`; start it with `--raft-join`).
 //! - `POST /raft/remove?id=<node-id>`: on the leader, remove a voter (one whose machine or
@@ -38,6 +39,8 @@ pub(super) struct Status {
     pub voters: Vec<u64>,
     pub commit: u64,
     pub applied: u64,
+    /// The index the log starts after (its last snapshot's).
+    pub snapshot: u64,
     pub peers: Vec<Peer>,
 }
 
@@ -67,6 +70,7 @@ fn status_of(n: &Node) -> Status {
         voters,
         commit,
         applied: n.applied().1,
+        snapshot: n.snapshot_index(),
         peers: peers
             .into_iter()
             .map(|(id, matched)| Peer {

@@ -255,7 +255,12 @@ impl Task {
             while let Some(o) = self.node.poll_output() {
                 match o {
                     NodeOutput::Persist(p) => {
-                        let written = self.log.append(&p).and_then(|()| self.log.sync());
+                        // A snapshot (the node compacted its log, or the leader sent one)
+                        // replaces the file: the snapshot, the log after it, the hard state.
+                        let written = match &p.snapshot {
+                            Some(snap) => self.log.rewrite(&self.node.disk_after(snap)),
+                            None => self.log.append(&p).and_then(|()| self.log.sync()),
+                        };
                         if let Err(e) = written {
                             tracing::error!("replication: {e}: this node stops");
                             self.failed = true;
@@ -409,7 +414,11 @@ pub async fn open(
         let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
         disk = Disk::bootstrap(&voters);
     }
-    let node = Node::new(NodeConfig::new(me, opts, now), &disk, now)?;
+    let cfg = NodeConfig {
+        compact_bytes: args.raft_snapshot_bytes.max(4096),
+        ..NodeConfig::new(me, opts, now)
+    };
+    let node = Node::new(cfg, &disk, now)?;
     let listener = tokio::net::TcpListener::bind(&args.raft_address).await?;
     tracing::info!(
         "replication: node {me} of {:?}, raft listening on {}",
