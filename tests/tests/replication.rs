@@ -47,9 +47,62 @@ fn status(addr: SocketAddr) -> Option<Value> {
     (code == 200).then(|| serde_json::from_str(&body).ok())?
 }
 
+/// Nodes by id: each one's process and data directory.
+type Nodes = BTreeMap<u64, (Nsqd, tempfile::TempDir)>;
+
+/// The node that serves (its id and status), within `within`.
+fn serving(nodes: &Nodes, within: Duration) -> (u64, Value) {
+    let deadline = Instant::now() + within;
+    loop {
+        for (id, (n, _)) in nodes {
+            if let Some(s) = status(n.http).filter(|s| s["serving"] == true) {
+                return (*id, s);
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no node served within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Consume `orders` on a new channel from `n`, finishing each message, until every body of
+/// `acked` came (within `within`).
+fn consume_all(n: &Nsqd, acked: &BTreeSet<String>, within: Duration) {
+    let mut c = n.client();
+    c.cmd(&Command::Sub {
+        topic: "orders".into(),
+        channel: "audit".into(),
+    });
+    c.cmd(&Command::Rdy(2500));
+    let mut seen = BTreeSet::new();
+    let deadline = Instant::now() + within;
+    while !acked.is_subset(&seen) {
+        assert!(
+            Instant::now() < deadline,
+            "{} acknowledged messages never came, e.g. {:?}",
+            acked.difference(&seen).count(),
+            acked
+                .difference(&seen)
+                .take(5)
+                .map(|b| &b[..b.len().min(12)])
+                .collect::<Vec<_>>()
+        );
+        match c.frame_within(Duration::from_secs(5)) {
+            Some(Frame::Message(m)) => {
+                seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+                c.cmd(&Command::Fin(m.id.to_hex()));
+            }
+            Some(_) => {}
+            None => panic!("the consumer's connection ended"),
+        }
+    }
+}
+
 /// The machines: node id → (its process, its data directory), and every node's raft port.
 struct Group {
-    nodes: BTreeMap<u64, (Nsqd, tempfile::TempDir)>,
+    nodes: Nodes,
     raft: BTreeMap<u64, u16>,
 }
 
@@ -91,21 +144,7 @@ impl Group {
 
     /// The node that serves (its id and status), within `within`.
     fn leader(&self, within: Duration) -> (u64, Value) {
-        let deadline = Instant::now() + within;
-        loop {
-            for (id, http, _) in self.https() {
-                if let Some(s) = status(http) {
-                    if s["serving"] == true {
-                        return (id, s);
-                    }
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no node served within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        serving(&self.nodes, within)
     }
 }
 
@@ -274,34 +313,7 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
     // Every acknowledged message, from whichever node serves now, whose log was compacted.
     let (leader, ls) = g.leader(Duration::from_secs(20));
     assert!(ls["snapshot"].as_u64() > Some(1), "never compacted: {ls}");
-    let mut c = g.nodes[&leader].0.client();
-    c.cmd(&Command::Sub {
-        topic: "orders".into(),
-        channel: "audit".into(),
-    });
-    c.cmd(&Command::Rdy(2500));
-    let mut seen = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !acked.is_subset(&seen) {
-        assert!(
-            Instant::now() < deadline,
-            "{} acknowledged messages never came, e.g. {:?}",
-            acked.difference(&seen).count(),
-            acked
-                .difference(&seen)
-                .take(5)
-                .map(|b| &b[..b.len().min(12)])
-                .collect::<Vec<_>>()
-        );
-        match c.frame_within(Duration::from_secs(5)) {
-            Some(Frame::Message(m)) => {
-                seen.insert(String::from_utf8_lossy(&m.body).into_owned());
-                c.cmd(&Command::Fin(m.id.to_hex()));
-            }
-            Some(_) => {}
-            None => panic!("the consumer's connection to node {leader} ended"),
-        }
-    }
+    consume_all(&g.nodes[&leader].0, &acked, Duration::from_secs(60));
 }
 
 /// A loopback proxy to `to` that the test can cut (connections closed, new ones refused) and
@@ -407,7 +419,7 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
             proxies.insert((i, j), Proxy::start(ports[&j]));
         }
     }
-    let mut nodes = BTreeMap::new();
+    let mut nodes = Nodes::new();
     for id in 1..=3u64 {
         let peers = (1..=3u64)
             .map(|j| {
@@ -430,23 +442,8 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
     }
-    let serving = |within: Duration| -> u64 {
-        let deadline = Instant::now() + within;
-        loop {
-            for (id, (n, _)) in &nodes {
-                if status(n.http).is_some_and(|s| s["serving"] == true) {
-                    return *id;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no node served within {within:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     let mut acked = BTreeSet::new();
-    let old = serving(Duration::from_secs(20));
+    let old = serving(&nodes, Duration::from_secs(20)).0;
     // /stats and /metrics say how the group stands (the leader sees each voter's lag).
     let st = nodes[&old].0.http("GET", "/stats?format=json", b"").json();
     let r = &st["replication"];
@@ -519,7 +516,7 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let leader = serving(Duration::from_secs(20));
+        let leader = serving(&nodes, Duration::from_secs(20)).0;
         let commit = status(nodes[&leader].0.http).and_then(|s| s["commit"].as_u64());
         let applied = status(nodes[&old].0.http).and_then(|s| s["applied"].as_u64());
         if commit.is_some() && applied >= commit {
@@ -528,26 +525,8 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
         assert!(Instant::now() < deadline, "the old leader did not catch up");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let leader = serving(Duration::from_secs(20));
-    let mut c = nodes[&leader].0.client();
-    c.cmd(&Command::Sub {
-        topic: "orders".into(),
-        channel: "audit".into(),
-    });
-    c.cmd(&Command::Rdy(100));
-    let mut seen = BTreeSet::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !acked.is_subset(&seen) {
-        assert!(
-            Instant::now() < deadline,
-            "never came: {:?}",
-            acked.difference(&seen).collect::<Vec<_>>()
-        );
-        if let Some(Frame::Message(m)) = c.frame_within(Duration::from_secs(5)) {
-            seen.insert(String::from_utf8_lossy(&m.body).into_owned());
-            c.cmd(&Command::Fin(m.id.to_hex()));
-        }
-    }
+    let leader = serving(&nodes, Duration::from_secs(20)).0;
+    consume_all(&nodes[&leader].0, &acked, Duration::from_secs(30));
 }
 
 #[test]
@@ -559,7 +538,7 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
         .map(|(id, p)| format!("{id}@127.0.0.1:{p}"))
         .collect::<Vec<_>>()
         .join(",");
-    let mut nodes = BTreeMap::new();
+    let mut nodes = Nodes::new();
     for id in 1..=3u64 {
         let dir = tempfile::tempdir().expect("tempdir");
         let args = [
@@ -573,18 +552,6 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
     }
-    let serving = |nodes: &BTreeMap<u64, (Nsqd, tempfile::TempDir)>| -> u64 {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            for (id, (n, _)) in nodes {
-                if status(n.http).is_some_and(|s| s["serving"] == true) {
-                    return *id;
-                }
-            }
-            assert!(Instant::now() < deadline, "no node served");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    };
     let lookup = |topic: &str| -> Vec<u16> {
         let r = lookupd.http("GET", &format!("/lookup?topic={topic}"), b"");
         if r.status != 200 {
@@ -600,7 +567,7 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
             })
             .unwrap_or_default()
     };
-    let old = serving(&nodes);
+    let old = serving(&nodes, Duration::from_secs(20)).0;
     let body: Vec<u8> = (0..100)
         .map(|k| format!("a-{k}"))
         .collect::<Vec<_>>()
@@ -642,7 +609,7 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
     let (nsqd, dir) = nodes.remove(&old).expect("the leader");
     nsqd.kill9();
     drop(dir);
-    let new = serving(&nodes);
+    let new = serving(&nodes, Duration::from_secs(20)).0;
     let body: Vec<u8> = (0..100)
         .map(|k| format!("b-{k}"))
         .collect::<Vec<_>>()

@@ -635,14 +635,7 @@ fn output(
             };
         }
         Output::Transmit(t) => {
-            let (client, out) = match t {
-                Transmit::Data { client, data } => (client, Out::Data(data)),
-                Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
-                Transmit::Close { client } => (client, Out::Close),
-                Transmit::WriteTimeout { client, timeout } => {
-                    (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
-                }
-            };
+            let (client, out) = out_of(t);
             if let Some(tx) = part.conn(client) {
                 let _ = tx.send(out);
             }
@@ -655,23 +648,43 @@ fn output(
         }
         Output::Route(Route::Peer { to, msg }) => ctx.to_peer(to, msg),
         Output::Auth(req) => {
-            // The HTTP query runs on its own task; the answer comes back as input.
-            let (cfg, me) = (ctx.auth.clone(), ctx.me());
             ctx.auth_start = ctx.auth_start.wrapping_add(1);
-            let start = ctx.auth_start;
-            tokio::spawn(async move {
-                let answer = super::auth::query(&cfg, &req, start).await;
-                if let Some(tx) = me.upgrade() {
-                    let _ = tx
-                        .send(ToDriver::Auth {
-                            client: req.client,
-                            answer,
-                        })
-                        .await;
-                }
-            });
+            ask_auth(ctx.auth.clone(), req, ctx.auth_start, ctx.me());
         }
     }
+}
+
+/// A transmit as its connection's output: the client, and what to do.
+pub(crate) fn out_of(t: Transmit) -> (ClientId, Out) {
+    match t {
+        Transmit::Data { client, data } => (client, Out::Data(data)),
+        Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
+        Transmit::Close { client } => (client, Out::Close),
+        Transmit::WriteTimeout { client, timeout } => {
+            (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
+        }
+    }
+}
+
+/// Ask the auth server (`start`: the query's number, for its log lines) on a task of its own;
+/// the answer comes back to `me` as input.
+pub(crate) fn ask_auth(
+    cfg: Arc<super::auth::AuthConfig>,
+    req: nsqlab_core::AuthRequest,
+    start: usize,
+    me: mpsc::WeakSender<ToDriver>,
+) {
+    tokio::spawn(async move {
+        let answer = super::auth::query(&cfg, &req, start).await;
+        if let Some(tx) = me.upgrade() {
+            let _ = tx
+                .send(ToDriver::Auth {
+                    client: req.client,
+                    answer,
+                })
+                .await;
+        }
+    });
 }
 
 const PROBE_INTERVAL: Duration = Duration::from_secs(1);

@@ -15,12 +15,12 @@
 
 use super::log::RaftLog;
 use super::transport::{Report, Transport};
-use crate::nsqd::driver::{AfterStore, DriverHandle, Out, ToDriver};
+use crate::nsqd::driver::{ask_auth, out_of, AfterStore, DriverHandle, Out, ToDriver};
 use crate::nsqd::store::StoreError;
 use nsqlab_core::partition::ClientInput;
 use nsqlab_core::replica::raft::prelude::Message;
 use nsqlab_core::replica::{Node, NodeOutput};
-use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time, Transmit};
+use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -339,14 +339,7 @@ impl Task {
         };
         match o {
             Output::Transmit(t) => {
-                let (client, out) = match t {
-                    Transmit::Data { client, data } => (client, Out::Data(data)),
-                    Transmit::Upgrade { client, upgrade } => (client, Out::Upgrade(upgrade)),
-                    Transmit::Close { client } => (client, Out::Close),
-                    Transmit::WriteTimeout { client, timeout } => {
-                        (client, Out::WriteTimeout(timeout.map(Duration::from_nanos)))
-                    }
-                };
+                let (client, out) = out_of(t);
                 if let Some(tx) = self.conns.get(&outer(term, client)) {
                     let _ = tx.send(out);
                 }
@@ -366,21 +359,10 @@ impl Task {
                 let _ = self.events.send(e);
             }
             Output::Auth(mut req) => {
-                let (cfg, me) = (self.auth.clone(), self.me.clone());
-                self.auth_start = self.auth_start.wrapping_add(1);
-                let start = self.auth_start;
+                // The answer names the client as its connection knows it.
                 req.client = outer(term, req.client);
-                tokio::spawn(async move {
-                    let answer = crate::nsqd::auth::query(&cfg, &req, start).await;
-                    if let Some(tx) = me.upgrade() {
-                        let _ = tx
-                            .send(ToDriver::Auth {
-                                client: req.client,
-                                answer,
-                            })
-                            .await;
-                    }
-                });
+                self.auth_start = self.auth_start.wrapping_add(1);
+                ask_auth(self.auth.clone(), req, self.auth_start, self.me.clone());
             }
             // The node keeps these (the log) and never evicts bodies.
             Output::Store(_) | Output::Commit { .. } | Output::Load(_) => {}
