@@ -5,8 +5,8 @@
 //! `POST /raft/remove` and `/raft/add` and catches up. At the end every acknowledged message
 //! is consumed from the survivors. And a partition: the leader cut off from the others
 //! (through loopback proxies the test controls) stops acknowledging; nothing acknowledged is
-//! lost when the partition heals. And pynsq, unchanged, consuming through nsqlookupd across
-//! a failover.
+//! lost when the partition heals. And pynsq, go-nsq (NSQ's nsq_tail) and nsqadmin, unchanged,
+//! through nsqlookupd across a failover.
 
 use nsqlab_core::protocol::{decode_frame, Command, Frame};
 use nsqlab_tests::{need, Nsqd, Nsqlookupd, Tool};
@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,7 +33,8 @@ fn try_http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)>
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        // HTTP/1.0: the answer is never chunked (nsqadmin's would be).
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n"
     )
     .ok()?;
     let mut raw = String::new();
@@ -530,7 +532,7 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
 }
 
 #[test]
-fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
+fn pynsq_go_nsq_and_nsqadmin_through_nsqlookupd_carry_on_across_a_failover() {
     let lookupd = Nsqlookupd::start(&[]);
     let ports: BTreeMap<u64, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let peers = ports
@@ -568,6 +570,13 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
             .unwrap_or_default()
     };
     let old = serving(&nodes, Duration::from_secs(20)).0;
+    // The topic and both readers' channels first, so each gets every message.
+    let path = "/topic/create?topic=failover";
+    assert_eq!(nodes[&old].0.http("POST", path, b"").status, 200);
+    for channel in ["via_lookupd", "go_tail"] {
+        let path = format!("/channel/create?topic=failover&channel={channel}");
+        assert_eq!(nodes[&old].0.http("POST", &path, b"").status, 200);
+    }
     let body: Vec<u8> = (0..100)
         .map(|k| format!("a-{k}"))
         .collect::<Vec<_>>()
@@ -604,7 +613,34 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("run python");
-    // The reader consumes from the leader; then the leader dies.
+    // go-nsq (in NSQ's own nsq_tail, unchanged) through lookupd too, on its own channel.
+    let nsq_bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/nsq-v1.3.0/bin");
+    let go = nsq_bin.join("nsq_tail").exists().then(|| {
+        let mut tail = std::process::Command::new(nsq_bin.join("nsq_tail"))
+            .arg(format!("--lookupd-http-address={}", lookupd.http))
+            .args(["--topic=failover", "--channel=go_tail", "-n", "1000"])
+            .arg("--consumer-opt=lookupd_poll_interval,1s")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run nsq_tail");
+        let lines = Arc::new(Mutex::new(BTreeSet::new()));
+        let out = tail.stdout.take().expect("stdout");
+        let l = lines.clone();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                l.lock().expect("lines").insert(line);
+            }
+        });
+        (tail, lines)
+    });
+    assert!(
+        go.is_some() || std::env::var_os("NSQLAB_ALL_TOOLS").is_none(),
+        "NSQ v1.3.0's nsq_tail is not beside the repository ({})",
+        nsq_bin.display()
+    );
+    // The readers consume from the leader; then the leader dies.
     std::thread::sleep(Duration::from_secs(3));
     let (nsqd, dir) = nodes.remove(&old).expect("the leader");
     nsqd.kill9();
@@ -630,4 +666,51 @@ fn pynsq_through_nsqlookupd_keeps_consuming_across_a_failover() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(lookup("failover"), vec![nodes[&new].0.tcp.port()]);
+    if let Some((mut tail, lines)) = go {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while lines.lock().expect("lines").len() < 200 {
+            assert!(
+                Instant::now() < deadline,
+                "nsq_tail through lookupd got {} distinct",
+                lines.lock().expect("lines").len()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = tail.kill();
+        let _ = tail.wait();
+    }
+    // nsqadmin (NSQ's, unchanged) through the same lookupd sees the topic on the new leader.
+    if nsq_bin.join("nsqadmin").exists() {
+        let port = free_port();
+        let mut admin = std::process::Command::new(nsq_bin.join("nsqadmin"))
+            .arg(format!("--http-address=127.0.0.1:{port}"))
+            .arg(format!("--lookupd-http-address={}", lookupd.http))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("run nsqadmin");
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().expect("addr");
+        let node = format!("127.0.0.1:{}", nodes[&new].0.http.port());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some((200, body)) = try_http(addr, "GET", "/api/topics/failover") {
+                let v: Value = serde_json::from_str(&body).expect("json");
+                let listed: Vec<String> = v["nodes"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|n| n["node"].as_str().map(String::from))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if listed == vec![node.clone()] {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "nsqadmin never showed {node}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let _ = admin.kill();
+        let _ = admin.wait();
+    }
 }
