@@ -438,8 +438,9 @@ impl Node {
         (commit, peers)
     }
 
-    #[doc(hidden)]
-    pub fn debug_progress(&self) -> String {
+    /// Raft's view of each voter's progress, for a failing seed's report.
+    #[cfg(test)]
+    pub(crate) fn debug_progress(&self) -> String {
         self.raw
             .raft
             .prs()
