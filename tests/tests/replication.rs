@@ -370,6 +370,9 @@ impl Proxy {
                             }
                             match from.read(&mut buf) {
                                 Ok(0) => break,
+                                // What arrives once the link is cut is lost, even if
+                                // the read began before.
+                                Ok(_) if c.load(Ordering::Relaxed) => break,
                                 Ok(n) => {
                                     if into.write_all(&buf[..n]).is_err() {
                                         break;

@@ -55,7 +55,17 @@ const MAGIC: [u8; 2] = [b'N', 1];
 
 impl Batch {
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Vec::with_capacity(32 + self.ops.len() * 48);
+        // Sized once: a snapshot's batch holds every message owed, and growing it by doubling
+        // would copy (and fault in) it again and again.
+        let bodies: usize = self
+            .ops
+            .iter()
+            .map(|op| match op {
+                StoreOp::Publish { topic, msg, .. } => topic.len() + msg.body.len(),
+                _ => 0,
+            })
+            .sum();
+        let mut w = Vec::with_capacity(32 + self.ops.len() * 64 + bodies);
         w.extend_from_slice(&MAGIC);
         put_u64(&mut w, self.proposer);
         put_u64(&mut w, self.through);

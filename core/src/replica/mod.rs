@@ -20,10 +20,13 @@
 //!
 //! # Run loop
 //! As the broker's: every input carries `now` ([`Node::handle_message`],
-//! [`Node::handle_timeout`], [`Node::with_broker`] for clients); then drain
-//! [`Node::poll_output`] and call back at [`Node::poll_timeout`]. Outputs come in the order a
-//! host must honour: a [`NodeOutput::Persist`] is on disk before any later
-//! [`NodeOutput::Send`] leaves.
+//! [`Node::handle_timeout`], [`Node::with_broker`] for clients, [`Node::persisted`] for the
+//! disk); then drain [`Node::poll_output`] and call back at [`Node::poll_timeout`]. A
+//! [`NodeOutput::Send`] may leave at once; [`NodeOutput::Persist`]s are written in order and
+//! reported when durable, without holding up anything else (raft-rs's asynchronous ready:
+//! the node keeps back the messages that must follow a write, a leader sends its entries to
+//! the followers while it writes them itself, and a publish's `OK` waits for a quorum of
+//! durable copies, the leader's among them).
 //!
 //! # Membership
 //! Every log starts from the same bootstrap snapshot (index 1, the first voters). A node
@@ -47,7 +50,9 @@ use crate::store::{Replay, StoreOp, Ticket};
 use crate::time::{Nanos, Time};
 pub use codec::{Batch, DecodeError};
 use protobuf::Message as PbMessage;
-use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, Snapshot};
+use raft::eraftpb::{
+    ConfChange, ConfChangeType, ConfState, Entry, EntryType, HardState, MessageType, Snapshot,
+};
 use raft::prelude::Message as RaftMessage;
 use raft::storage::MemStorage;
 use raft::{GetEntriesContext, RaftState, RawNode, StateRole, Storage};
@@ -157,23 +162,25 @@ impl Disk {
 
 /// Changes to write to disk, in order: a snapshot (replacing the log up to its index), log
 /// entries (replacing any from the first one's index on), raft's hard state.
+///
+/// A host writes each in the order given, and once one is durable says so with
+/// [`Node::persisted`] (its `number`; saying so for one says so for every earlier one). The
+/// node holds back whatever must not leave before the write (a follower's acknowledgement, a
+/// vote) and applies nothing it has not persisted, so the host never waits for the disk: it
+/// sends what it is given at once and syncs on a thread of its own, many writes at a time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Persist {
+    /// What to report to [`Node::persisted`] once this is durable (0: nothing to report).
+    pub number: u64,
     pub snapshot: Option<Snapshot>,
     pub entries: Vec<Entry>,
     pub hard_state: Option<HardState>,
 }
 
-impl Persist {
-    fn is_empty(&self) -> bool {
-        self.snapshot.is_none() && self.entries.is_empty() && self.hard_state.is_none()
-    }
-}
-
 /// What a node asks its host to do.
 #[derive(Debug)]
 pub enum NodeOutput {
-    /// Write to disk before sending anything that follows.
+    /// Write to disk (after the writes before it), then report it with [`Node::persisted`].
     Persist(Persist),
     /// A raft message for another node ([`encode_message`] for the wire).
     Send(RaftMessage),
@@ -310,6 +317,12 @@ pub struct Node {
     /// Bytes of entry data in the log since the last snapshot, and that snapshot's size.
     log_bytes: u64,
     snapshot_bytes: u64,
+    /// The numbers of the writes the host has not yet reported durable, in order.
+    writing: VecDeque<u64>,
+    /// Messages to send once every write up to the number beside them is durable.
+    held: VecDeque<(u64, Vec<RaftMessage>)>,
+    /// The number of the last ready taken from raft.
+    last_ready: u64,
 }
 
 fn logger() -> slog::Logger {
@@ -370,6 +383,9 @@ impl Node {
             bad_entries: 0,
             log_bytes: disk.entries.iter().map(|e| e.data.len() as u64).sum(),
             snapshot_bytes: disk.snapshot.data.len() as u64,
+            writing: VecDeque::new(),
+            held: VecDeque::new(),
+            last_ready: 0,
         })
     }
 
@@ -474,6 +490,50 @@ impl Node {
         };
         self.raw.report_snapshot(to, status);
         self.settle();
+    }
+
+    /// The host's write of the [`Persist`] numbered `number`, and of every one before it, is
+    /// durable: what waited for it (acknowledgements, votes, applying entries) goes on.
+    pub fn persisted(&mut self, now: Time, number: u64) {
+        self.now = self.now.max(now);
+        while self.writing.front().is_some_and(|n| *n <= number) {
+            self.writing.pop_front();
+        }
+        self.release();
+        self.settle();
+    }
+
+    /// Writes the host has not yet reported durable.
+    pub fn unpersisted(&self) -> usize {
+        self.writing.len()
+    }
+
+    /// Tell raft how far the disk has got, and send what waited for it.
+    fn release(&mut self) {
+        // Every ready before the first write still under way is durable (those with nothing
+        // to write too).
+        let through = self
+            .writing
+            .front()
+            .map_or(self.last_ready, |n| n.saturating_sub(1));
+        if through == 0 {
+            return;
+        }
+        self.raw.on_persist_ready(through);
+        self.advance_apply();
+        while self.held.front().is_some_and(|(n, _)| *n <= through) {
+            let (_, msgs) = self.held.pop_front().expect("checked");
+            self.out.extend(msgs.into_iter().map(NodeOutput::Send));
+        }
+    }
+
+    /// Tell raft what is applied: entries as they are, a snapshot once it is also durable.
+    fn advance_apply(&mut self) {
+        let applied = self.raw.store().applied.index;
+        let log = &self.raw.raft.raft_log;
+        if applied > log.applied && applied <= log.committed.min(log.persisted) {
+            self.raw.advance_apply_to(applied);
+        }
     }
 
     /// The earliest time [`Node::handle_timeout`] has something to do.
@@ -629,10 +689,17 @@ impl Node {
 
     fn on_ready(&mut self) {
         let mut rd = self.raw.ready();
+        let number = rd.number();
+        self.last_ready = number;
+        // A leader's messages (its entries to the followers among them) may leave before its
+        // own write: raft thesis 10.2.1.
         for m in rd.take_messages() {
             self.out.push_back(NodeOutput::Send(m));
         }
-        let mut persist = Persist::default();
+        let mut persist = Persist {
+            number,
+            ..Persist::default()
+        };
         if !rd.snapshot().is_empty() {
             let snap = rd.snapshot().clone();
             match replay_of(&snap.data) {
@@ -653,6 +720,7 @@ impl Node {
                 Err(_) => self.bad_entries += 1,
             }
         }
+        // Committed and durable here (raft hands out nothing it has not been told is).
         let committed = rd.take_committed_entries();
         self.apply(committed);
         if !rd.entries().is_empty() {
@@ -661,32 +729,37 @@ impl Node {
                 .iter()
                 .map(|e| e.data.len() as u64)
                 .sum::<u64>();
+            // raft reads its log from the storage before the write is durable (to send it).
             let _ = self.raw.mut_store().mem.wl().append(rd.entries());
-            persist.entries = rd.entries().clone();
+            persist.entries = rd.take_entries();
         }
         if let Some(hs) = rd.hs() {
             self.raw.mut_store().mem.wl().set_hardstate(hs.clone());
             persist.hard_state = Some(hs.clone());
         }
-        let persisted = rd.take_persisted_messages();
-        let mut light = self.raw.advance(rd);
-        if let Some(commit) = light.commit_index() {
-            let hs = {
-                let mut w = self.raw.mut_store().mem.wl();
-                w.mut_hard_state().commit = commit;
-                w.hard_state().clone()
-            };
-            persist.hard_state = Some(hs);
-        }
-        if !persist.is_empty() {
+        let mut after = rd.take_persisted_messages();
+        // A heartbeat's answer claims nothing about this node's log or vote: it leaves at
+        // once, so a long write (a snapshot rewriting the file) does not make a follower look
+        // gone to its leader's check-quorum.
+        after.retain(|m| {
+            if m.get_msg_type() == MessageType::MsgHeartbeatResponse {
+                self.out.push_back(NodeOutput::Send(m.clone()));
+                false
+            } else {
+                true
+            }
+        });
+        self.raw.advance_append_async(rd);
+        self.advance_apply();
+        if persist.snapshot.is_some() || !persist.entries.is_empty() || persist.hard_state.is_some()
+        {
+            self.writing.push_back(number);
             self.out.push_back(NodeOutput::Persist(persist));
         }
-        for m in persisted.into_iter().chain(light.take_messages()) {
-            self.out.push_back(NodeOutput::Send(m));
+        if !after.is_empty() {
+            self.held.push_back((number, after));
         }
-        let committed = light.take_committed_entries();
-        self.apply(committed);
-        self.raw.advance_apply();
+        self.release();
     }
 
     /// Replace the log up to the applied index by a snapshot of the applied state, once the
@@ -726,6 +799,7 @@ impl Node {
         }
         self.snapshot_bytes = snap.data.len() as u64;
         self.log_bytes = rest.iter().map(|e| e.data.len() as u64).sum();
+        // Written in order with the rest; nothing waits for it (number 0).
         self.out.push_back(NodeOutput::Persist(Persist {
             snapshot: Some(snap),
             ..Persist::default()

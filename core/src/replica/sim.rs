@@ -3,10 +3,15 @@
 //! delay (and so reorder) and can be cut, nodes that crash, restart or lose their disk, and
 //! clients that speak V2 bytes to whichever node serves.
 //!
-//! Faults are the test's to choose; the network's delays and losses come from the seed, so a
-//! seed replays exactly.
+//! Each node's disk is simulated too: a write takes a while (from the seed) and is reported
+//! durable only then; a crash keeps the writes already reported and a seeded prefix of those
+//! still under way (whole records: the server's log cuts a torn tail back to one), and loses
+//! the rest.
+//!
+//! Faults are the test's to choose; the network's and the disks' delays and losses come from
+//! the seed, so a seed replays exactly.
 
-use super::{Disk, Node, NodeConfig, NodeId, NodeOutput};
+use super::{Disk, Node, NodeConfig, NodeId, NodeOutput, Persist};
 use crate::broker::{Output, Transmit};
 use crate::options::Options;
 use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
@@ -15,12 +20,25 @@ use crate::ClientId;
 use raft::prelude::Message as RaftMessage;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// One machine: its node while it runs, and its disk, which outlives a crash.
 pub struct SimNode {
     pub node: Option<Node>,
+    /// What is durable.
     pub disk: Disk,
+    /// Writes under way, in order, with the time each is durable.
+    writing: VecDeque<(Time, Persist)>,
+}
+
+impl SimNode {
+    fn new(disk: Disk) -> SimNode {
+        SimNode {
+            node: None,
+            disk,
+            writing: VecDeque::new(),
+        }
+    }
 }
 
 /// A client's end of a connection to a node's broker.
@@ -53,6 +71,8 @@ pub struct ClusterSim {
     pub loss_per_mille: u32,
     /// A message takes between these two (so later ones can overtake earlier ones).
     pub delay: (Nanos, Nanos),
+    /// A write to a disk takes between these two (one after another, on each disk).
+    pub disk_delay: (Nanos, Nanos),
     clients: BTreeMap<Handle, SimClient>,
     by_id: BTreeMap<(NodeId, u64, ClientId), Handle>,
     /// Who led each term (raft's leader role, whenever seen).
@@ -80,6 +100,7 @@ impl ClusterSim {
             cut: BTreeSet::new(),
             loss_per_mille: 0,
             delay: (1_000_000, 5_000_000),
+            disk_delay: (100_000, 500_000),
             clients: BTreeMap::new(),
             by_id: BTreeMap::new(),
             leaders: BTreeMap::new(),
@@ -89,13 +110,7 @@ impl ClusterSim {
         };
         let disk = Disk::bootstrap(voters);
         for &id in voters {
-            sim.nodes.insert(
-                id,
-                SimNode {
-                    node: None,
-                    disk: disk.clone(),
-                },
-            );
+            sim.nodes.insert(id, SimNode::new(disk.clone()));
             sim.start(id);
         }
         sim
@@ -131,20 +146,20 @@ impl ClusterSim {
 
     /// A new machine `id`, with an empty disk (it joins once the leader adds it).
     pub fn add_machine(&mut self, id: NodeId) {
-        self.nodes.insert(
-            id,
-            SimNode {
-                node: None,
-                disk: Disk::default(),
-            },
-        );
+        self.nodes.insert(id, SimNode::new(Disk::default()));
         self.start(id);
     }
 
-    /// `kill -9`: the node stops; its disk keeps what it persisted; its clients are cut off.
+    /// `kill -9` (or the power): the node stops; its disk keeps what it reported durable and
+    /// a seeded prefix of the writes under way; its clients are cut off.
     pub fn crash(&mut self, id: NodeId) {
+        let under_way = self.nodes.get(&id).map_or(0, |s| s.writing.len());
+        let kept = self.random(under_way as u64 + 1) as usize;
         if let Some(sn) = self.nodes.get_mut(&id) {
             sn.node = None;
+            for (_, p) in sn.writing.drain(..).take(kept) {
+                sn.disk.apply(&p);
+            }
         }
         self.drop_clients(|(n, _, _)| n == id);
     }
@@ -282,8 +297,12 @@ impl ClusterSim {
             };
             match o {
                 NodeOutput::Persist(p) => {
+                    let (lo, hi) = self.disk_delay;
+                    let took = lo + self.random(hi.saturating_sub(lo) + 1);
+                    let now = self.now;
                     if let Some(sn) = self.nodes.get_mut(&id) {
-                        sn.disk.apply(&p);
+                        let after = sn.writing.back().map_or(now, |w| w.0);
+                        sn.writing.push_back((after.max(now + took), p));
                     }
                 }
                 NodeOutput::Send(m) => self.post(id, m),
@@ -371,6 +390,11 @@ impl ClusterSim {
             .nodes
             .values()
             .filter_map(|s| s.node.as_ref()?.poll_timeout())
+            .chain(
+                self.nodes
+                    .values()
+                    .filter_map(|s| s.writing.front().map(|w| w.0)),
+            )
             .min();
         match (wire, timers) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -385,6 +409,7 @@ impl ClusterSim {
         };
         self.now = self.now.max(t);
         let now = self.now;
+        self.complete_writes();
         let due: Vec<(Time, u64)> = self
             .wire
             .range(..=(now, u64::MAX))
@@ -420,6 +445,27 @@ impl ClusterSim {
             }
         }
         true
+    }
+
+    /// Writes that are durable by now: on the disk, and reported to their node.
+    fn complete_writes(&mut self) {
+        let now = self.now;
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            let Some(sn) = self.nodes.get_mut(&id) else {
+                continue;
+            };
+            let mut through = None;
+            while sn.writing.front().is_some_and(|w| w.0 <= now) {
+                let (_, p) = sn.writing.pop_front().expect("checked");
+                sn.disk.apply(&p);
+                through = Some(p.number).max(through);
+            }
+            if let (Some(n), Some(node)) = (through, sn.node.as_mut()) {
+                node.persisted(now, n);
+                self.flush(id);
+            }
+        }
     }
 
     /// Everything up to `to`, and the clock at `to`.

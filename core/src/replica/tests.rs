@@ -445,6 +445,9 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
     sim.loss_per_mille = sim.random(60) as u32;
     let spread = ms(1 + sim.random(40));
     sim.delay = (ms(1), spread);
+    // Disks from fast to slower than the network.
+    let slow = 100_000 + sim.random(8_000_000);
+    sim.disk_delay = (50_000, slow);
     let mut l = Ledger::default();
     let mut producer: Option<Handle> = None;
     let mut cons: Option<Handle> = None;
@@ -522,8 +525,21 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
                     heal_at = Some(now + ms(200 + sim.random(4000)));
                 }
                 _ => {
+                    // A disk is lost only from a group at full strength: every voter up, with
+                    // the leader's configuration applied and its log caught up (a voter just
+                    // added, still empty, is no copy yet: losing another then would lose the
+                    // quorum's copies, beyond what any promise covers).
                     let all_up = sim.nodes.values().all(|s| s.node.is_some());
-                    if all_up && to_remove.is_empty() && to_add.is_empty() {
+                    let settled = sim.serving().and_then(|l| sim.node(l)).is_some_and(|l| {
+                        let (commit, peers) = l.progress();
+                        let voters = l.voters().to_vec();
+                        peers.iter().all(|(_, matched)| *matched >= commit)
+                            && sim
+                                .nodes
+                                .values()
+                                .all(|s| s.node.as_ref().is_some_and(|n| n.voters() == voters))
+                    });
+                    if all_up && settled && to_remove.is_empty() && to_add.is_empty() {
                         sim.destroy(victim);
                         to_remove.push(victim);
                         to_add.push(next_id);

@@ -3,9 +3,10 @@
 //! `super::super::driver` feeds a partition.
 //!
 //! Each wake-up: the input goes to the node, then its outputs are carried out in order —
-//! `Persist` appended to `raft.log` and synced before any message that follows it is sent
-//! (the sync runs on this task for now), messages to the transport, the serving broker's
-//! output to its connections, nsqlookupd and the event stream.
+//! `Persist` handed to the log's writer thread (which appends, syncs once for every write
+//! that queued meanwhile, and reports back how far it got: [`Node::persisted`]), messages to
+//! the transport, the serving broker's output to its connections, nsqlookupd and the event
+//! stream. This task never waits for the disk: the node holds back what must follow a write.
 //!
 //! Clients reach the broker only while this node serves (it leads and has caught up). A
 //! connection that arrives otherwise is closed at once; nsqlookupd lists only the leader (a
@@ -13,12 +14,14 @@
 //! there. A broker's client IDs are made unique across terms here (`term << 32 | id`), so
 //! input still arriving from a connection of a deposed broker reaches no one.
 
+use super::log::LogError;
 use super::log::RaftLog;
 use super::transport::{Report, Transport};
 use crate::nsqd::driver::{ask_auth, out_of, AfterStore, DriverHandle, Out, ToDriver};
 use crate::nsqd::store::StoreError;
 use nsqlab_core::partition::ClientInput;
 use nsqlab_core::replica::raft::prelude::Message;
+use nsqlab_core::replica::{Disk, Persist};
 use nsqlab_core::replica::{Node, NodeOutput};
 use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time};
 use std::collections::{BTreeSet, HashMap};
@@ -47,9 +50,10 @@ pub fn spawn(
     let (events, _) = broadcast::channel(65_536);
     let (tx, rx) = mpsc::channel(4096);
     let handle = DriverHandle::single(tx.clone(), events.clone(), p.standby.options());
+    let (writer, written) = start_writer(p.log);
     let task = Task {
         node: p.node,
-        log: p.log,
+        writer,
         transport: p.transport,
         standby: p.standby,
         conns: HashMap::new(),
@@ -62,13 +66,70 @@ pub fn spawn(
         auth_start: 0,
         failed: false,
     };
-    let join = tokio::spawn(task.run(rx, p.inbox, p.reports, shutdown));
+    let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, shutdown));
     (handle, join)
+}
+
+/// A write for the log's writer thread.
+enum Write {
+    Append(Persist),
+    /// Replace the file by this disk (a snapshot and what follows it); then report `number`.
+    Rewrite(Disk, u64),
+}
+
+/// Start the thread that owns `raft.log`: it writes what it is sent in order, syncs once for
+/// all that queued while it was busy, and reports the number of the last one written (or the
+/// error that stopped it).
+fn start_writer(
+    mut log: RaftLog,
+) -> (
+    std::sync::mpsc::Sender<Write>,
+    mpsc::UnboundedReceiver<Result<u64, LogError>>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<Write>();
+    let (done, written) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("nsqlab-raft-log".into())
+        .spawn(move || {
+            while let Ok(first) = rx.recv() {
+                let mut number = 0;
+                let mut unsynced = false;
+                let mut result = Ok(());
+                for w in std::iter::once(first).chain(rx.try_iter()) {
+                    result = match w {
+                        Write::Append(p) => {
+                            number = number.max(p.number);
+                            unsynced = true;
+                            log.append(&p)
+                        }
+                        // A rewrite is durable when it returns.
+                        Write::Rewrite(disk, n) => {
+                            number = number.max(n);
+                            unsynced = false;
+                            log.rewrite(&disk)
+                        }
+                    };
+                    if result.is_err() {
+                        break;
+                    }
+                }
+                if result.is_ok() && unsynced {
+                    result = log.sync();
+                }
+                let failed = result.is_err();
+                if done.send(result.map(|()| number)).is_err() || failed {
+                    return;
+                }
+            }
+        })
+        .expect("spawn the raft log's writer");
+    (tx, written)
 }
 
 struct Task {
     node: Node,
-    log: RaftLog,
+    /// The log's writer thread.
+    writer: std::sync::mpsc::Sender<Write>,
     transport: Transport,
     standby: Broker,
     /// The serving broker's connections, by the IDs given to them (`term << 32 | id`).
@@ -103,6 +164,7 @@ impl Task {
         mut rx: mpsc::Receiver<ToDriver>,
         mut inbox: mpsc::UnboundedReceiver<Message>,
         mut reports: mpsc::UnboundedReceiver<Report>,
+        mut written: mpsc::UnboundedReceiver<Result<u64, LogError>>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Broker {
         loop {
@@ -136,6 +198,25 @@ impl Task {
                 r = reports.recv() => {
                     if let Some(r) = r {
                         self.report(r);
+                    }
+                }
+                w = written.recv() => {
+                    if w.is_none() {
+                        tracing::error!("replication: the raft log's writer is gone: this node stops");
+                        self.failed = true;
+                    }
+                    let mut last = None;
+                    for w in w.into_iter().chain(std::iter::from_fn(|| written.try_recv().ok())) {
+                        match w {
+                            Ok(n) => last = last.max(Some(n)),
+                            Err(e) => {
+                                tracing::error!("replication: {e}: this node stops");
+                                self.failed = true;
+                            }
+                        }
+                    }
+                    if let Some(n) = last {
+                        self.node.persisted(crate::clock::now(), n);
                     }
                 }
                 m = rx.recv() => {
@@ -257,12 +338,12 @@ impl Task {
                     NodeOutput::Persist(p) => {
                         // A snapshot (the node compacted its log, or the leader sent one)
                         // replaces the file: the snapshot, the log after it, the hard state.
-                        let written = match &p.snapshot {
-                            Some(snap) => self.log.rewrite(&self.node.disk_after(snap)),
-                            None => self.log.append(&p).and_then(|()| self.log.sync()),
+                        let w = match &p.snapshot {
+                            Some(snap) => Write::Rewrite(self.node.disk_after(snap), p.number),
+                            None => Write::Append(p),
                         };
-                        if let Err(e) = written {
-                            tracing::error!("replication: {e}: this node stops");
+                        if self.writer.send(w).is_err() {
+                            // The writer stopped on an error (reported on its channel).
                             self.failed = true;
                             return;
                         }

@@ -134,11 +134,7 @@ impl RaftLog {
     /// Replace the file by one record holding `disk` (durably: temp file, fsync, rename,
     /// fsync of the directory).
     pub fn rewrite(&mut self, disk: &Disk) -> Result<(), LogError> {
-        let record = encode(&Persist {
-            snapshot: Some(disk.snapshot.clone()),
-            entries: disk.entries.clone(),
-            hard_state: Some(disk.hard_state.clone()),
-        });
+        let record = encode_parts(Some(&disk.snapshot), &disk.entries, Some(&disk.hard_state));
         let tmp = self.path.with_extension("tmp");
         {
             let mut f = File::create(&tmp).map_err(io("create", &tmp))?;
@@ -160,34 +156,52 @@ impl RaftLog {
     }
 }
 
+/// `m` with its length before it, straight into `w` (one copy of a snapshot's bytes, not
+/// three).
 fn put_pb(w: &mut Vec<u8>, m: &impl nsqlab_core::replica::protobuf::Message) {
-    let b = m.write_to_bytes().unwrap_or_default();
-    w.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    w.extend_from_slice(&b);
+    let at = w.len();
+    w.extend_from_slice(&[0; 4]);
+    if m.write_to_vec(w).is_err() {
+        // Only a message missing a required field fails; raft's have none. Written empty,
+        // it reads back as the default.
+        w.truncate(at + 4);
+    }
+    let n = (w.len() - at - 4) as u32;
+    w[at..at + 4].copy_from_slice(&n.to_le_bytes());
 }
 
-/// One record of `p`.
+/// One record of `p`: its length and CRC, then its body.
 fn encode(p: &Persist) -> Vec<u8> {
-    let mut body = vec![0u8];
-    if let Some(s) = &p.snapshot {
-        body[0] |= 1;
-        put_pb(&mut body, s);
+    encode_parts(p.snapshot.as_ref(), &p.entries, p.hard_state.as_ref())
+}
+
+fn encode_parts(snapshot: Option<&Snapshot>, entries: &[Entry], hs: Option<&HardState>) -> Vec<u8> {
+    let size = snapshot.map_or(0, |s| s.data.len() + 64)
+        + entries.iter().map(|e| e.data.len() + 32).sum::<usize>()
+        + 64;
+    // The header's 8 bytes first, filled in once the body is there.
+    let mut record = Vec::with_capacity(8 + size);
+    record.extend_from_slice(&[0; 8]);
+    record.push(0u8);
+    if let Some(s) = snapshot {
+        record[8] |= 1;
+        put_pb(&mut record, s);
     }
-    if !p.entries.is_empty() {
-        body[0] |= 2;
-        body.extend_from_slice(&(p.entries.len() as u32).to_le_bytes());
-        for e in &p.entries {
-            put_pb(&mut body, e);
+    if !entries.is_empty() {
+        record[8] |= 2;
+        record.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        for e in entries {
+            put_pb(&mut record, e);
         }
     }
-    if let Some(hs) = &p.hard_state {
-        body[0] |= 4;
-        put_pb(&mut body, hs);
+    if let Some(hs) = hs {
+        record[8] |= 4;
+        put_pb(&mut record, hs);
     }
-    let mut record = Vec::with_capacity(8 + body.len());
-    record.extend_from_slice(&(body.len() as u32).to_le_bytes());
-    record.extend_from_slice(&crc32c::crc32c(&body).to_le_bytes());
-    record.extend_from_slice(&body);
+    let len = (record.len() - 8) as u32;
+    let crc = crc32c::crc32c(&record[8..]);
+    record[..4].copy_from_slice(&len.to_le_bytes());
+    record[4..8].copy_from_slice(&crc.to_le_bytes());
     record
 }
 
@@ -281,8 +295,8 @@ mod tests {
         vec![
             Persist {
                 snapshot: Some(boot.snapshot.clone()),
-                entries: Vec::new(),
                 hard_state: Some(boot.hard_state.clone()),
+                ..Persist::default()
             },
             Persist {
                 entries: vec![entry(2, 2, ""), entry(3, 2, "a")],
