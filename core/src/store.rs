@@ -254,6 +254,8 @@ pub struct ReplayTopic {
     messages: Vec<ReplayMessage>,
     /// How many of `messages` are `gone`.
     gone: usize,
+    /// The bodies of the messages not `gone`, and 64 bytes each besides.
+    bytes: u64,
 }
 
 impl ReplayTopic {
@@ -274,11 +276,14 @@ impl ReplayTopic {
 
     /// Add a message, or replace the one with its ID.
     fn insert(&mut self, m: ReplayMessage) {
+        self.bytes += weight(&m);
         match self.messages.last() {
             Some(last) if last.msg.id >= m.msg.id => match self.position(m.msg.id) {
                 Ok(i) => {
                     if self.messages[i].gone {
                         self.gone -= 1;
+                    } else {
+                        self.bytes -= weight(&self.messages[i]);
                     }
                     self.messages[i] = m
                 }
@@ -287,6 +292,11 @@ impl ReplayTopic {
             _ => self.messages.push(m),
         }
     }
+}
+
+/// What a kept message counts for in [`Replay::kept_bytes`].
+fn weight(m: &ReplayMessage) -> u64 {
+    m.msg.body.len() as u64 + 64
 }
 
 /// What a message owes, as [`Replay::survivors`] reports it.
@@ -371,6 +381,7 @@ impl Replay {
             }
             t.messages[i].gone = true;
             t.gone += 1;
+            t.bytes -= weight(&t.messages[i]);
             for c in t.channels.values_mut() {
                 c.finished.remove(id);
                 c.requeued.remove(id);
@@ -545,8 +556,11 @@ impl Replay {
     pub fn forget(&mut self, topic: &str, id: MessageId) {
         if let Some(t) = self.topics.get_mut(topic) {
             if let Ok(i) = t.position(id) {
-                if t.messages.remove(i).gone {
+                let m = t.messages.remove(i);
+                if m.gone {
                     t.gone -= 1;
+                } else {
+                    t.bytes -= weight(&m);
                 }
             }
         }
@@ -579,6 +593,22 @@ impl Replay {
                 )
             })
         })
+    }
+
+    /// About how many bytes a snapshot of this replay takes ([`Replay::to_ops`], encoded):
+    /// each message kept, its body and some 64 bytes besides.
+    pub fn kept_bytes(&self) -> u64 {
+        self.topics.values().map(|t| t.bytes).sum()
+    }
+
+    /// [`Replay::kept_bytes`] counted afresh (a test's check of the running count).
+    #[cfg(any(test, debug_assertions))]
+    pub fn kept_bytes_recounted(&self) -> u64 {
+        self.topics
+            .values()
+            .flat_map(|t| t.messages.iter().filter(|m| !m.gone))
+            .map(weight)
+            .sum()
     }
 
     /// Ops that rebuild this replay from nothing (a snapshot of it): applied to a new

@@ -110,7 +110,16 @@ fn consume_all(n: &Nsqd, acked: &BTreeSet<String>, within: Duration) {
                 c.cmd(&Command::Fin(m.id.to_hex()));
             }
             Some(_) => {}
-            None => panic!("the consumer's connection ended"),
+            None => panic!(
+                "no message for 5 s; {} still to come, e.g. {:?}; the node's stats: {}",
+                acked.difference(&seen).count(),
+                acked
+                    .difference(&seen)
+                    .take(3)
+                    .map(|b| &b[..b.len().min(12)])
+                    .collect::<Vec<_>>(),
+                n.http("GET", "/stats?format=json", b"").text()
+            ),
         }
     }
 }
@@ -224,6 +233,94 @@ fn publisher(addrs: Addrs, acked: Arc<Mutex<BTreeSet<String>>>, stop: Arc<Atomic
     }
 }
 
+/// Consume `orders` on channel `audit` from whichever node serves, FINning each message and
+/// putting its body into `consumed`, until `stop`. While `hold` is set it reads nothing (what
+/// it was sent stays in flight, the rest waits in the channel).
+fn drainer(
+    addrs: Addrs,
+    consumed: Arc<Mutex<BTreeSet<String>>>,
+    hold: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let nodes = addrs.lock().expect("addrs").clone();
+        let Some(tcp) = nodes
+            .iter()
+            .find(|(http, _)| status(*http).is_some_and(|s| s["serving"] == true))
+            .map(|n| n.1)
+        else {
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        };
+        let Ok(mut s) = TcpStream::connect_timeout(&tcp, Duration::from_secs(2)) else {
+            continue;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        let mut hello = b"  V2".to_vec();
+        for c in [
+            Command::Sub {
+                topic: "orders".into(),
+                channel: "audit".into(),
+            },
+            Command::Rdy(20),
+        ] {
+            hello.extend_from_slice(&c.to_bytes());
+        }
+        if s.write_all(&hello).is_err() {
+            continue;
+        }
+        let mut buf = Vec::new();
+        // Once told to stop: RDY 0 and CLS, and every message still arriving finished (a
+        // message in flight to a connection that closes comes back only at its timeout, as
+        // in nsqd), until the server's CLOSE_WAIT.
+        let mut closing = false;
+        'conn: loop {
+            if hold.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            if stop.load(Ordering::Relaxed) && !closing {
+                closing = true;
+                let mut bye = Command::Rdy(0).to_bytes();
+                bye.extend_from_slice(&Command::Cls.to_bytes());
+                if s.write_all(&bye).is_err() {
+                    break;
+                }
+            }
+            while let Ok(Some((f, used))) = decode_frame(&buf) {
+                buf.drain(..used);
+                let answer = match f {
+                    Frame::Message(m) => {
+                        consumed
+                            .lock()
+                            .expect("consumed")
+                            .insert(String::from_utf8_lossy(&m.body).into_owned());
+                        Command::Fin(m.id.to_hex())
+                    }
+                    Frame::Response(r) if r == b"_heartbeat_" => Command::Nop,
+                    Frame::Response(r) if r == b"CLOSE_WAIT" => return,
+                    Frame::Response(_) => continue,
+                    Frame::Error(_) | Frame::Unknown(..) => break 'conn,
+                };
+                if s.write_all(&answer.to_bytes()).is_err() {
+                    break 'conn;
+                }
+            }
+            let mut tmp = [0u8; 4096];
+            match s.read(&mut tmp) {
+                Ok(0) => break,
+                Ok(k) => buf.extend_from_slice(&tmp[..k]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
 #[test]
 fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
     let mut g = Group {
@@ -258,8 +355,19 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
         let (a, k, s) = (addrs.clone(), acked.clone(), stop.clone());
         std::thread::spawn(move || publisher(a, k, s))
     };
+    // A consumer keeps up, as in production: what it finished is owed no more, so each
+    // node's log is compacted (a snapshot of what is still owed replaces it).
+    let consumed = Arc::new(Mutex::new(BTreeSet::new()));
+    let hold = Arc::new(AtomicBool::new(false));
+    let draining = {
+        let (a, c, h, s) = (addrs.clone(), consumed.clone(), hold.clone(), stop.clone());
+        std::thread::spawn(move || drainer(a, c, h, s))
+    };
     for round in 1..=3u64 {
         let (old, _) = g.leader(Duration::from_secs(20));
+        // The consumer falls behind: when the leader dies some messages are in flight to it
+        // and more wait in the channel.
+        hold.store(true, Ordering::Relaxed);
         // Let the publisher get some through this leader.
         let before = acked.lock().expect("acked").len();
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -280,6 +388,7 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
             "round {round}: node {old} killed; node {leader} serves {:?} later",
             killed.elapsed()
         );
+        hold.store(false, Ordering::Relaxed);
         // A new machine takes its place.
         // Nodes 1–3 were the first; each round's new machine is the next id.
         let new = 3 + round;
@@ -321,14 +430,22 @@ fn losing_the_leader_and_its_disk_loses_no_acknowledged_message() {
     }
     stop.store(true, Ordering::Relaxed);
     publishing.join().expect("the publisher");
+    draining.join().expect("the consumer");
     let acked = acked.lock().expect("acked").clone();
-    eprintln!("{} acknowledged", acked.len());
+    let consumed = consumed.lock().expect("consumed").clone();
+    eprintln!(
+        "{} acknowledged, {} consumed on the way",
+        acked.len(),
+        consumed.len()
+    );
     assert!(acked.len() >= 150, "only {} acknowledged", acked.len());
 
-    // Every acknowledged message, from whichever node serves now, whose log was compacted.
+    // Every acknowledged message consumed on the way or now, from whichever node serves,
+    // whose log was compacted.
     let (leader, ls) = g.leader(Duration::from_secs(20));
     assert!(ls["snapshot"].as_u64() > Some(1), "never compacted: {ls}");
-    consume_all(&g.nodes[&leader].0, &acked, Duration::from_secs(60));
+    let rest: BTreeSet<String> = acked.difference(&consumed).cloned().collect();
+    consume_all(&g.nodes[&leader].0, &rest, Duration::from_secs(60));
 }
 
 /// A loopback proxy to `to` that the test can cut (connections closed, new ones refused) and

@@ -82,7 +82,8 @@ pub struct NodeConfig {
     pub heartbeat_ticks: usize,
     /// Compact the log (a snapshot of the applied state replaces what it covers) once the
     /// entries since the last snapshot hold this many bytes, or as many as that snapshot,
-    /// whichever is more (so writing snapshots costs a bounded share of writing the log).
+    /// whichever is more (so writing snapshots costs a bounded share of writing the log),
+    /// and the snapshot would at least halve what log and last snapshot hold.
     pub compact_bytes: u64,
 }
 
@@ -765,7 +766,15 @@ impl Node {
     /// Replace the log up to the applied index by a snapshot of the applied state, once the
     /// log is big enough ([`NodeConfig::compact_bytes`]); the host writes the snapshot.
     fn maybe_compact(&mut self) {
-        if self.log_bytes < self.cfg.compact_bytes.max(self.snapshot_bytes) {
+        let due = self.cfg.compact_bytes.max(self.snapshot_bytes);
+        if self.log_bytes < due {
+            return;
+        }
+        // A snapshot that would not halve what the log and the last snapshot hold (little was
+        // finished since: a topic nobody consumes) is not worth writing: the log stays within
+        // twice what is owed.
+        let kept = self.raw.store().applied.replay.kept_bytes();
+        if kept * 2 > self.snapshot_bytes + self.log_bytes {
             return;
         }
         let store = self.raw.mut_store();
@@ -867,6 +876,8 @@ impl Node {
         for op in &batch.ops {
             a.replay.apply(op);
         }
+        #[cfg(debug_assertions)]
+        assert_eq!(a.replay.kept_bytes(), a.replay.kept_bytes_recounted());
         if batch.proposer != self.cfg.id {
             return;
         }

@@ -312,6 +312,55 @@ fn the_log_is_compacted_and_what_is_finished_is_forgotten() {
 }
 
 #[test]
+fn a_log_of_messages_still_owed_is_not_snapshotted_until_a_snapshot_halves_it() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    // 30 KB of messages nobody consumes: a snapshot would hold all of them again.
+    for i in 0..300 {
+        publish(&mut sim, p, &format!("m{i} {}", "x".repeat(100)));
+        sim.sleep(ms(2));
+    }
+    sim.sleep(ms(300));
+    assert_eq!(oks(&sim.frames(p)), 300);
+    for id in [1, 2, 3] {
+        let disk = &sim.nodes[&id].disk;
+        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
+        assert!(log > 4096 * 4, "node {id}: {log} bytes of log");
+        assert_eq!(
+            disk.snapshot.get_metadata().index,
+            1,
+            "node {id} wrote a snapshot of what its log already holds"
+        );
+    }
+    // Consumed, the messages are owed no more: the next entries bring a snapshot.
+    let c = consumer(&mut sim, leader);
+    for _ in 0..10 {
+        for f in sim.frames(c) {
+            if let Frame::Message(m) = f {
+                sim.send(c, &Command::Fin(m.id.to_hex()));
+            }
+        }
+        sim.sleep(ms(100));
+    }
+    publish(&mut sim, p, "one more");
+    sim.sleep(ms(300));
+    for id in [1, 2, 3] {
+        let disk = &sim.nodes[&id].disk;
+        assert!(
+            disk.snapshot.get_metadata().index > 1,
+            "node {id} never compacted"
+        );
+        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
+        let snap = disk.snapshot.data.len();
+        assert!(
+            log <= snap.max(4096) + 8192,
+            "node {id} keeps {log} bytes of log after a {snap}-byte snapshot"
+        );
+    }
+}
+
+#[test]
 fn a_snapshot_of_the_replay_rebuilds_the_same_replay() {
     // A replay built from a run of every kind of op, and one built from its snapshot ops.
     let mut sim = crate::sim::Sim::new(
