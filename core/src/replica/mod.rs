@@ -303,6 +303,9 @@ struct Leader {
     /// The last ticket proposed, and the last acknowledged.
     proposed: Ticket,
     acked: Ticket,
+    /// What this leader proposed and has not applied yet, by log index: applied from here,
+    /// not decoded back from the entry.
+    mine: VecDeque<(u64, Batch)>,
 }
 
 /// One member of a replicated group. See the [module docs](self).
@@ -680,7 +683,11 @@ impl Node {
             ops: std::mem::take(&mut l.ops),
         };
         l.proposed = through;
-        if self.raw.propose(Vec::new(), batch.encode()).is_err() {
+        let data = batch.encode();
+        if self.raw.propose(Vec::new(), data).is_ok() {
+            l.mine
+                .push_back((self.raw.raft.raft_log.last_index(), batch));
+        } else {
             // Not the leader any more: the broker goes (`check_role`).
             let term = l.term;
             self.leader = None;
@@ -840,7 +847,9 @@ impl Node {
         for e in entries {
             match e.get_entry_type() {
                 EntryType::EntryNormal => {
-                    if !e.data.is_empty() {
+                    if let Some(batch) = self.mine(&e) {
+                        self.apply_batch(&e, batch);
+                    } else if !e.data.is_empty() {
                         match Batch::decode(&e.data) {
                             Ok(batch) => self.apply_batch(&e, batch),
                             Err(_) => self.bad_entries += 1,
@@ -869,6 +878,19 @@ impl Node {
             a.term = e.term;
             self.maybe_serve(e.term);
         }
+    }
+
+    /// The batch of `e` if this node's serving broker proposed it (same index, same term).
+    fn mine(&mut self, e: &Entry) -> Option<Batch> {
+        let l = self.leader.as_mut()?;
+        // Proposals an earlier entry replaced are never applied.
+        while l.mine.front().is_some_and(|(i, _)| *i < e.index) {
+            l.mine.pop_front();
+        }
+        if l.term != e.term || l.mine.front()?.0 != e.index {
+            return None;
+        }
+        l.mine.pop_front().map(|(_, b)| b)
     }
 
     fn apply_batch(&mut self, e: &Entry, batch: Batch) {
@@ -912,6 +934,7 @@ impl Node {
             ops: Vec::new(),
             proposed: 0,
             acked: 0,
+            mine: VecDeque::new(),
         });
         self.out.push_back(NodeOutput::Leading { term });
     }
