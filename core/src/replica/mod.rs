@@ -327,6 +327,9 @@ pub struct Node {
     held: VecDeque<(u64, Vec<RaftMessage>)>,
     /// The number of the last ready taken from raft.
     last_ready: u64,
+    /// Entries committed (and durable here) not yet applied: applied once the host has taken
+    /// the outputs before them, so a write and the messages to the other nodes go out first.
+    to_apply: Vec<Entry>,
 }
 
 fn logger() -> slog::Logger {
@@ -390,6 +393,7 @@ impl Node {
             writing: VecDeque::new(),
             held: VecDeque::new(),
             last_ready: 0,
+            to_apply: Vec::new(),
         })
     }
 
@@ -507,11 +511,6 @@ impl Node {
         self.settle();
     }
 
-    /// Writes the host has not yet reported durable.
-    pub fn unpersisted(&self) -> usize {
-        self.writing.len()
-    }
-
     /// Tell raft how far the disk has got, and send what waited for it.
     fn release(&mut self) {
         // Every ready before the first write still under way is durable (those with nothing
@@ -620,7 +619,16 @@ impl Node {
         Ok(())
     }
 
+    /// The next thing for the host to do. Committed entries are applied here, once the
+    /// outputs before them are taken: the writes and the messages to the other nodes leave
+    /// before this node's own state machine catches up.
     pub fn poll_output(&mut self) -> Option<NodeOutput> {
+        if self.out.is_empty() && !self.to_apply.is_empty() {
+            let entries = std::mem::take(&mut self.to_apply);
+            self.apply(entries);
+            self.advance_apply();
+            self.settle();
+        }
         self.out.pop_front()
     }
 
@@ -709,6 +717,8 @@ impl Node {
             ..Persist::default()
         };
         if !rd.snapshot().is_empty() {
+            // Every entry committed before is in the snapshot.
+            self.to_apply.clear();
             let snap = rd.snapshot().clone();
             match replay_of(&snap.data) {
                 Ok(replay) => {
@@ -729,8 +739,7 @@ impl Node {
             }
         }
         // Committed and durable here (raft hands out nothing it has not been told is).
-        let committed = rd.take_committed_entries();
-        self.apply(committed);
+        self.to_apply.extend(rd.take_committed_entries());
         if !rd.entries().is_empty() {
             self.log_bytes += rd
                 .entries()
