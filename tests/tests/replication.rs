@@ -175,21 +175,27 @@ impl Group {
 /// Where the publisher finds the nodes: (HTTP, TCP) of each.
 type Addrs = Arc<Mutex<Vec<(SocketAddr, SocketAddr)>>>;
 
+/// A connection to the node that serves now (`None`, after a short wait, when none does or
+/// it cannot be reached).
+fn connect_to_serving(addrs: &Addrs) -> Option<TcpStream> {
+    let nodes = addrs.lock().expect("addrs").clone();
+    let Some(tcp) = nodes
+        .iter()
+        .find(|(http, _)| status(*http).is_some_and(|s| s["serving"] == true))
+        .map(|n| n.1)
+    else {
+        std::thread::sleep(Duration::from_millis(20));
+        return None;
+    };
+    TcpStream::connect_timeout(&tcp, Duration::from_secs(2)).ok()
+}
+
 /// Publish `m1`, `m2`, … to whichever node serves, one at a time, until `stop`; every body
 /// answered `OK` goes into `acked`.
 fn publisher(addrs: Addrs, acked: Arc<Mutex<BTreeSet<String>>>, stop: Arc<AtomicBool>) {
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let nodes = addrs.lock().expect("addrs").clone();
-        let Some(tcp) = nodes
-            .iter()
-            .find(|(http, _)| status(*http).is_some_and(|s| s["serving"] == true))
-            .map(|n| n.1)
-        else {
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        };
-        let Ok(mut s) = TcpStream::connect_timeout(&tcp, Duration::from_secs(2)) else {
+        let Some(mut s) = connect_to_serving(&addrs) else {
             continue;
         };
         let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
@@ -243,16 +249,7 @@ fn drainer(
     stop: Arc<AtomicBool>,
 ) {
     while !stop.load(Ordering::Relaxed) {
-        let nodes = addrs.lock().expect("addrs").clone();
-        let Some(tcp) = nodes
-            .iter()
-            .find(|(http, _)| status(*http).is_some_and(|s| s["serving"] == true))
-            .map(|n| n.1)
-        else {
-            std::thread::sleep(Duration::from_millis(20));
-            continue;
-        };
-        let Ok(mut s) = TcpStream::connect_timeout(&tcp, Duration::from_secs(2)) else {
+        let Some(mut s) = connect_to_serving(&addrs) else {
             continue;
         };
         let _ = s.set_read_timeout(Some(Duration::from_millis(200)));

@@ -252,6 +252,39 @@ fn a_restarted_node_rebuilds_its_state_from_its_disk() {
     assert_eq!(bodies(&sim.frames(c)).len(), 5);
 }
 
+/// FIN everything `c` is sent for a second (RDY 100: a hundred at a time); how many it got.
+fn finish_for_a_second(sim: &mut ClusterSim, c: Handle) -> usize {
+    let mut received = 0;
+    for _ in 0..10 {
+        for f in sim.frames(c) {
+            if let Frame::Message(m) = f {
+                received += 1;
+                sim.send(c, &Command::Fin(m.id.to_hex()));
+            }
+        }
+        sim.sleep(ms(100));
+    }
+    received
+}
+
+/// Every node's disk holds a snapshot past the bootstrap one, and a log no bigger than the
+/// compaction rule allows after it (4 KiB or the snapshot's size, and what one wake-up adds).
+fn assert_compacted(sim: &ClusterSim) {
+    for id in [1, 2, 3] {
+        let disk = &sim.nodes[&id].disk;
+        assert!(
+            disk.snapshot.get_metadata().index > 1,
+            "node {id} never compacted"
+        );
+        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
+        let snap = disk.snapshot.data.len();
+        assert!(
+            log <= snap.max(4096) + 8192,
+            "node {id} keeps {log} bytes of log after a {snap}-byte snapshot"
+        );
+    }
+}
+
 #[test]
 fn the_log_is_compacted_and_what_is_finished_is_forgotten() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 21);
@@ -264,33 +297,12 @@ fn the_log_is_compacted_and_what_is_finished_is_forgotten() {
     }
     sim.sleep(ms(300));
     assert_eq!(oks(&sim.frames(p)), 300);
-    // (RDY 100: a hundred at a time.)
-    let mut received = 0;
-    for _ in 0..10 {
-        for f in sim.frames(c) {
-            if let Frame::Message(m) = f {
-                received += 1;
-                sim.send(c, &Command::Fin(m.id.to_hex()));
-            }
-        }
-        sim.sleep(ms(100));
-    }
-    assert_eq!(received, 300);
+    assert_eq!(finish_for_a_second(&mut sim, c), 300);
     sim.sleep(ms(500));
+    // 30 KB of bodies went through a log compacted once it holds 4 KiB or as much as the
+    // last snapshot.
+    assert_compacted(&sim);
     for id in [1, 2, 3] {
-        let disk = &sim.nodes[&id].disk;
-        // 30 KB of bodies went through a log compacted once it holds 4 KiB or as much as
-        // the last snapshot.
-        assert!(
-            disk.snapshot.get_metadata().index > 1,
-            "node {id} never compacted"
-        );
-        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
-        let snap = disk.snapshot.data.len();
-        assert!(
-            log <= snap.max(4096) + 8192,
-            "node {id} keeps {log} bytes of log after a {snap}-byte snapshot"
-        );
         let (replay, _) = sim.node(id).expect("up").applied();
         assert_eq!(replay.survivors().count(), 0, "node {id}");
         assert!(
@@ -335,29 +347,10 @@ fn a_log_of_messages_still_owed_is_not_snapshotted_until_a_snapshot_halves_it() 
     }
     // Consumed, the messages are owed no more: the next entries bring a snapshot.
     let c = consumer(&mut sim, leader);
-    for _ in 0..10 {
-        for f in sim.frames(c) {
-            if let Frame::Message(m) = f {
-                sim.send(c, &Command::Fin(m.id.to_hex()));
-            }
-        }
-        sim.sleep(ms(100));
-    }
+    assert_eq!(finish_for_a_second(&mut sim, c), 300);
     publish(&mut sim, p, "one more");
     sim.sleep(ms(300));
-    for id in [1, 2, 3] {
-        let disk = &sim.nodes[&id].disk;
-        assert!(
-            disk.snapshot.get_metadata().index > 1,
-            "node {id} never compacted"
-        );
-        let log: usize = disk.entries.iter().map(|e| e.data.len()).sum();
-        let snap = disk.snapshot.data.len();
-        assert!(
-            log <= snap.max(4096) + 8192,
-            "node {id} keeps {log} bytes of log after a {snap}-byte snapshot"
-        );
-    }
+    assert_compacted(&sim);
 }
 
 #[test]
