@@ -135,6 +135,22 @@ impl Tool {
     }
 }
 
+/// NSQ v1.3.0's own program `name` (`nsqd`, `nsq_tail`, `nsqadmin`, …), for the tests that
+/// compare with it or run it against nsqlab: in `NSQ_BIN`, else `../shared/nsq-v1.3.0/bin`
+/// beside the checkout, else this machine kind's `/work/shared/nsq-v1.3.0/bin` (for a clone
+/// made elsewhere, as a fresh-clone check is). `None` when it is in none of them.
+pub fn nsq_v13(name: &str) -> Option<PathBuf> {
+    let dirs = [
+        std::env::var_os("NSQ_BIN").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/nsq-v1.3.0/bin")),
+        Some(PathBuf::from("/work/shared/nsq-v1.3.0/bin")),
+    ];
+    dirs.into_iter()
+        .flatten()
+        .map(|d| d.join(name))
+        .find(|p| p.exists())
+}
+
 /// `tool`'s path, or `None` when it is not installed: the caller then returns, and the test is
 /// skipped with a message on stderr. Under the README's test command (which sets
 /// `NSQLAB_ALL_TOOLS`), a missing tool fails the test instead.

@@ -404,13 +404,13 @@ fn nsqlab_answers_as_nsqd_v1_3_0() {
     check("nsqlab", d.tcp, d.http);
 }
 
-/// The reference binary: `NSQD_V13`, else NSQ v1.3.0 beside the repository.
+/// The reference binary: `NSQD_V13`, else NSQ v1.3.0's nsqd where the tests find NSQ's
+/// programs ([`nsqlab_tests::nsq_v13`]).
 fn reference_nsqd() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NSQD_V13") {
         return Some(PathBuf::from(p));
     }
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/nsq-v1.3.0/bin/nsqd");
-    p.exists().then_some(p)
+    nsqlab_tests::nsq_v13("nsqd")
 }
 
 /// nsqd v1.3.0 running (killed when dropped), with its data directory.
@@ -469,7 +469,7 @@ fn start_reference(
 #[test]
 fn the_recorded_answers_are_nsqd_v1_3_0s() {
     let Some(bin) = reference_nsqd() else {
-        eprintln!("nsqd v1.3.0 is not beside the repository (nor in NSQD_V13): only nsqlab's answers are checked, against the recorded ones");
+        eprintln!("nsqd v1.3.0 is not found (set NSQD_V13 or NSQ_BIN): only nsqlab's answers are checked, against the recorded ones");
         return;
     };
     let (tcp, http) = (free_port(), free_port());
@@ -532,7 +532,7 @@ fn info_masked(http: SocketAddr, tcp_port: u16, http_port: u16) -> String {
 #[test]
 fn info_reports_what_nsqd_v1_3_0_reports() {
     let Some(bin) = reference_nsqd() else {
-        eprintln!("nsqd v1.3.0 is not beside the repository (nor in NSQD_V13): not compared");
+        eprintln!("nsqd v1.3.0 is not found (set NSQD_V13 or NSQ_BIN): not compared");
         return;
     };
     let sets: [(&str, &[&str]); 4] = [
