@@ -602,7 +602,7 @@ impl Replay {
     }
 
     /// [`Replay::kept_bytes`] counted afresh (a test's check of the running count).
-    #[cfg(any(test, debug_assertions))]
+    #[cfg(test)]
     pub fn kept_bytes_recounted(&self) -> u64 {
         self.topics
             .values()

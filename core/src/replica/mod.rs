@@ -754,18 +754,14 @@ impl Node {
             self.raw.mut_store().mem.wl().set_hardstate(hs.clone());
             persist.hard_state = Some(hs.clone());
         }
-        let mut after = rd.take_persisted_messages();
         // A heartbeat's answer claims nothing about this node's log or vote: it leaves at
         // once, so a long write (a snapshot rewriting the file) does not make a follower look
         // gone to its leader's check-quorum.
-        after.retain(|m| {
-            if m.get_msg_type() == MessageType::MsgHeartbeatResponse {
-                self.out.push_back(NodeOutput::Send(m.clone()));
-                false
-            } else {
-                true
-            }
-        });
+        let (at_once, after): (Vec<_>, Vec<_>) = rd
+            .take_persisted_messages()
+            .into_iter()
+            .partition(|m| m.get_msg_type() == MessageType::MsgHeartbeatResponse);
+        self.out.extend(at_once.into_iter().map(NodeOutput::Send));
         self.raw.advance_append_async(rd);
         self.advance_apply();
         if persist.snapshot.is_some() || !persist.entries.is_empty() || persist.hard_state.is_some()
@@ -907,7 +903,7 @@ impl Node {
         for op in &batch.ops {
             a.replay.apply(op);
         }
-        #[cfg(debug_assertions)]
+        #[cfg(test)]
         assert_eq!(a.replay.kept_bytes(), a.replay.kept_bytes_recounted());
         if batch.proposer != self.cfg.id {
             return;
