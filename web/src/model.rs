@@ -13,6 +13,7 @@ use crate::scenarios::{find, Scenario, SCENARIOS};
 use nsqlab_core::time::Time;
 use nsqlab_core::{ClientId, MessageId};
 use std::collections::BTreeMap;
+use timeline::FIRST_INTERVAL;
 pub use timeline::{Change, Entry, Mark, Run, Timeline};
 
 /// Playback speeds offered (virtual seconds per real second).
@@ -22,7 +23,15 @@ pub const SPEEDS: &[f64] = &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0];
 const SLICE: Time = 50 * nsqlab_core::time::MILLISECOND;
 
 /// Steps shown per tick of the play timer at most (a frame's worth of work).
-pub const TICK_STEPS: usize = 5000;
+pub const TICK_STEPS: usize = 2000;
+
+/// Playing at this speed or faster, the page is drawn every [`FAST_DRAW_MS`] rather than on
+/// every tick (the run is played on in between), and nothing glides in the panes. Redrawing
+/// a page of a thousand elements twenty times a second is more than a frame's worth of work
+/// each time, and at this speed it would change faster than anyone can read.
+pub const FAST_PLAY: f64 = 10.0;
+/// How often the page is drawn while playing fast, in ms of real time.
+pub const FAST_DRAW_MS: f64 = 250.0;
 
 /// A consumer setting changed by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -148,11 +157,24 @@ pub struct Model {
     pub version: u64,
     /// The run as a line to travel along.
     pub timeline: Timeline,
+    /// Real time played since the page was last drawn (see [`FAST_PLAY`]).
+    undrawn_ms: f64,
+    /// The page is to be drawn after this update ([`Model::draw_now`]).
+    draw: bool,
+    /// Real time a drawing tick left for the next tick to play.
+    owed_ms: f64,
     /// In the past: each lab's steps after the current point, as they were shown.
     future: Vec<std::collections::VecDeque<crate::lab::Step>>,
 }
 
 impl Model {
+    /// Whether the page should be drawn after the last update: always, except while playing
+    /// at [`FAST_PLAY`] or faster, when it is drawn once every [`FAST_DRAW_MS`] of real time
+    /// (and when playing stops).
+    pub fn draw_now(&self) -> bool {
+        self.draw
+    }
+
     /// The page for a scenario (an unknown id opens the first), a seed and a speed (a speed
     /// not on the menu plays at 1×), in English.
     pub fn new(scenario: &str, seed: u64, speed: f64) -> Model {
@@ -179,6 +201,9 @@ impl Model {
             share: None,
             version: 0,
             timeline: Timeline::new(&mut []),
+            undrawn_ms: 0.0,
+            draw: true,
+            owed_ms: 0.0,
             future: Vec::new(),
         };
         m.restart();
@@ -245,6 +270,12 @@ impl Model {
     /// Apply one action.
     pub fn update(&mut self, action: Action) {
         self.version += 1;
+        // Drawn, unless a fast tick says otherwise.
+        self.draw = true;
+        if !matches!(action, Action::Tick(_)) {
+            self.undrawn_ms = 0.0;
+            self.owed_ms = 0.0;
+        }
         let at_head = self.pos() == self.timeline.horizon();
         match action {
             Action::Step if at_head => self.grow(|m| {
@@ -297,7 +328,20 @@ impl Model {
             },
             Action::Tick(real_ms) => {
                 if self.playing {
-                    self.play(real_ms);
+                    let real_ms = real_ms.max(0.0);
+                    self.undrawn_ms += real_ms;
+                    if self.speed < FAST_PLAY {
+                        self.play(real_ms);
+                    } else if self.undrawn_ms >= FAST_DRAW_MS {
+                        // A tick that draws the page plays nothing (drawing is a frame's
+                        // work already): its time is played by the next tick.
+                        self.owed_ms += real_ms;
+                        self.undrawn_ms = 0.0;
+                    } else {
+                        let owed = std::mem::take(&mut self.owed_ms);
+                        self.play(real_ms + owed);
+                        self.draw = !self.playing;
+                    }
                 }
             }
             Action::Edit(f, v) => {
@@ -743,8 +787,14 @@ impl Model {
             self.timeline.applied = snap.applied;
         }
         let start: Vec<usize> = self.panes.iter().map(|p| p.lab.log.len()).collect();
+        // Going back a long way to replay: a waypoint near the end of it, for the next Back.
+        let waypoint = (target < here && target >= self.pos() + 2 * FIRST_INTERVAL)
+            .then(|| target - FIRST_INTERVAL / 2);
         while self.pos() < target {
             let pos = self.pos();
+            if Some(pos) == waypoint {
+                self.timeline.waypoint(&mut self.panes, pos);
+            }
             self.replay_due();
             if self.pos() != pos {
                 continue;

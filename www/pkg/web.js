@@ -701,42 +701,42 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2560);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2564);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 839, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7240);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 840, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7247);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("KeyboardEvent")], shim_idx: 16, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2560_3);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2564_3);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 832, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5945);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 833, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5952);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 730, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5212);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 731, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5219);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 14, ret: Externref, inner_ret: Some(Externref) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2558);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2562);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 15, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2559);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2563);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 831, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5944);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 832, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5951);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -763,43 +763,43 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_2559(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_2559(arg0, arg1);
+function __wasm_bindgen_func_elem_2563(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_2563(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_5944(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_5944(arg0, arg1);
+function __wasm_bindgen_func_elem_5951(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_5951(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_2558(arg0, arg1) {
-    const ret = wasm.__wasm_bindgen_func_elem_2558(arg0, arg1);
+function __wasm_bindgen_func_elem_2562(arg0, arg1) {
+    const ret = wasm.__wasm_bindgen_func_elem_2562(arg0, arg1);
     return takeObject(ret);
 }
 
-function __wasm_bindgen_func_elem_2560(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2560(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2564(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2564(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_2560_3(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2560_3(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2564_3(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2564_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5945(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_5945(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_5952(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_5952(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5212(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_5219(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_5212(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_5219(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_7240(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_7247(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_7240(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_7247(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -54,6 +54,14 @@ fn keyframes(dx: f64, dy: f64) -> js_sys::Array {
     frames
 }
 
+/// Stop every glide and forget where things were (nothing glides until the next measure).
+pub fn forget(flip: &mut Flip) {
+    for a in flip.running.drain(..) {
+        call(&a, "cancel", &[]);
+    }
+    flip.places.clear();
+}
+
 /// Measure every `[data-flip]` element; each one whose key was elsewhere in the previous
 /// render glides from its old place to its new one. Glides still running are stopped first,
 /// so places are measured without them (a message moving again starts from where it was going).

@@ -24,12 +24,22 @@ use yew::prelude::*;
 #[derive(Clone)]
 pub struct Shared {
     model: Rc<RefCell<Model>>,
+    /// Counts the drawings asked for: states with the same count draw the same page.
+    drawing: u64,
+}
+
+/// The page is drawn again when the drawing changed (Yew's `use_reducer_eq`).
+impl PartialEq for Shared {
+    fn eq(&self, other: &Self) -> bool {
+        self.drawing == other.drawing
+    }
 }
 
 impl Shared {
     fn new(model: Model) -> Shared {
         Shared {
             model: Rc::new(RefCell::new(model)),
+            drawing: 0,
         }
     }
 
@@ -42,10 +52,20 @@ impl Shared {
 impl Reducible for Shared {
     type Action = Action;
 
+    /// A new state (the page is drawn again), or the same one when the model says the page
+    /// is not to be drawn yet ([`Model::draw_now`]: playing fast).
     fn reduce(self: Rc<Self>, action: Action) -> Rc<Self> {
-        self.model.borrow_mut().update(action);
+        let draw = {
+            let mut m = self.model.borrow_mut();
+            m.update(action);
+            m.draw_now()
+        };
+        if !draw {
+            return self;
+        }
         Rc::new(Shared {
             model: self.model.clone(),
+            drawing: self.drawing + 1,
         })
     }
 }

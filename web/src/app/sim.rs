@@ -1,6 +1,6 @@
 //! The simulation page: a scenario's labs, the controls, the forms.
 
-use super::flip::{animate_moves, Flip};
+use super::flip::{animate_moves, forget, Flip};
 use super::heap::{HeapProps, HeapView};
 use super::parts::*;
 use super::{params, Dispatch, Shared};
@@ -279,7 +279,12 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
             crate::flow::layout(&lab.view, &consumers, lab.now(), width)
         })
     };
-    let glide_ms = (450.0 / m.speed.max(0.1).sqrt()).clamp(80.0, 900.0) as u32;
+    // Playing fast, the page is drawn every FAST_DRAW_MS: a token glides all that while.
+    let glide_ms = if m.playing && m.speed >= crate::model::FAST_PLAY {
+        crate::model::FAST_DRAW_MS as u32
+    } else {
+        (450.0 / m.speed.max(0.1).sqrt()).clamp(80.0, 900.0) as u32
+    };
     // A timed-out message is out of the picture for the timeout's step and comes back to the
     // queue on the next: it is marked for both.
     let timed_out = lab
@@ -383,7 +388,7 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, hands: &Hands) -> Html {
 
 #[function_component(SimApp)]
 pub fn sim_app() -> Html {
-    let state = use_reducer(|| {
+    let state = use_reducer_eq(|| {
         let (scenario, seed, speed, lang, flow) = query();
         let mut m = Model::with_lang(&scenario, seed, speed, lang);
         if let Some(run) = hash_run() {
@@ -394,9 +399,14 @@ pub fn sim_app() -> Html {
         Shared::new(m)
     });
     let d = state.dispatcher();
-    let (playing, url, lang) = {
+    let (playing, url, lang, fast) = {
         let m = state.get();
-        (m.playing, m.query(), m.lang)
+        (
+            m.playing,
+            m.query(),
+            m.lang,
+            m.playing && m.speed >= crate::model::FAST_PLAY,
+        )
     };
     {
         let d = d.clone();
@@ -488,10 +498,15 @@ pub fn sim_app() -> Html {
             }
         });
     }
-    // Messages glide from where they were to where they are now.
+    // Messages glide from where they were to where they are now. Not while playing at 10×
+    // or faster: the page is drawn again before a glide could show anything, and measuring
+    // where everything is makes the browser lay the page out on every tick.
     {
         let flip = use_mut_ref(Flip::default);
-        use_effect(move || animate_moves(&mut flip.borrow_mut()));
+        use_effect(move || match fast {
+            true => forget(&mut flip.borrow_mut()),
+            false => animate_moves(&mut flip.borrow_mut()),
+        });
     }
 
     let hands = {

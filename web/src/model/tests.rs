@@ -335,6 +335,74 @@ fn a_finished_scenario_stops_playing_and_its_clock_stops() {
     assert_eq!(m.now(), t + 5 * SECOND);
 }
 
+/// Issue 50 (speed): playing at 10× or faster, the page is drawn four times a second, not on
+/// every tick; a tick that draws plays nothing, and the next one plays its time, so the clock
+/// keeps the speed. Anything but a tick is drawn at once, and below 10× every tick is.
+#[test]
+fn playing_fast_draws_four_times_a_second_at_the_same_speed() {
+    // A scenario that runs 24 s: these 10 s of it are played whole.
+    let mut m = Model::new("req-backoff", 1, 10.0);
+    m.update(Action::TogglePlay);
+    assert!(m.draw_now(), "pressing Play is drawn at once");
+    let t = m.now();
+    let mut drawn = Vec::new();
+    for i in 1..=20 {
+        m.update(Action::Tick(50.0));
+        if m.draw_now() {
+            drawn.push(i);
+        }
+    }
+    assert_eq!(drawn, [5, 10, 15, 20], "drawn every 250 ms of real time");
+    assert!(m.playing);
+    // 20 ticks of 50 ms at 10x, the last one's time still owed to the next tick.
+    assert_eq!(m.now(), t + 19 * 500 * MILLISECOND);
+    m.update(Action::Tick(50.0));
+    assert!(!m.draw_now());
+    assert_eq!(
+        m.now(),
+        t + 21 * 500 * MILLISECOND,
+        "the owed time was played"
+    );
+    m.update(Action::Step);
+    assert!(m.draw_now(), "a step by hand is drawn at once");
+    // Below 10x, every tick is drawn.
+    let mut m = Model::new("dpub-heap", 1, 5.0);
+    m.update(Action::TogglePlay);
+    assert!(m.draw_now());
+    for _ in 0..10 {
+        m.update(Action::Tick(50.0));
+        assert!(m.draw_now());
+    }
+}
+
+/// Going Back late in a long run replays a few steps, not thousands: the first Back leaves a
+/// waypoint near where it went, and the next ones start from it (Back from the end of the
+/// 10 000-message run, where snapshots are thousands of steps apart, took twice as long).
+#[test]
+fn back_late_in_a_long_run_starts_from_a_waypoint() {
+    use crate::model::timeline::FIRST_INTERVAL;
+    let mut m = Model::new("big-heap", 1, 100.0);
+    m.update(Action::TogglePlay);
+    for _ in 0..40 {
+        m.update(Action::Tick(50.0));
+    }
+    m.update(Action::TogglePlay);
+    let h = m.timeline.horizon();
+    let far = h - 1 - m.timeline.restore_point(h - 1).pos;
+    assert!(
+        far > FIRST_INTERVAL,
+        "the last snapshot is {far} steps back"
+    );
+    let fp = fingerprint(&m);
+    m.update(Action::Back);
+    let near = h - 2 - m.timeline.restore_point(h - 2).pos;
+    assert!(near < FIRST_INTERVAL, "the next Back replays {near} steps");
+    m.update(Action::Back);
+    m.update(Action::Step);
+    m.update(Action::Step);
+    assert_eq!(fingerprint(&m), fp, "Back and Step land where they were");
+}
+
 /// Everything a learner could see, and the broker's own state: two models with the same
 /// fingerprint look and behave the same.
 fn fingerprint(m: &Model) -> String {

@@ -131,7 +131,7 @@ impl Mark {
 /// `horizon / (MAX_SNAPSHOTS / 2)` steps).
 const MAX_SNAPSHOTS: usize = 48;
 /// Steps between snapshots at first.
-const FIRST_INTERVAL: usize = 256;
+pub(crate) const FIRST_INTERVAL: usize = 256;
 
 /// The run's line.
 pub struct Timeline {
@@ -141,6 +141,8 @@ pub struct Timeline {
     /// Journal entries made on the way to the current point.
     pub applied: usize,
     snapshots: Vec<Snapshot>,
+    /// One more, taken on the way by a long rebuild ([`Timeline::waypoint`]).
+    waypoint: Option<Snapshot>,
     interval: usize,
     /// Key moments up to the furthest point, by position.
     pub marks: Vec<(usize, Mark)>,
@@ -162,6 +164,7 @@ impl Timeline {
             journal: Vec::new(),
             applied: 0,
             snapshots: Vec::new(),
+            waypoint: None,
             interval: FIRST_INTERVAL,
             marks: Vec::new(),
         };
@@ -174,18 +177,23 @@ impl Timeline {
         self.trail.len()
     }
 
-    fn snapshot(&mut self, panes: &mut [Pane], pos: usize) {
+    fn take(&self, panes: &mut [Pane], pos: usize) -> Snapshot {
         let logs = panes.iter().map(|p| p.lab.log.len()).collect();
         let labs = panes
             .iter_mut()
             .map(|p| clone_without_log(&mut p.lab))
             .collect();
-        self.snapshots.push(Snapshot {
+        Snapshot {
             pos,
             labs,
             logs,
             applied: self.applied,
-        });
+        }
+    }
+
+    fn snapshot(&mut self, panes: &mut [Pane], pos: usize) {
+        let s = self.take(panes, pos);
+        self.snapshots.push(s);
         if self.snapshots.len() > MAX_SNAPSHOTS {
             let mut i = 0;
             self.snapshots.retain(|_| {
@@ -225,6 +233,13 @@ impl Timeline {
         }
     }
 
+    /// A rebuild that replays a long way (going Back from late in a long run, where
+    /// snapshots are thousands of steps apart) leaves one snapshot near where it went, at
+    /// `pos`: the next Backs start from it. Only the last is kept.
+    pub fn waypoint(&mut self, panes: &mut [Pane], pos: usize) {
+        self.waypoint = Some(self.take(panes, pos));
+    }
+
     /// The run takes another way from `pos` (a change by hand in the past): its future goes.
     pub fn branch(&mut self, pos: usize) {
         self.trail.truncate(pos);
@@ -232,6 +247,10 @@ impl Timeline {
         let applied = self.applied;
         self.snapshots
             .retain(|s| s.pos <= pos && s.applied <= applied);
+        self.waypoint = self
+            .waypoint
+            .take()
+            .filter(|s| s.pos <= pos && s.applied <= applied);
         self.marks.retain(|m| m.0 <= pos);
     }
 
@@ -249,11 +268,16 @@ impl Timeline {
 
     /// The snapshot to rebuild `pos` from (the last one at or before it).
     pub fn restore_point(&self, pos: usize) -> &Snapshot {
-        self.snapshots
+        let s = self
+            .snapshots
             .iter()
             .rev()
             .find(|s| s.pos <= pos)
-            .unwrap_or(&self.snapshots[0])
+            .unwrap_or(&self.snapshots[0]);
+        match &self.waypoint {
+            Some(w) if w.pos <= pos && w.pos > s.pos => w,
+            _ => s,
+        }
     }
 
     /// The next journal entry to make again, if it is due at `pos`.
