@@ -175,6 +175,12 @@ impl Model {
         self.draw
     }
 
+    /// Playing at [`FAST_PLAY`] or faster: drawn every [`FAST_DRAW_MS`], nothing glides in
+    /// the panes, and tokens glide over the time between drawings.
+    pub fn playing_fast(&self) -> bool {
+        self.playing && self.speed >= FAST_PLAY
+    }
+
     /// The page for a scenario (an unknown id opens the first), a seed and a speed (a speed
     /// not on the menu plays at 1×), in English.
     pub fn new(scenario: &str, seed: u64, speed: f64) -> Model {

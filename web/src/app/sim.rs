@@ -280,7 +280,7 @@ fn flow(i: usize, m: &Model, state: &Shared) -> Html {
         })
     };
     // Playing fast, the page is drawn every FAST_DRAW_MS: a token glides all that while.
-    let glide_ms = if m.playing && m.speed >= crate::model::FAST_PLAY {
+    let glide_ms = if m.playing_fast() {
         crate::model::FAST_DRAW_MS as u32
     } else {
         (450.0 / m.speed.max(0.1).sqrt()).clamp(80.0, 900.0) as u32
@@ -401,12 +401,7 @@ pub fn sim_app() -> Html {
     let d = state.dispatcher();
     let (playing, url, lang, fast) = {
         let m = state.get();
-        (
-            m.playing,
-            m.query(),
-            m.lang,
-            m.playing && m.speed >= crate::model::FAST_PLAY,
-        )
+        (m.playing, m.query(), m.lang, m.playing_fast())
     };
     {
         let d = d.clone();
