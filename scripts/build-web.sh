@@ -16,15 +16,26 @@ if [ -x target/node-build/node_modules/.bin/wasm-opt ]; then
     --low-memory-unused \
     www/pkg/web_bg.wasm -o www/pkg/web_bg.wasm
 fi
+# The replication scenario (raft and its protobuf code): a second module, loaded by the page
+# only when that scenario is opened (web/raft; www/index.html's loader imports pkg/raft.js).
+cargo build --locked -p nsqlab-web-raft --features play --target wasm32-unknown-unknown --profile wasm-release
+wasm-bindgen --target web --no-typescript --out-dir www/pkg --out-name raft \
+  target/wasm32-unknown-unknown/wasm-release/nsqlab_web_raft.wasm
+if [ -x target/node-build/node_modules/.bin/wasm-opt ]; then
+  target/node-build/node_modules/.bin/wasm-opt -Oz --converge --enable-bulk-memory --enable-nontrapping-float-to-int \
+    --low-memory-unused \
+    www/pkg/raft_bg.wasm -o www/pkg/raft_bg.wasm
+fi
 # The Chinese words, loaded by the page when first asked for (they are not in the wasm).
 cargo run --locked -q -p nsqlab-web --example zh-catalogue >www/pkg/zh.json
 # Precompressed twins, which the server sends to browsers that accept them (brotli too when
 # the brotli tool is installed; gzip alone keeps the first load under 400 KiB).
-for f in www/pkg/web_bg.wasm www/pkg/web.js www/pkg/zh.json; do
+for f in www/pkg/web_bg.wasm www/pkg/web.js www/pkg/zh.json www/pkg/raft_bg.wasm www/pkg/raft.js; do
   gzip -9 -n -k -f "$f"
   if command -v brotli >/dev/null 2>&1; then brotli -q 11 -k -f "$f"; else rm -f "$f.br"; fi
 done
 # The sources it was built from (the test command checks the committed build against them).
 bash scripts/web-stamp.sh >www/pkg/SOURCES
-printf 'visualiser: %s bytes wasm, %s bytes gzipped\n' \
-  "$(stat -c %s www/pkg/web_bg.wasm)" "$(stat -c %s www/pkg/web_bg.wasm.gz)"
+printf 'visualiser: %s bytes wasm, %s bytes gzipped; replication module: %s bytes, %s gzipped\n' \
+  "$(stat -c %s www/pkg/web_bg.wasm)" "$(stat -c %s www/pkg/web_bg.wasm.gz)" \
+  "$(stat -c %s www/pkg/raft_bg.wasm)" "$(stat -c %s www/pkg/raft_bg.wasm.gz)"

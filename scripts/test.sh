@@ -37,6 +37,7 @@ check "core for wasm32" core_wasm
 
 step "clippy for the wasm-only visualiser code"
 check "clippy (wasm32)" cargo clippy --locked -p nsqlab-web --target wasm32-unknown-unknown --release -- -D warnings
+check "clippy (wasm32, the replication module)" cargo clippy --locked -p nsqlab-web-raft --features play --target wasm32-unknown-unknown --release -- -D warnings
 
 step "the committed visualiser build (www/pkg) is that of core/ and web/ as they are"
 check "visualiser build up to date" bash scripts/web-stamp.sh --check

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# The sources the visualiser's build (www/pkg) is made from, as one hash: core/ and web/
-# (their src/, examples/ and Cargo.toml), the workspace's Cargo.toml and Cargo.lock, and the build
+# The sources the visualiser's build (www/pkg) is made from, as one hash: core/, web/ and
+# web/raft/ (their src/, examples/ and Cargo.toml), the workspace's Cargo.toml and Cargo.lock, and the build
 # script. build-web.sh writes it to www/pkg/SOURCES beside the build it made.
 #   bash scripts/web-stamp.sh           # print the hash of the sources as they are
 #   bash scripts/web-stamp.sh --check   # fail, saying what to run, if www/pkg is stale
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp() {
-  git ls-files -- core/src core/Cargo.toml web/src web/examples web/Cargo.toml Cargo.toml Cargo.lock \
+  git ls-files -- core/src core/Cargo.toml web/src web/examples web/Cargo.toml web/raft/src web/raft/Cargo.toml Cargo.toml Cargo.lock \
       scripts/build-web.sh |
     LC_ALL=C sort |
     while IFS= read -r f; do

@@ -142,9 +142,15 @@ const stepOnce = async (page) => {
   await page.click('[data-testid=step]');
 };
 
+// The replication scenario's run comes from a second module, loaded when it is opened.
+const ready = async (page, id) => {
+  if (id === 'replication') await page.waitForSelector('[data-testid=replication]');
+};
+
 async function walk(page, id, limit) {
   await page.goto(`${base}/?scenario=${id}&seed=1&speed=1`);
   await page.waitForSelector('[data-testid=explain]');
+  await ready(page, id);
   let steps = 0, bad = [], texts = new Set(), last = '';
   while (steps < limit) {
     if (await page.isDisabled('[data-testid=step]')) break;
@@ -216,8 +222,9 @@ if (part('scenarios')) {
   for (const [k, p] of pages.entries()) {
     const id = ids[k];
     if (!(await p.$('[data-testid=publish]'))) {
-      // The cluster plays its script only: nothing breaks while it plays.
-      check(id === 'cluster', `${id}: the publish form is there`);
+      // The cluster and the replication scenario play their script only: nothing breaks
+      // while they play.
+      check(id === 'cluster' || id === 'replication', `${id}: the publish form is there`);
       await p.close();
       continue;
     }
@@ -583,6 +590,70 @@ if (part('cluster')) {
   await page.close();
 }
 
+// Issue 51: the replication scenario. Its module (raft) is not part of the first load: it is
+// fetched when the scenario is opened. Then the story: an election, PUB #1 committed on a
+// majority before its OK, the leader killed with #2 in flight, a new leader, #2 delivered
+// again, the killed node back and caught up; in Chinese too.
+if (part('replication')) {
+  const page = await newPage(1280, 1000);
+  const fetched = [];
+  page.on('request', (r) => fetched.push(new URL(r.url()).pathname));
+  await page.goto(`${base}/?scenario=dpub-heap&seed=1`);
+  await page.waitForSelector('[data-testid=explain]');
+  await page.waitForTimeout(300);
+  check(!fetched.some((f) => f.includes('raft')), `the replication module is not in the first load: ${fetched.join(' ')}`);
+  await page.click('button.scenario[data-scenario=replication]');
+  await page.waitForSelector('[data-testid=replication]');
+  check(fetched.includes('/pkg/raft_bg.wasm') && fetched.includes('/pkg/raft.js'), `opening the scenario loads its module: ${fetched.join(' ')}`);
+  const explain = () => page.textContent('[data-testid=explain]');
+  const role = (n) => page.getAttribute(`[data-testid=rp-node-${n}]`, 'data-role');
+  const roles = async () => [await role(1), await role(2), await role(3)];
+  const stepTo = async (re, n = 200) => {
+    for (let i = 0; i < n; i++) {
+      if (re.test(await explain())) return true;
+      if (await page.isDisabled('[data-testid=step]')) return false;
+      await stepOnce(page);
+    }
+    return false;
+  };
+  check((await roles()).every((r) => r === 'follower'), `three followers at first: ${await roles()}`);
+  check(await stepTo(/leads term 2/), 'a leader is elected');
+  check((await roles()).filter((r) => r === 'leader').length === 1, `one leader: ${await roles()}`);
+  check(await stepTo(/producer sends PUB #1/), 'PUB #1 is sent');
+  check((await page.textContent('[data-testid=rp-producer-awaiting]')).includes('#1'), 'the producer waits for its OK');
+  check(await stepTo(/Entry of PUB #1 committed/), "PUB #1's OK is told");
+  // At the OK, a majority of the nodes has #1's entry on disk (a box not dashed).
+  const durable = await page.$$eval('.rp-node', (ns) => ns.filter((n) => [...n.querySelectorAll('.rp-entry')].some((e) => e.textContent.includes('PUB #1') && !e.classList.contains('writing'))).length);
+  check(durable >= 2, `#1 is on a majority's disks at its OK (${durable} nodes)`);
+  check((await page.textContent('[data-testid=rp-producer-acked]')).includes('#1'), 'the producer has its OK');
+  await page.screenshot({ path: `${shots}/replication-ok.png` });
+  check(await stepTo(/is killed/), 'the leader is killed');
+  check((await roles()).includes('down'), `the killed node is drawn down: ${await roles()}`);
+  check(await stepTo(/sends #2 to the consumer again/), '#2 is delivered again by a new leader');
+  check((await page.textContent('[data-testid=rp-consumer-working]')).includes('#2'), 'the consumer works on #2 again');
+  await page.screenshot({ path: `${shots}/replication-again.png` });
+  check(await stepTo(/starts again from its disk/), 'the killed node starts again');
+  for (let k = 0; k < 400 && !(await page.isDisabled('[data-testid=step]')); k++) await stepOnce(page);
+  check(await page.isDisabled('[data-testid=step]'), 'the run plays to its end');
+  check((await page.$('[data-testid=scenario-finished]')) !== null, 'the end is shown');
+  const r = await roles();
+  check(r.filter((x) => x === 'leader').length === 1 && r.filter((x) => x === 'follower').length === 2, `at the end one leader, two followers: ${r}`);
+  const logs = await page.$$eval('.rp-node .rp-log', (ls) => ls.map((l) => l.textContent));
+  check(logs[0] === logs[1] && logs[1] === logs[2], `every log the same at the end: ${logs.join(' | ')}`);
+  check((await page.textContent('[data-testid=rp-consumer-done]')).includes('#1, #2'), 'the consumer finished #1 and #2');
+  await page.screenshot({ path: `${shots}/replication-end.png` });
+  await page.click('[data-testid=lang]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=replication]').textContent.includes('领导者'));
+  check(/[\u4e00-\u9fff]/.test(await explain()), `the step in Chinese: ${await explain()}`);
+  await page.screenshot({ path: `${shots}/replication-zh.png` });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(wide <= 390, `the replication picture fits a phone (${wide} px)`);
+  await page.screenshot({ path: `${shots}/replication-390.png`, fullPage: true });
+  await page.close();
+}
+
 if (part('tours')) {
   const page = await newPage(1280, 1000);
   await page.goto(`${base}/`);
@@ -592,6 +663,7 @@ if (part('tours')) {
   for (const id of ids) {
     await page.goto(`${base}/?scenario=${id}&seed=1&speed=1`);
     await page.waitForSelector('[data-testid=explain]');
+    await ready(page, id);
     if (!(await page.$('[data-testid=tour-start]'))) continue;
     tours++;
     await page.click('[data-testid=tour-start]');

@@ -157,9 +157,38 @@ fn index() -> &'static HashMap<&'static str, &'static Entry> {
     INDEX.get_or_init(|| CATALOGUE.iter().map(|e| (e.key, e)).collect())
 }
 
-/// Whether the catalogue has this key.
+/// Whether the catalogue has this key (or a module that loaded later brought it).
 pub fn has(key: &str) -> bool {
-    index().contains_key(key)
+    index().contains_key(key) || later(key).is_some()
+}
+
+/// Words that are not in the page's first load: the replication scenario's (its tour, its
+/// summary) come with its module ([`load_later`]). Natively they are simply there.
+#[cfg(target_arch = "wasm32")]
+static LATER: OnceLock<HashMap<&'static str, (&'static str, &'static str)>> = OnceLock::new();
+
+/// A later word's English and Chinese, if here.
+fn later(key: &str) -> Option<(&'static str, &'static str)> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return nsqlab_web_raft::words::word(key);
+    #[cfg(target_arch = "wasm32")]
+    return LATER.get().and_then(|m| m.get(key).copied());
+}
+
+/// Take in words a module brought (key, English, Chinese): kept for the page's life.
+pub fn load_later(words: Vec<(String, String, String)>) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        let _ = LATER.set(
+            words
+                .into_iter()
+                .map(|(k, en, zh)| (leak(k), (leak(en), leak(zh))))
+                .collect(),
+        );
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = words;
 }
 
 /// A key's words in a language, placeholders and all. A missing key fails in a debug build
@@ -171,10 +200,16 @@ pub fn t(lang: Lang, key: &str) -> &'static str {
             Lang::En => e.en,
             Lang::Zh => zh_of(e).unwrap_or(e.en),
         },
-        None => {
-            debug_assert!(false, "no catalogue entry {key:?}");
-            MISSING
-        }
+        None => match later(key) {
+            Some((en, zh)) => match lang {
+                Lang::En => en,
+                Lang::Zh => zh,
+            },
+            None => {
+                debug_assert!(false, "no catalogue entry {key:?}");
+                MISSING
+            }
+        },
     }
 }
 
@@ -190,6 +225,8 @@ pub enum Arg {
     Key(&'static str),
     /// A text of its own (a client's name).
     Text(Box<Text>),
+    /// Words already rendered in each language (English, Chinese): the replication module's.
+    Both(Box<(String, String)>),
 }
 
 /// Something to say: a catalogue key and its arguments, rendered when shown.
@@ -225,6 +262,14 @@ impl Text {
     pub fn nest(mut self, name: &'static str, text: Text) -> Text {
         self.args.push((name, Arg::Text(Box::new(text))));
         self
+    }
+
+    /// Words already rendered in English and in Chinese.
+    pub fn both(en: String, zh: String) -> Text {
+        Text {
+            key: "sym.plain",
+            args: vec![("s", Arg::Both(Box::new((en, zh))))],
+        }
     }
 
     /// A name that is the same in every language.
@@ -271,6 +316,10 @@ fn fill(template: &str, lang: Lang, args: &[(&'static str, Arg)]) -> String {
                     Some((_, Arg::Plain(v))) => out.push_str(v),
                     Some((_, Arg::Key(k))) => out.push_str(t(lang, k)),
                     Some((_, Arg::Text(x))) => out.push_str(&x.render(lang)),
+                    Some((_, Arg::Both(b))) => out.push_str(match lang {
+                        Lang::En => &b.0,
+                        Lang::Zh => &b.1,
+                    }),
                     None => {
                         out.push('{');
                         out.push_str(name);
@@ -289,44 +338,7 @@ fn fill(template: &str, lang: Lang, args: &[(&'static str, Arg)]) -> String {
     out
 }
 
-/// The `{name}` places of a template, sorted.
-pub fn placeholders(template: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) => {
-                out.push(&after[..close]);
-                rest = &after[close + 1..];
-            }
-            None => break,
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    out
-}
-
-/// Chinese puts no space between words: a space a template left beside a name that turned out
-/// Chinese ("{who} 处理完" with who = "账本服务") goes; one beside a Latin word or a number stays.
-pub fn tidy_cjk(s: &str) -> String {
-    let wide = |c: char| {
-        ('\u{4e00}'..='\u{9fff}').contains(&c)
-            || ('\u{3000}'..='\u{303f}').contains(&c)
-            || ('\u{ff00}'..='\u{ffef}').contains(&c)
-    };
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = String::with_capacity(s.len());
-    for (i, &c) in chars.iter().enumerate() {
-        let between =
-            c == ' ' && i > 0 && chars.get(i + 1).is_some_and(|&n| wide(n)) && wide(chars[i - 1]);
-        if !between {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use nsqlab_web_raft::words::{placeholders, tidy_cjk};
 
 /// Whether a string has Chinese characters.
 pub fn has_cjk(s: &str) -> bool {

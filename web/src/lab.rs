@@ -147,6 +147,8 @@ pub struct Lab {
     rng: Xoshiro256PlusPlus,
     /// When set, the lab plays this cluster instead of its own broker (the cluster scenario).
     pub cluster: Option<Box<crate::cluster::Cluster>>,
+    /// When set, the lab shows this replicated cluster's run (the replication scenario).
+    pub replication: Option<Box<crate::replication::Replication>>,
 }
 
 impl Lab {
@@ -170,6 +172,7 @@ impl Lab {
             log: Vec::new(),
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x1ab),
             cluster: None,
+            replication: None,
         }
     }
 
@@ -180,8 +183,18 @@ impl Lab {
         lab
     }
 
+    /// A lab showing the replication scenario ([`crate::replication`]).
+    pub fn replication(seed: u64) -> Lab {
+        let mut lab = Lab::new(Options::default(), seed);
+        lab.replication = Some(Box::new(crate::replication::Replication::new(seed)));
+        lab
+    }
+
     /// The lab's clock.
     pub fn now(&self) -> Time {
+        if let Some(r) = &self.replication {
+            return r.now;
+        }
         match &self.cluster {
             Some(c) => c.now,
             None => self.view.now,
@@ -189,6 +202,9 @@ impl Lab {
     }
 
     fn nothing_pending(&self) -> bool {
+        if let Some(r) = &self.replication {
+            return r.nothing_pending();
+        }
         match &self.cluster {
             Some(c) => c.nothing_pending(),
             None => self.pending.is_empty(),
@@ -284,6 +300,9 @@ impl Lab {
 
     /// When the next step happens, if anything is left to happen by itself.
     pub fn next_time(&self) -> Option<Time> {
+        if let Some(r) = &self.replication {
+            return r.next_time();
+        }
         if let Some(c) = &self.cluster {
             return c.next_time();
         }
@@ -303,11 +322,18 @@ impl Lab {
 
     /// Nothing is left to happen by itself: the scenario (or the learner's changes) played out.
     pub fn is_finished(&self) -> bool {
-        self.next_time().is_none()
+        let loading = self
+            .replication
+            .as_ref()
+            .is_some_and(|r| !matches!(r.run, crate::replication::Loaded::Ready(_)));
+        self.next_time().is_none() && !loading
     }
 
     /// Show the next event of the current instant, if one is left.
     pub fn show_next(&mut self) -> Option<Step> {
+        if let Some(r) = &mut self.replication {
+            return r.show_next(&mut self.log);
+        }
         if let Some(c) = &mut self.cluster {
             return c.show_next(&mut self.log);
         }
@@ -403,6 +429,10 @@ impl Lab {
     /// Let the clock run to `t` with nothing to show on the way: the broker's own timers
     /// (heartbeats) fire and are answered, silently.
     pub fn idle_to(&mut self, t: Time) {
+        if let Some(r) = &mut self.replication {
+            r.idle_to(t);
+            return;
+        }
         if let Some(c) = &mut self.cluster {
             c.idle_to(t);
             return;
@@ -436,6 +466,10 @@ impl Lab {
     /// Do everything due at the instant `t` (the broker's timers, then scripted actions) and
     /// queue its events. The clock moves to `t`.
     fn advance_to(&mut self, t: Time) {
+        if let Some(r) = &mut self.replication {
+            r.advance_to(t);
+            return;
+        }
         if let Some(c) = &mut self.cluster {
             c.advance_to(t);
             return;
@@ -823,7 +857,7 @@ impl Lab {
 
     /// Why nothing more happens, when messages still wait: no consumer is ready for them.
     pub fn stuck(&self) -> Vec<Text> {
-        if self.cluster.is_some() {
+        if self.cluster.is_some() || self.replication.is_some() {
             return Vec::new();
         }
         self.view
@@ -849,6 +883,9 @@ impl Lab {
 
     /// What happened, for the end of a scenario.
     pub fn summary(&self) -> Vec<Text> {
+        if let Some(r) = &self.replication {
+            return r.summary();
+        }
         if let Some(c) = &self.cluster {
             return c.summary();
         }

@@ -20,6 +20,7 @@ pub mod lab;
 pub mod layout;
 pub mod live;
 pub mod model;
+pub mod replication;
 pub mod scenarios;
 pub mod tours;
 pub mod view;

@@ -12,7 +12,7 @@ use crate::lab::{Admin, Answer, Lab};
 use crate::scenarios::{find, Scenario, SCENARIOS};
 use nsqlab_core::time::Time;
 use nsqlab_core::{ClientId, MessageId};
-use std::collections::BTreeMap;
+use table::Table;
 use timeline::FIRST_INTERVAL;
 pub use timeline::{Change, Entry, Mark, Run, Timeline};
 
@@ -96,6 +96,8 @@ pub enum Action {
     SetLang(Lang),
     /// The words of the chosen language have loaded (the page can now draw in it).
     WordsLoaded,
+    /// The replication scenario's run has come from its module (or could not).
+    RaftLoaded,
     /// Show the flow view (messages as tokens) or the structures.
     ToggleFlow,
     /// Start the scenario's guided tour (from the beginning of the run).
@@ -136,11 +138,11 @@ pub struct Model {
     pub playing: bool,
     pub speed: f64,
     /// The forms' fields, as typed.
-    pub fields: BTreeMap<Field, String>,
+    pub fields: Table<Field, String>,
     /// Why a field's value was refused, next to it.
-    pub refusals: BTreeMap<Field, Text>,
+    pub refusals: Table<Field, Text>,
     /// Why a consumer's setting was refused, next to it.
-    pub knob_refusals: BTreeMap<(usize, ClientId, Knob), Text>,
+    pub knob_refusals: Table<(usize, ClientId, Knob), Text>,
     /// The language the page speaks.
     pub lang: Lang,
     /// The flow view is on.
@@ -196,9 +198,9 @@ impl Model {
             panes: Vec::new(),
             playing: false,
             speed: valid_speed(speed).unwrap_or(1.0),
-            fields: BTreeMap::new(),
-            refusals: BTreeMap::new(),
-            knob_refusals: BTreeMap::new(),
+            fields: Table::new(),
+            refusals: Table::new(),
+            knob_refusals: Table::new(),
             term: None,
             lang,
             flow: false,
@@ -387,6 +389,24 @@ impl Model {
             Action::SetLang(lang) => self.lang = lang,
             Action::WordsLoaded => {}
             Action::ToggleFlow => self.flow = !self.flow,
+            Action::RaftLoaded => {
+                let waiting = self.panes.iter().any(|p| {
+                    p.lab
+                        .replication
+                        .as_ref()
+                        .is_some_and(|r| r.run == crate::replication::Loaded::Loading)
+                });
+                if waiting {
+                    // The scenario opened before its run came: open it again, now whole (a
+                    // tour begun meanwhile begins again with it).
+                    let tour = self.tour.is_some();
+                    self.restart();
+                    self.tour = None;
+                    if tour {
+                        self.update(Action::StartTour);
+                    }
+                }
+            }
             Action::StartTour => {
                 if let Some(tour) = crate::tours::tour(self.scenario.id) {
                     self.restart();
@@ -999,6 +1019,7 @@ pub fn valid_speed(s: f64) -> Option<f64> {
     SPEEDS.iter().copied().find(|x| (x - s).abs() < 1e-9)
 }
 
+mod table;
 mod timeline;
 
 #[cfg(test)]

@@ -334,6 +334,14 @@ pub const SCENARIOS: &[Scenario] = &[
         build: cluster,
     },
     Scenario {
+        id: "replication",
+        topic: "orders",
+        channel: "archive",
+        title: "scenario.replication.title",
+        text: "scenario.replication.text",
+        build: replication,
+    },
+    Scenario {
         id: "scan-vs-exact",
         topic: "timers",
         channel: "alarms",
@@ -342,6 +350,10 @@ pub const SCENARIOS: &[Scenario] = &[
         build: scan_vs_exact,
     },
 ];
+
+fn replication(seed: u64) -> Vec<(&'static str, Lab)> {
+    vec![("", Lab::replication(seed))]
+}
 
 fn cluster(seed: u64) -> Vec<(&'static str, Lab)> {
     vec![("", Lab::cluster(seed))]

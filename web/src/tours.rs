@@ -11,6 +11,7 @@ use crate::lab::Lab;
 use crate::model::Model;
 use crate::view::{Role, What};
 use nsqlab_core::time::{ms, Time};
+use nsqlab_web_raft::What as RaftWhat;
 
 /// A kind of step a tour stops at (by the step's typed kind, never its words).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub enum On {
     ClusterConnect,
     ClusterPublished,
     ClusterDropped,
+    /// A step of the replication scenario of this kind.
+    Raft(nsqlab_web_raft::What),
 }
 
 impl On {
@@ -54,6 +57,7 @@ impl On {
             | (On::ClusterConnect, What::ClusterConnect)
             | (On::ClusterPublished, What::ClusterPublished)
             | (On::ClusterDropped, What::ClusterDropped) => true,
+            (On::Raft(a), What::Raft(b)) => a == b,
             (On::RdyMany, What::Ready { count }) => count > 1,
             (On::QueuedMemory, What::Queued { disk }) => !disk,
             (On::QueuedDisk, What::Queued { disk }) => disk,
@@ -145,6 +149,11 @@ fn lab(m: &Model, i: usize) -> &Lab {
     &m.panes[i].lab
 }
 
+/// The facts of the replication scenario's picture as lab 0 shows it.
+fn raft_facts(m: &Model) -> Option<&nsqlab_web_raft::Facts> {
+    lab(m, 0).replication.as_ref()?.facts()
+}
+
 /// The nodes a cluster consumer is connected to, as the picture shows.
 fn reads_from(m: &Model, reader: usize) -> Vec<bool> {
     lab(m, 0)
@@ -183,423 +192,482 @@ fn root_is_earliest(c: &crate::view::ChannelView) -> bool {
 }
 
 /// Every tour.
-pub const TOURS: &[Tour] =
-    &[
-        Tour {
-            scenario: "dpub-heap",
-            chapters: &[
-                Chapter {
-                    stop: key(On::HeapPush, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: key(On::HeapPushUp, 1),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::HeapSwapUp, 1),
-                        // The sooner-due message rose to the root.
-                        holds: |m| lab(m, 0).view.channels.values().any(root_is_earliest),
-                    }),
-                },
-                Chapter {
-                    stop: Stop::Time(ms(1200)),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::HeapTakeRoot, 1),
-                        // The root was taken (its slot is the hole; the view keeps the taken
-                        // entry there), and it was the earliest of them all.
-                        holds: |m| {
-                            lab(m, 0).view.channels.values().any(|c| {
-                                c.hole == Some(0) && c.heap.iter().all(|e| e.1 >= c.heap[0].1)
-                            })
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: Stop::Here,
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 1,
-                        reveal: key(On::HeapMove, 1),
-                        // The last entry (at index 6) is in the root now, later than a child of it:
-                        // out of place until it sifts down.
-                        holds: |m| {
-                            lab(m, 0).view.channels.values().any(|c| {
-                                c.hole.is_none()
-                                    && c.heap.len() == 6
-                                    && c.heap[1..].iter().any(|e| e.1 < c.heap[0].1)
-                            })
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: key(On::HeapSwapDown, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: key(On::Sent, 2),
-                    act: Some(Act::CrashFirstConsumer),
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::SentAgain, 1),
-                        // It timed out, came back, and was sent again: attempt 2.
-                        holds: |m| {
-                            lab(m, 0).view.channels.values().any(|c| {
-                                c.timed_out >= 1 && c.in_flight.iter().any(|f| f.attempts == 2)
-                            })
-                        },
-                    }),
-                },
-            ],
-        },
-        Tour {
-            scenario: "fan-out",
-            chapters: &[
-                Chapter {
-                    stop: key(On::ChannelCreated, 2),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: key(On::Published, 1),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 1,
-                        reveal: key(On::QueuedMemory, 2),
-                        // One message is in both channels: each has its own copy.
-                        holds: |m| {
-                            let v = &lab(m, 0).view;
-                            v.labels.keys().any(|&id| {
-                                v.channels
-                                    .values()
-                                    .filter(|c| c.spot_of(id).is_some())
-                                    .count()
-                                    == 2
-                            })
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: key(On::Fin, 2),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "load-balance",
-            chapters: &[
-                Chapter {
-                    stop: key(On::RdyMany, 2),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: key(On::Sent, 6),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::Here,
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 3,
-                        reveal: Stop::End,
-                        holds: fastest_finished_most,
-                    }),
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "crash-timeout",
-            chapters: &[
-                Chapter {
-                    stop: key(On::Sent, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::Time(ms(1000)),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 1,
-                        reveal: key(On::QueuedMemory, 2),
-                        // The message that timed out is back in the memory queue.
-                        holds: |m| {
-                            lab(m, 0)
-                                .view
-                                .channels
-                                .values()
-                                .any(|c| c.timed_out >= 1 && c.in_memory() == 1)
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: key(On::SentAgain, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "req-backoff",
-            chapters: &[
-                Chapter {
-                    stop: Stop::Before {
-                        on: On::ReqLater,
-                        nth: 1,
-                        lab: 0,
+pub const TOURS: &[Tour] = &[
+    Tour {
+        scenario: "dpub-heap",
+        chapters: &[
+            Chapter {
+                stop: key(On::HeapPush, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key(On::HeapPushUp, 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::HeapSwapUp, 1),
+                    // The sooner-due message rose to the root.
+                    holds: |m| lab(m, 0).view.channels.values().any(root_is_earliest),
+                }),
+            },
+            Chapter {
+                stop: Stop::Time(ms(1200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::HeapTakeRoot, 1),
+                    // The root was taken (its slot is the hole; the view keeps the taken
+                    // entry there), and it was the earliest of them all.
+                    holds: |m| {
+                        lab(m, 0)
+                            .view
+                            .channels
+                            .values()
+                            .any(|c| c.hole == Some(0) && c.heap.iter().all(|e| e.1 >= c.heap[0].1))
                     },
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::HeapPush, 1),
-                        holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
-                    }),
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 1,
+                    reveal: key(On::HeapMove, 1),
+                    // The last entry (at index 6) is in the root now, later than a child of it:
+                    // out of place until it sifts down.
+                    holds: |m| {
+                        lab(m, 0).view.channels.values().any(|c| {
+                            c.hole.is_none()
+                                && c.heap.len() == 6
+                                && c.heap[1..].iter().any(|e| e.1 < c.heap[0].1)
+                        })
+                    },
+                }),
+            },
+            Chapter {
+                stop: key(On::HeapSwapDown, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key(On::Sent, 2),
+                act: Some(Act::CrashFirstConsumer),
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::SentAgain, 1),
+                    // It timed out, came back, and was sent again: attempt 2.
+                    holds: |m| {
+                        lab(m, 0).view.channels.values().any(|c| {
+                            c.timed_out >= 1 && c.in_flight.iter().any(|f| f.attempts == 2)
+                        })
+                    },
+                }),
+            },
+        ],
+    },
+    Tour {
+        scenario: "fan-out",
+        chapters: &[
+            Chapter {
+                stop: key(On::ChannelCreated, 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key(On::Published, 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 1,
+                    reveal: key(On::QueuedMemory, 2),
+                    // One message is in both channels: each has its own copy.
+                    holds: |m| {
+                        let v = &lab(m, 0).view;
+                        v.labels.keys().any(|&id| {
+                            v.channels
+                                .values()
+                                .filter(|c| c.spot_of(id).is_some())
+                                .count()
+                                == 2
+                        })
+                    },
+                }),
+            },
+            Chapter {
+                stop: key(On::Fin, 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "load-balance",
+        chapters: &[
+            Chapter {
+                stop: key(On::RdyMany, 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key(On::Sent, 6),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 3,
+                    reveal: Stop::End,
+                    holds: fastest_finished_most,
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "crash-timeout",
+        chapters: &[
+            Chapter {
+                stop: key(On::Sent, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Time(ms(1000)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 1,
+                    reveal: key(On::QueuedMemory, 2),
+                    // The message that timed out is back in the memory queue.
+                    holds: |m| {
+                        lab(m, 0)
+                            .view
+                            .channels
+                            .values()
+                            .any(|c| c.timed_out >= 1 && c.in_memory() == 1)
+                    },
+                }),
+            },
+            Chapter {
+                stop: key(On::SentAgain, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "req-backoff",
+        chapters: &[
+            Chapter {
+                stop: Stop::Before {
+                    on: On::ReqLater,
+                    nth: 1,
+                    lab: 0,
                 },
-                Chapter {
-                    stop: key(On::SentAgain, 2),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "overflow-disk",
-            chapters: &[
-                Chapter {
-                    stop: key(On::QueuedMemory, 4),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: key(On::Published, 5),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 3,
-                        reveal: key(On::QueuedDisk, 1),
-                        holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
-                    }),
-                },
-                Chapter {
-                    stop: key(On::Subscribed, 1),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 1,
-                        reveal: Stop::End,
-                        // All ten delivered, in the order they were published (a topic's message
-                        // IDs rise in publish order), memory and disk alike.
-                        holds: |m| {
-                            let sent: Vec<_> = lab(m, 0)
-                                .log
-                                .iter()
-                                .filter(|s| s.what == What::Sent { again: false })
-                                .filter_map(|s| s.claims.iter().find_map(|c| c.id))
-                                .collect();
-                            sent.len() == 10 && sent.windows(2).all(|w| w[0] < w[1])
-                        },
-                    }),
-                },
-            ],
-        },
-        Tour {
-            scenario: "big-heap",
-            chapters: &[
-                Chapter {
-                    stop: Stop::Time(ms(1200)),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 3,
-                        // The first pop, to its delivery: its sift-down is one swap a level.
-                        reveal: key(On::Sent, 1),
-                        holds: |m| {
-                            let l = lab(m, 0);
-                            let swaps = count(m, On::HeapSwapDown, 0);
-                            (1..=13).contains(&swaps)
-                                && l.view
-                                    .channels
-                                    .values()
-                                    .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: key(On::DueExact, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "crash-restart",
-            chapters: &[
-                Chapter {
-                    stop: Stop::Time(ms(1250)),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::Here,
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::HeapPush, 6),
-                        holds: |m| {
-                            let l = lab(m, 0);
-                            let due: Vec<Time> = l
-                                .view
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::HeapPush, 1),
+                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.deferred() >= 1),
+                }),
+            },
+            Chapter {
+                stop: key(On::SentAgain, 2),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "overflow-disk",
+        chapters: &[
+            Chapter {
+                stop: key(On::QueuedMemory, 4),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: key(On::Published, 5),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 3,
+                    reveal: key(On::QueuedDisk, 1),
+                    holds: |m| lab(m, 0).view.channels.values().any(|c| c.on_disk() == 1),
+                }),
+            },
+            Chapter {
+                stop: key(On::Subscribed, 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 1,
+                    reveal: Stop::End,
+                    // All ten delivered, in the order they were published (a topic's message
+                    // IDs rise in publish order), memory and disk alike.
+                    holds: |m| {
+                        let sent: Vec<_> = lab(m, 0)
+                            .log
+                            .iter()
+                            .filter(|s| s.what == What::Sent { again: false })
+                            .filter_map(|s| s.claims.iter().find_map(|c| c.id))
+                            .collect();
+                        sent.len() == 10 && sent.windows(2).all(|w| w[0] < w[1])
+                    },
+                }),
+            },
+        ],
+    },
+    Tour {
+        scenario: "big-heap",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(1200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 3,
+                    // The first pop, to its delivery: its sift-down is one swap a level.
+                    reveal: key(On::Sent, 1),
+                    holds: |m| {
+                        let l = lab(m, 0);
+                        let swaps = count(m, On::HeapSwapDown, 0);
+                        (1..=13).contains(&swaps)
+                            && l.view
                                 .channels
                                 .values()
-                                .flat_map(|c| c.heap.iter().map(|e| e.1))
-                                .collect();
-                            l.view.crash.is_some()
-                                && due.len() == 3
-                                && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
-                        },
-                    }),
+                                .any(|c| crate::layout::heap_depth(c.deferred()) == 14)
+                    },
+                }),
+            },
+            Chapter {
+                stop: key(On::DueExact, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "crash-restart",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(1250)),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::HeapPush, 6),
+                    holds: |m| {
+                        let l = lab(m, 0);
+                        let due: Vec<Time> = l
+                            .view
+                            .channels
+                            .values()
+                            .flat_map(|c| c.heap.iter().map(|e| e.1))
+                            .collect();
+                        l.view.crash.is_some()
+                            && due.len() == 3
+                            && [2700, 3300, 3900].iter().all(|d| due.contains(&ms(*d)))
+                    },
+                }),
+            },
+            Chapter {
+                // The first delivery after the restart: one of those that were in flight.
+                stop: key(On::Sent, 5),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "cluster",
+        chapters: &[
+            Chapter {
+                stop: key(On::ClusterConnect, 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                // order 2 is published to nsqd-3: all three nodes have the topic now.
+                stop: key(On::ClusterPublished, 3),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 3,
+                    reveal: key(On::ClusterConnect, 3),
+                    holds: |m| reads_from(m, 0) == [true, true, true],
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 1,
+                    reveal: key(On::ClusterDropped, 1),
+                    holds: |m| {
+                        let Some(c) = &lab(m, 0).cluster else {
+                            return false;
+                        };
+                        !c.shown.nodes[2].up && reads_from(m, 0) == [true, true, false]
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::Here,
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::ClusterConnect, 4),
+                    holds: |m| {
+                        reads_from(m, 1) == [true, false, false]
+                            && reads_from(m, 0) == [true, true, false]
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "replication",
+        chapters: &[
+            Chapter {
+                stop: key(On::Raft(RaftWhat::Elected), 1),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                // The leader has proposed PUB #1 (the first proposal is the channel's).
+                stop: key(On::Raft(RaftWhat::Propose), 2),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::Raft(RaftWhat::Ok), 1),
+                    holds: |m| {
+                        // OK'd, and the third node's answer is still on the wire.
+                        raft_facts(m).is_some_and(|f| f.acked == ["#1"] && f.answers_on_wire > 0)
+                    },
+                }),
+            },
+            Chapter {
+                stop: key(On::Raft(RaftWhat::Killed), 1),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: key(On::Raft(RaftWhat::Deliver { again: true }), 1),
+                    holds: |m| {
+                        raft_facts(m).is_some_and(|f| {
+                            f.working == ["#2"] && f.down == 1 && f.leader.is_some()
+                        })
+                    },
+                }),
+            },
+            Chapter {
+                // The moment before the killed node starts again.
+                stop: Stop::Before {
+                    on: On::Raft(RaftWhat::Started),
+                    nth: 1,
+                    lab: 0,
                 },
-                Chapter {
-                    // The first delivery after the restart: one of those that were in flight.
-                    stop: key(On::Sent, 5),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "cluster",
-            chapters: &[
-                Chapter {
-                    stop: key(On::ClusterConnect, 1),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    // order 2 is published to nsqd-3: all three nodes have the topic now.
-                    stop: key(On::ClusterPublished, 3),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 3,
-                        reveal: key(On::ClusterConnect, 3),
-                        holds: |m| reads_from(m, 0) == [true, true, true],
-                    }),
-                },
-                Chapter {
-                    stop: Stop::Here,
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 1,
-                        reveal: key(On::ClusterDropped, 1),
-                        holds: |m| {
-                            let Some(c) = &lab(m, 0).cluster else {
-                                return false;
-                            };
-                            !c.shown.nodes[2].up && reads_from(m, 0) == [true, true, false]
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: Stop::Here,
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: key(On::ClusterConnect, 4),
-                        holds: |m| {
-                            reads_from(m, 1) == [true, false, false]
-                                && reads_from(m, 0) == [true, true, false]
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-        Tour {
-            scenario: "scan-vs-exact",
-            chapters: &[
-                Chapter {
-                    stop: Stop::Time(ms(150)),
-                    act: None,
-                    question: None,
-                },
-                Chapter {
-                    stop: Stop::Time(ms(200)),
-                    act: None,
-                    question: Some(Question {
-                        options: 3,
-                        answer: 2,
-                        reveal: Stop::Key {
-                            on: On::Sent,
-                            nth: 1,
-                            lab: 1,
-                        },
-                        holds: |m| {
-                            let late =
-                                |i: usize| lab(m, i).view.lateness.first().map(|l| l.found - l.due);
-                            late(0) == Some(0) && late(1).is_some_and(|x| x > 0)
-                        },
-                    }),
-                },
-                Chapter {
-                    stop: Stop::End,
-                    act: None,
-                    question: None,
-                },
-            ],
-        },
-    ];
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: Stop::End,
+                    holds: |m| raft_facts(m).is_some_and(|f| f.caught_up && f.down == 0),
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+    Tour {
+        scenario: "scan-vs-exact",
+        chapters: &[
+            Chapter {
+                stop: Stop::Time(ms(150)),
+                act: None,
+                question: None,
+            },
+            Chapter {
+                stop: Stop::Time(ms(200)),
+                act: None,
+                question: Some(Question {
+                    options: 3,
+                    answer: 2,
+                    reveal: Stop::Key {
+                        on: On::Sent,
+                        nth: 1,
+                        lab: 1,
+                    },
+                    holds: |m| {
+                        let late =
+                            |i: usize| lab(m, i).view.lateness.first().map(|l| l.found - l.due);
+                        late(0) == Some(0) && late(1).is_some_and(|x| x > 0)
+                    },
+                }),
+            },
+            Chapter {
+                stop: Stop::End,
+                act: None,
+                question: None,
+            },
+        ],
+    },
+];
 
 #[cfg(test)]
 mod tests {

@@ -234,6 +234,8 @@ pub enum What {
     ClusterConnect,
     ClusterPublished,
     ClusterDropped,
+    /// The replication scenario's steps, by their own kind.
+    Raft(nsqlab_web_raft::What),
 }
 
 /// What one event did: the words, what they claim, and what kind of step it was.

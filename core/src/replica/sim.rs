@@ -16,7 +16,7 @@ use crate::broker::{Output, Transmit};
 use crate::options::Options;
 use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
 use crate::time::{Nanos, Time};
-use crate::ClientId;
+use crate::{ClientId, MessageId};
 use raft::prelude::Message as RaftMessage;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -49,6 +49,98 @@ pub struct SimClient {
     inbox: Vec<u8>,
     /// Frames received and not yet taken.
     pub frames: Vec<Frame>,
+}
+
+/// What a simulation saw happen, in order, when asked to keep a record ([`ClusterSim::record`]):
+/// enough to draw the run one happening at a time (the visualiser's replication scenario).
+#[derive(Debug, Clone)]
+pub enum Seen {
+    /// A raft message left `from`; `arrives` is `None` for one the network lost at once.
+    Sent {
+        seq: u64,
+        from: NodeId,
+        to: NodeId,
+        arrives: Option<Time>,
+        msg: RaftMessage,
+    },
+    /// A message reached the end of its link: handed to its node, or not (the link was cut
+    /// or the node was down).
+    Arrived { seq: u64, delivered: bool },
+    /// A node began a write to its disk.
+    Writing { node: NodeId, persist: Persist },
+    /// A node's writes up to `number` are durable.
+    Durable { node: NodeId, number: u64 },
+    /// A node was killed: of its writes under way, those up to `kept` (a write's number, 0:
+    /// none) reached the disk and the rest were lost.
+    Crashed { node: NodeId, kept: u64 },
+    /// A node started from its disk.
+    Started { node: NodeId },
+    /// A node's timer fired (raft's tick: a leader's heartbeats, a follower's election
+    /// timeout); what it did follows.
+    Timer { node: NodeId },
+    /// A node's state after it handled something, whenever it changed.
+    State { node: NodeId, state: NodeState },
+    /// A client received a frame from a node's broker (heartbeats, which the client answers
+    /// itself, are left out).
+    Frame {
+        client: Handle,
+        node: NodeId,
+        frame: Frame,
+    },
+    /// A client's connection was closed (its node went down or stopped serving).
+    Closed { client: Handle, node: NodeId },
+}
+
+/// What a node is, as a picture of it shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeState {
+    pub role: raft::StateRole,
+    pub term: u64,
+    /// The leader it knows of (0: none).
+    pub leader: NodeId,
+    /// The last index in its log, the last it knows committed, and the last it applied.
+    pub last: u64,
+    pub commit: u64,
+    pub applied: u64,
+    /// The term of its serving broker, if it serves.
+    pub serving: Option<u64>,
+    /// Its serving broker's channels: topic, channel, the messages waiting (in order) and
+    /// those in flight.
+    pub channels: Vec<(String, String, Vec<MessageId>, Vec<MessageId>)>,
+}
+
+impl NodeState {
+    fn of(n: &Node) -> NodeState {
+        let raft = &n.raw.raft;
+        let mut channels = Vec::new();
+        if let Some(b) = n.broker() {
+            for t in b.topics() {
+                for id in t.channels.values() {
+                    if let Some(c) = b.channel_by_id(*id) {
+                        let mut flying: Vec<MessageId> =
+                            c.in_flight.iter().map(|e| e.item.msg.id).collect();
+                        flying.sort();
+                        let waiting = c
+                            .message_ids()
+                            .into_iter()
+                            .filter(|id| flying.binary_search(id).is_err())
+                            .collect();
+                        channels.push((c.topic.to_string(), c.name.to_string(), waiting, flying));
+                    }
+                }
+            }
+        }
+        NodeState {
+            role: raft.state,
+            term: raft.term,
+            leader: raft.leader_id,
+            last: raft.raft_log.last_index(),
+            commit: raft.raft_log.committed,
+            applied: n.applied().1,
+            serving: n.serving_term(),
+            channels,
+        }
+    }
 }
 
 /// A handle on a [`SimClient`].
@@ -84,6 +176,9 @@ pub struct ClusterSim {
     /// Snapshots sent: (sender, addressee, whether it arrived), reported to the sender as a
     /// transport does once it has written a snapshot out or failed to.
     reports: Vec<(NodeId, NodeId, bool)>,
+    /// What was seen, when recording ([`ClusterSim::record`]), and each node's last state.
+    seen: Option<Vec<Seen>>,
+    states: BTreeMap<NodeId, NodeState>,
 }
 
 impl ClusterSim {
@@ -107,6 +202,8 @@ impl ClusterSim {
             violations: Vec::new(),
             reports: Vec::new(),
             compact_bytes: 4096,
+            seen: None,
+            states: BTreeMap::new(),
         };
         let disk = Disk::bootstrap(voters);
         for &id in voters {
@@ -118,6 +215,43 @@ impl ClusterSim {
 
     pub fn now(&self) -> Time {
         self.now
+    }
+
+    /// Keep a record of what happens from now on ([`ClusterSim::take_seen`]), starting with
+    /// each running node's state.
+    pub fn record(&mut self) {
+        self.seen = Some(Vec::new());
+        self.states.clear();
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.note_state(id);
+        }
+    }
+
+    /// What was seen since the last call (nothing, when not recording).
+    pub fn take_seen(&mut self) -> Vec<Seen> {
+        self.seen.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn see(&mut self, s: Seen) {
+        if let Some(v) = &mut self.seen {
+            v.push(s);
+        }
+    }
+
+    /// Record `id`'s state if it changed.
+    fn note_state(&mut self, id: NodeId) {
+        if self.seen.is_none() {
+            return;
+        }
+        let Some(state) = self.node(id).map(NodeState::of) else {
+            self.states.remove(&id);
+            return;
+        };
+        if self.states.get(&id) != Some(&state) {
+            self.states.insert(id, state.clone());
+            self.see(Seen::State { node: id, state });
+        }
     }
 
     /// A random number from the simulation's seed (for a test's own choices).
@@ -139,6 +273,9 @@ impl ClusterSim {
         if let Some(sn) = self.nodes.get_mut(&id) {
             if sn.node.is_none() {
                 sn.node = Node::new(cfg, &sn.disk, now).ok();
+                if sn.node.is_some() {
+                    self.see(Seen::Started { node: id });
+                }
             }
         }
         self.flush(id);
@@ -155,12 +292,19 @@ impl ClusterSim {
     pub fn crash(&mut self, id: NodeId) {
         let under_way = self.nodes.get(&id).map_or(0, |s| s.writing.len());
         let kept = self.random(under_way as u64 + 1) as usize;
+        let mut through = 0;
         if let Some(sn) = self.nodes.get_mut(&id) {
             sn.node = None;
             for (_, p) in sn.writing.drain(..).take(kept) {
                 sn.disk.apply(&p);
+                through = p.number;
             }
         }
+        self.see(Seen::Crashed {
+            node: id,
+            kept: through,
+        });
+        self.states.remove(&id);
         self.drop_clients(|(n, _, _)| n == id);
     }
 
@@ -280,6 +424,10 @@ impl ClusterSim {
                 if let Some(c) = self.clients.get_mut(&h) {
                     c.at = None;
                 }
+                self.see(Seen::Closed {
+                    client: h,
+                    node: k.0,
+                });
             }
         }
     }
@@ -300,6 +448,12 @@ impl ClusterSim {
                     let (lo, hi) = self.disk_delay;
                     let took = lo + self.random(hi.saturating_sub(lo) + 1);
                     let now = self.now;
+                    if self.seen.is_some() {
+                        self.see(Seen::Writing {
+                            node: id,
+                            persist: p.clone(),
+                        });
+                    }
                     if let Some(sn) = self.nodes.get_mut(&id) {
                         let after = sn.writing.back().map_or(now, |w| w.0);
                         sn.writing.push_back((after.max(now + took), p));
@@ -312,7 +466,9 @@ impl ClusterSim {
                 NodeOutput::Deposed { term } => self.drop_clients(|(n, t, _)| n == id && t == term),
                 NodeOutput::Broker(o) => self.deliver_to_client(id, o),
             }
+            self.note_state(id);
         }
+        self.note_state(id);
         if let Some(n) = self.node(id) {
             if n.role() == raft::StateRole::Leader {
                 let term = n.term();
@@ -327,12 +483,31 @@ impl ClusterSim {
 
     fn post(&mut self, from: NodeId, m: RaftMessage) {
         if self.loss_per_mille > 0 && self.random(1000) < self.loss_per_mille as u64 {
+            if self.seen.is_some() {
+                self.sent += 1;
+                self.see(Seen::Sent {
+                    seq: self.sent,
+                    from,
+                    to: m.to,
+                    arrives: None,
+                    msg: m.clone(),
+                });
+            }
             self.lost(from, &m);
             return;
         }
         let (lo, hi) = self.delay;
         let at = self.now + lo + self.random(hi.saturating_sub(lo) + 1);
         self.sent += 1;
+        if self.seen.is_some() {
+            self.see(Seen::Sent {
+                seq: self.sent,
+                from,
+                to: m.to,
+                arrives: Some(at),
+                msg: m.clone(),
+            });
+        }
         self.wire.insert((at, self.sent), (from, m.to, m));
     }
 
@@ -368,6 +543,13 @@ impl ClusterSim {
                 if matches!(&f, Frame::Response(r) if r == b"_heartbeat_") {
                     heartbeat = true;
                 } else {
+                    if let Some(v) = &mut self.seen {
+                        v.push(Seen::Frame {
+                            client: h,
+                            node,
+                            frame: f.clone(),
+                        });
+                    }
                     c.frames.push(f);
                 }
             }
@@ -417,7 +599,12 @@ impl ClusterSim {
             .collect();
         for k in due {
             let (from, to, m) = self.wire.remove(&k).expect("listed");
-            if self.cut.contains(&(from, to)) || self.node(to).is_none() {
+            let delivered = !self.cut.contains(&(from, to)) && self.node(to).is_some();
+            self.see(Seen::Arrived {
+                seq: k.1,
+                delivered,
+            });
+            if !delivered {
                 self.lost(from, &m);
                 continue;
             }
@@ -440,6 +627,7 @@ impl ClusterSim {
             if let Some(n) = self.node_mut(id) {
                 if n.poll_timeout().is_some_and(|t| t <= now) {
                     n.handle_timeout(now);
+                    self.see(Seen::Timer { node: id });
                     self.flush(id);
                 }
             }
@@ -461,6 +649,10 @@ impl ClusterSim {
                 sn.disk.apply(&p);
                 through = Some(p.number).max(through);
             }
+            if let Some(number) = through {
+                self.see(Seen::Durable { node: id, number });
+            }
+            let sn = self.nodes.get_mut(&id).expect("listed");
             if let (Some(n), Some(node)) = (through, sn.node.as_mut()) {
                 node.persisted(now, n);
                 self.flush(id);

@@ -10,6 +10,7 @@ mod flow;
 mod heap;
 mod live;
 mod parts;
+mod replication;
 mod sim;
 
 use crate::i18n::Lang;
@@ -109,6 +110,50 @@ fn use_words(lang: Lang, loaded: Callback<()>) {
             });
         }
     });
+}
+
+/// The replication scenario's module (raft: too big for the first load) loads when the
+/// scenario is first opened: while `wanted` names a seed whose run is not here, ask the page's
+/// loader (`window.nsqlabRaft`, in index.html, which imports `pkg/raft.js` once) to play it,
+/// keep the answer ([`crate::replication::provide`]) and call `loaded`.
+#[hook]
+fn use_raft(wanted: Option<u64>, loaded: Callback<()>) {
+    use_effect_with(wanted, move |&wanted| {
+        if let Some(seed) = wanted.filter(|s| crate::replication::request(*s)) {
+            wasm_bindgen_futures::spawn_local(async move {
+                let run = play_raft(seed).await;
+                if let Err(e) = &run {
+                    web_sys::console::warn_1(&e.clone().into());
+                }
+                crate::replication::provide(seed, run);
+                loaded.emit(());
+            });
+        }
+    });
+}
+
+#[wasm_bindgen::prelude::wasm_bindgen]
+extern "C" {
+    /// index.html's loader: plays a run in the replication module (see [`use_raft`]).
+    #[wasm_bindgen(js_namespace = window, js_name = nsqlabRaft, catch)]
+    async fn nsqlab_raft(input: &str) -> Result<wasm_bindgen::JsValue, wasm_bindgen::JsValue>;
+    /// The module's picture after `step` steps of `seed`'s run (`app::replication`).
+    #[wasm_bindgen(js_namespace = window, js_name = nsqlabRaftPicture, catch)]
+    pub(crate) fn nsqlab_raft_picture(
+        seed: &str,
+        step: u32,
+        zh: bool,
+    ) -> Result<String, wasm_bindgen::JsValue>;
+}
+
+async fn play_raft(seed: u64) -> Result<nsqlab_web_raft::LabRun, String> {
+    let input = format!("{{\"seed\": {seed}}}");
+    let out = nsqlab_raft(&input).await.map_err(|e| {
+        use wasm_bindgen::JsCast;
+        e.dyn_ref::<js_sys::Error>()
+            .map_or_else(|| "?".into(), |x| String::from(x.message()))
+    })?;
+    nsqlab_web_raft::LabRun::decode(&out.as_string().unwrap_or_default())
 }
 
 fn params() -> Option<web_sys::UrlSearchParams> {

@@ -349,11 +349,12 @@ fn pane(i: usize, p: &Pane, m: &Model, state: &Shared, hands: &Hands) -> Html {
               <div class="finished" data-testid="scenario-finished" role="status">
                 <b>{t(l, "ui.finished.title")}</b>
                 <ul>{ for lab.summary().into_iter().map(|x| html!{ <li>{x.render(l)}</li> }) }</ul>
-                <p class="hint">{t(l, if lab.cluster.is_some() { "ui.finished.hint.cluster" } else { "ui.finished.hint" })}</p>
+                <p class="hint">{t(l, if lab.cluster.is_some() { "ui.finished.hint.cluster" } else if lab.replication.is_some() { "ui.finished.hint.replication" } else { "ui.finished.hint" })}</p>
               </div> } } else { html!{} } }
           </div>
           <div class="picture">
             { match &lab.cluster {
+                _ if lab.replication.is_some() => super::replication::replication_view(lab.replication.as_deref().expect("checked"), l),
                 Some(c) => super::cluster::cluster_view(c, lab.next_time() != Some(lab.now()), l, &hands.cluster),
                 None if m.flow => flow(i, m, state),
                 None => topology(i, lab, hands, m),
@@ -399,10 +400,18 @@ pub fn sim_app() -> Html {
         Shared::new(m)
     });
     let d = state.dispatcher();
-    let (playing, url, lang, fast) = {
+    let (playing, url, lang, fast, raft) = {
         let m = state.get();
-        (m.playing, m.query(), m.lang, m.playing_fast())
+        let raft = (m.scenario.id == "replication").then_some(m.seed);
+        (m.playing, m.query(), m.lang, m.playing_fast(), raft)
     };
+    {
+        let d = d.clone();
+        super::use_raft(
+            raft,
+            Callback::from(move |()| d.dispatch(Action::RaftLoaded)),
+        );
+    }
     {
         let d = d.clone();
         super::use_words(
@@ -625,7 +634,7 @@ pub fn sim_app() -> Html {
         // Keyboard: the first Tabs jump past the scenario list, to the controls or the forms.
         <nav class="skip" aria-label={t(l, "ui.skip")}>
           <a href="#controls" data-testid="skip-controls">{t(l, "ui.skip.controls")}</a>
-          { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
+          { if m.panes.iter().any(|p| p.lab.cluster.is_some() || p.lab.replication.is_some()) { html!{} } else { html!{
           <a href="#forms" data-testid="skip-forms">{t(l, "ui.skip.forms")}</a> } } }
         </nav>
         <header>
@@ -657,7 +666,7 @@ pub fn sim_app() -> Html {
           <button type="button" data-testid="back" onclick={click(Action::Back)} disabled={pos == 0} title={t(l, "ui.back.title")}>{t(l, "ui.back")}</button>
           <button type="button" data-testid="step" onclick={click(Action::Step)} disabled={finished} title={t(l, "ui.step.title")}>{t(l, "ui.step")}</button>
           <button type="button" data-testid="next" onclick={click(Action::NextTimer)} disabled={finished} title={t(l, "ui.next.title")}>{t(l, "ui.next")}</button>
-          { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
+          { if m.panes.iter().any(|p| p.lab.cluster.is_some() || p.lab.replication.is_some()) { html!{} } else { html!{
           <button type="button" data-testid="flow" onclick={click(Action::ToggleFlow)} aria-pressed={m.flow.to_string()} title={t(l, "ui.flow.title")}>{t(l, "ui.flow.on")}</button> } } }
           <button type="button" data-testid="reset" onclick={click(Action::Reset)} title={t(l, "ui.reset.title")}>{t(l, "ui.reset")}</button>
           <label>{t(l, "ui.speed")}{" "}
@@ -693,7 +702,7 @@ pub fn sim_app() -> Html {
           { for m.panes.iter().enumerate().map(|(i, p)| pane(i, p, &m, &state, &hands)) }
         </div>
         { if series.is_empty() { html!{} } else { html!{ <LatenessChart {series} lang={l}/> } } }
-        { if m.panes.iter().any(|p| p.lab.cluster.is_some()) { html!{} } else { html!{
+        { if m.panes.iter().any(|p| p.lab.cluster.is_some() || p.lab.replication.is_some()) { html!{} } else { html!{
         <div class="forms" id="forms" tabindex="-1">
           <PublishForm fields={forms.clone()} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>
           <ManageForm fields={forms} lang={l} on_edit={hands.edit.clone()} hands={hands.forms.clone()}/>

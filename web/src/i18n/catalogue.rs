@@ -277,6 +277,8 @@ catalogue! {
     "ui.finished.title" => "Scenario finished — here is what happened", "场景结束——发生了这些事";
     "ui.finished.hint.cluster" => "Nothing more happens by itself. Reset to watch it again, or take the cluster in hand below: switch an nsqd or an nsqlookupd off or on, publish an order, add a consumer.",
         "不会再自动发生任何事。点“重置”再看一遍，或者在下面亲手操作集群：关闭或打开某个 nsqd 或 nsqlookupd、发布订单、添加消费者。";
+    "ui.finished.hint.replication" => "Nothing more happens by itself. Reset to watch it again, or start over with another seed: the election timeouts, and so the leaders, change with it.",
+        "不会再自动发生什么了。点“重置”再看一遍，或者换一个种子重新开始：选举超时会随之改变，领导者也会不同。";
     "ui.finished.hint" => "Nothing more happens by itself. Reset to watch it again, or change something by hand below: publish, add a consumer, change a consumer's RDY.",
         "不会再自动发生任何事。点“重置”再看一遍，或者在下面手动改点什么：发布消息、添加消费者、修改消费者的 RDY。";
     "sym.lang.other" => "中文", "English";
@@ -755,4 +757,16 @@ catalogue! {
         "通道 {topic}/{channel} 中有 {n} 条消息在等待：它没有消费者。";
     "stuck.notready" => "Messages waiting in channel {topic}/{channel}: {n}; none of its consumers is ready for more (RDY 0, or crashed).",
         "通道 {topic}/{channel} 中有 {n} 条消息在等待：它的消费者都不能再接收（RDY 0 或已崩溃）。";
+
+    // ---------------------------------------------------------------- replication
+    // (The scenario's own words, its tour's and its picture's come with its module, not in the
+    // first load: web/raft/src/words.rs.)
+    "scenario.replication.title" => "Replication with raft",
+        "用 raft 复制";
+    "scenario.replication.text" => "Three nsqd keep every message with raft (TiKV's raft crate, the server's own code, running here in a second module loaded for this scenario). A PUB is answered OK once a majority has it on disk; the leader is killed while the consumer works on #2.",
+        "三个 nsqd 用 raft（TiKV 的 raft 库，即服务器自己的代码，在为这个场景加载的第二个模块里运行）保存每条消息。多数节点把 PUB 写入磁盘后才回复 OK；领导者在消费者处理 #2 时被杀掉。";
+    "rp.loading" => "Loading the replication module (raft runs in a second WebAssembly file, loaded only for this scenario)…",
+        "正在加载复制模块（raft 在第二个 WebAssembly 文件里运行，只为这个场景加载）……";
+    "rp.failed" => "The replication module could not be loaded: {error}",
+        "无法加载复制模块：{error}";
 }
