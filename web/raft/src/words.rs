@@ -109,8 +109,8 @@ pub const WORDS: &[(&str, &str, &str)] = &[
     ),
     (
         "tour.replication.4.text",
-        "nsqd-2 or nsqd-3 leads now, in a later term. The killed node is about to start again from its disk, which lacks the entries written since.",
-        "现在由 nsqd-2 或 nsqd-3 在更晚的任期领导。被杀的节点马上要从自己的磁盘重新启动，磁盘上缺少此后写入的条目。",
+        "A new leader serves now, in a later term. The killed node is about to start again from its disk, which lacks the entries written since.",
+        "现在由新的领导者在更晚的任期服务。被杀的节点马上要从自己的磁盘重新启动，磁盘上缺少此后写入的条目。",
     ),
     (
         "tour.replication.4.q",
