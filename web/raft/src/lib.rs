@@ -4,8 +4,8 @@
 //!
 //! raft and its protobuf code would more than fill what is left of the page's first load, so
 //! the scenario is a second WebAssembly module, loaded when a learner opens it. Built with the
-//! `play` feature, it exports `run` (the seed in, a [`LabRun`] out, as JSON) and `picture`
-//! (one step's picture, as HTML, in English or Chinese). The scenario is played once, whole,
+//! `play` feature, it exports `run` (the seed in, a [`LabRun`] out, as text:
+//! [`LabRun::encode`]) and `picture` (one step's picture, as HTML, in English or Chinese). The scenario is played once, whole,
 //! here; the page shows its steps one at a time (its time travel is moving along them) and
 //! asks for each step's picture. The page's own module depends on this crate without `play`
 //! and uses only [`LabRun`] (each step's kind, words in both languages and [`Facts`] for the
@@ -24,14 +24,12 @@ pub mod picture;
 pub mod play;
 pub mod words;
 
-use serde::{Deserialize, Serialize};
-
 /// The topic and channel the scenario is about.
 pub const TOPIC: &str = "orders";
 pub const CHANNEL: &str = "archive";
 
 /// A whole run of the scenario.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Run {
     pub seed: u64,
     /// What the run shows before its first step.
@@ -40,7 +38,7 @@ pub struct Run {
 }
 
 /// One thing that happened.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Virtual time, nanoseconds from the start.
     pub at: u64,
@@ -52,14 +50,14 @@ pub struct Step {
 }
 
 /// Words: a catalogue key and its arguments.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Say {
     pub key: String,
     pub args: Vec<(String, Arg)>,
 }
 
 /// An argument: plain (a name, a number) or words of their own (to translate).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Arg {
     Plain(String),
     Say(Say),
@@ -86,7 +84,7 @@ impl Say {
 }
 
 /// What kind of step (for a tour's stops and the timeline's marks).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum What {
     /// A follower's election timer ran out: it asks whether it could win (pre-vote), or stands.
     Campaign,
@@ -127,7 +125,7 @@ pub enum What {
 }
 
 /// The picture.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Shot {
     pub nodes: Vec<NodeShot>,
     /// Raft messages on the wire (heartbeats left out), oldest first.
@@ -137,7 +135,7 @@ pub struct Shot {
 }
 
 /// A node's role in raft (`Down`: not running).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Role {
     #[default]
     Follower,
@@ -161,7 +159,7 @@ impl Role {
 }
 
 /// One node.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeShot {
     pub id: u64,
     pub name: String,
@@ -181,7 +179,7 @@ pub struct NodeShot {
 }
 
 /// One log entry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EntryShot {
     pub index: u64,
     pub term: u64,
@@ -191,7 +189,7 @@ pub struct EntryShot {
 }
 
 /// What an entry holds, as its label says it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EntryWhat {
     /// The group's first configuration (the bootstrap snapshot's place).
     Start,
@@ -225,7 +223,7 @@ impl EntryWhat {
 }
 
 /// A raft message on its way.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WireShot {
     pub from: u64,
     pub to: u64,
@@ -233,7 +231,7 @@ pub struct WireShot {
 }
 
 /// The raft messages the picture draws.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireKind {
     /// "Would you vote for me in `term`?"
     PreVote {
@@ -265,7 +263,7 @@ pub enum WireKind {
 }
 
 /// A client.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClientShot {
     /// The node it is connected to.
     pub at: Option<u64>,
