@@ -6,8 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/setup-test.sh
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*" >&2; }
+# Each step's heading says how much target/ holds and how much the disk has left.
+disk() { echo "disk: $(du -sh target 2>/dev/null | cut -f1) in target/, $(df -h . | awk 'NR==2 {print $4}') free" >&2; }
+step() {
+  printf '\n\033[1m== %s\033[0m\n' "$*" >&2
+  disk
+}
 export CARGO_TERM_COLOR=never
+# A fresh checkout gains nothing from incremental compilation, and its files would be the
+# largest part of target/ (gigabytes): the whole run must fit a CI machine's disk.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 failed=()
 # check NAME CMD...: run a step's command; a failure is remembered, not fatal.
 check() {
