@@ -16,6 +16,17 @@ export CARGO_TERM_COLOR=never
 # A fresh checkout gains nothing from incremental compilation, and its files would be the
 # largest part of target/ (gigabytes): the whole run must fit a CI machine's disk.
 export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
+# On a disk short of space (less than PRUNE_BELOW_GB free, 10 by default), a step's build is
+# removed once no later step needs it: the run then needs about as much as its largest step
+# (some 2 GB) instead of all of them together (some 4 GB). The next run builds it again.
+prune() {
+  local free
+  free=$(df -BG --output=avail . | tail -1 | tr -dc 0-9)
+  if [ "${free:-0}" -lt "${PRUNE_BELOW_GB:-10}" ]; then
+    echo "disk: ${free} GB free: removing $*" >&2
+    rm -rf "$@"
+  fi
+}
 failed=()
 # check NAME CMD...: run a step's command; a failure is remembered, not fatal.
 check() {
@@ -34,6 +45,8 @@ check format cargo fmt --all --check
 
 step "clippy"
 check clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# Its checks are no use to the builds below.
+prune target/debug
 
 step "the core builds for wasm32-unknown-unknown and imports nothing from the host"
 core_wasm() {
@@ -46,12 +59,14 @@ check "core for wasm32" core_wasm
 step "clippy for the wasm-only visualiser code"
 check "clippy (wasm32)" cargo clippy --locked -p nsqlab-web --target wasm32-unknown-unknown --release -- -D warnings
 check "clippy (wasm32, the replication module)" cargo clippy --locked -p nsqlab-web-raft --features play --target wasm32-unknown-unknown --release -- -D warnings
+prune target/wasm32-unknown-unknown/release
 
 step "the committed visualiser build (www/pkg) is that of core/ and web/ as they are"
 check "visualiser build up to date" bash scripts/web-stamp.sh --check
 
 step "the visualiser page (www/pkg), built again"
 check "visualiser page build" bash scripts/build-web.sh
+prune target/wasm32-unknown-unknown/wasm-release
 
 step "the nsqlab binary the black-box tests start: installed as users install it (cargo install)"
 # A debug build (its checks on), installed out of the checkout: the page it serves is the copy
@@ -64,6 +79,8 @@ step "native tests (SIM_SEEDS=${SIM_SEEDS:-10000} simulation seeds)"
 # --no-fail-fast: every test binary runs, whatever failed before it.
 native() { cargo test --workspace --locked --no-fail-fast 2>&1 | tee target/test-native.log; }
 check "native tests" native
+# The black-box tests' binary stays (target/install).
+prune target/debug
 summary() { grep -E '^test result:' target/test-native.log | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}'; }
 
 step "replicated groups under random faults: ${REPLICA_SEEDS:=3000} seeds (release build)"
@@ -75,6 +92,7 @@ replica_seeds() {
     grep -E '^test result: ok\. 1 passed' target/test-replica.log >/dev/null
 }
 check "replication seeds" replica_seeds
+prune target/release
 
 step "core tests in WebAssembly (wasm-pack test --node core)"
 wasm_node() {
