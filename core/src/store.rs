@@ -211,14 +211,57 @@ pub struct LoadedRun<E> {
 }
 
 /// What the broker keeps per client while an acknowledgement waits for the store.
+///
+/// Each held acknowledgement waits for its own publish only: a client that publishes again
+/// before the last one is stored (pipelining, as go-nsq's `PublishAsync` does) gets each
+/// `OK` once its publish is stored, not once the store has caught up with all of them.
 #[derive(Debug, Clone)]
 pub(crate) struct Hold {
-    /// Output is held until this ticket is stored.
+    /// Output is held until this ticket (the last held publish's) is stored.
     pub until: Ticket,
+    /// The first held publish's ticket: what precedes `at` waits for nothing.
+    pub first: Ticket,
     /// Where in the client's pending output the first held response starts.
     pub at: usize,
     /// The first held command (`PUB`, `MPUB`, `DPUB`), for its error if the write fails.
     pub cmd: &'static str,
+    /// The held responses after the first, in order: each one's ticket, where it starts in
+    /// the pending output, and its command.
+    pub later: std::collections::VecDeque<(Ticket, usize, &'static str)>,
+}
+
+impl Hold {
+    pub(crate) fn new(ticket: Ticket, at: usize, cmd: &'static str) -> Hold {
+        Hold {
+            until: ticket,
+            first: ticket,
+            at,
+            cmd,
+            later: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Everything is stored through `through` but not the last held publish: how many bytes
+    /// of the pending output may go (those before the first response still waiting), with
+    /// the hold moved on to that response. `None`: the first held response still waits.
+    pub(crate) fn release(&mut self, through: Ticket) -> Option<usize> {
+        if self.first > through {
+            return None;
+        }
+        while let Some((ticket, at, cmd)) = self.later.pop_front() {
+            if ticket > through {
+                self.first = ticket;
+                self.cmd = cmd;
+                self.at = 0;
+                for l in &mut self.later {
+                    l.1 -= at;
+                }
+                return Some(at);
+            }
+        }
+        // Only when `until <= through`, which the caller handles whole.
+        None
+    }
 }
 
 /// A channel as [`Replay`] rebuilds it.

@@ -79,6 +79,63 @@ fn ok_waits_for_the_store_and_keeps_its_place() {
     assert_eq!(plain.frames(p), vec![Frame::Response(b"OK".to_vec())]);
 }
 
+/// A publisher that sends again before its last publish is stored (pipelining, as go-nsq's
+/// `PublishAsync`) gets each `OK` once its own publish is stored: a store that is always a
+/// publish behind must not hold every `OK` back.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn each_ok_waits_for_its_own_publish_only() {
+    let ok = || Frame::Response(b"OK".to_vec());
+    let mut sim = Sim::new(durable(), 1);
+    let p = sim.connect();
+    sim.store.hold = true;
+    let mut tickets = Vec::new();
+    for body in ["a", "b", "c"] {
+        sim.send(p, &pub_cmd("t", body));
+        tickets.push(sim.broker.last_ticket());
+    }
+    assert!(sim.frames(p).is_empty());
+    let now = sim.now();
+    sim.broker.handle_stored(now, tickets[0], Ok(()));
+    sim.flush();
+    assert_eq!(sim.frames(p), vec![ok()], "a's OK, not b's or c's");
+    // Another publish arrives while b and c wait: the store stays a publish behind.
+    sim.send(p, &pub_cmd("t", "d"));
+    tickets.push(sim.broker.last_ticket());
+    sim.broker.handle_stored(now, tickets[2], Ok(()));
+    sim.flush();
+    assert_eq!(sim.frames(p), vec![ok(), ok()], "b's and c's");
+    sim.store_ack();
+    assert_eq!(sim.frames(p), vec![ok()], "d's");
+    // A consumer sees the messages in order.
+    let c = sub(&mut sim, "t", "c", 10);
+    assert_eq!(bodies(&mut sim, c), ["a", "b", "c", "d"]);
+
+    // A failed write fails the publisher whose first waiting publish it had; what was
+    // stored before it still went out.
+    let mut sim = Sim::new(durable(), 1);
+    let p = sim.connect();
+    sim.store.hold = true;
+    sim.send(p, &pub_cmd("t", "a"));
+    let a = sim.broker.last_ticket();
+    sim.send(p, &pub_cmd("t", "b"));
+    sim.send(p, &pub_cmd("t", "c"));
+    let now = sim.now();
+    sim.broker.handle_stored(now, a, Ok(()));
+    sim.flush();
+    assert_eq!(sim.frames(p), vec![ok()]);
+    sim.store.fail = Some("disk full".into());
+    let b = a + 1;
+    sim.broker
+        .handle_stored(now, b, Err(String::from("disk full").into()));
+    sim.flush();
+    assert_eq!(
+        sim.frames(p),
+        vec![Frame::Error(b"E_PUB_FAILED PUB failed disk full".to_vec())]
+    );
+    assert!(sim.is_closed(p));
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn a_failed_write_is_nsqds_fatal_put_error_and_makes_the_broker_unhealthy() {

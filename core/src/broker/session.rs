@@ -350,9 +350,12 @@ impl Broker {
             if !c.out.is_empty() {
                 let data = c.take_out();
                 self.push_ordered(Transmit::Data { client: id, data });
-                // What was held is parked now; later output is held behind it.
+                // What was held is parked now (until the last held publish is stored); later
+                // output is held behind it, whole.
                 if let Some(h) = self.clients.get_mut(&id).and_then(|c| c.hold.as_mut()) {
                     h.at = 0;
+                    h.first = h.until;
+                    h.later.clear();
                 }
             }
         }

@@ -92,12 +92,25 @@ impl Broker {
         let held = std::mem::take(&mut self.held_clients);
         let mut failed = Vec::new();
         let mut resume = Vec::new();
+        // What goes out of clients still held (the responses before their first one still
+        // waiting), after the parked transmits, which come before it.
+        let mut partly = Vec::new();
         for id in held {
             let Some(c) = self.clients.get_mut(&id) else {
                 continue;
             };
-            let Some(h) = c.hold.as_ref() else { continue };
-            if h.until > through {
+            let Some(h) = c.hold.as_mut() else { continue };
+            // A failed write fails a client whose first held publish it had.
+            if h.until > through && (result.is_ok() || h.first > through) {
+                if result.is_ok() {
+                    if let Some(n) = h.release(through) {
+                        let rest = c.out.split_off(n);
+                        let data = std::mem::replace(&mut c.out, rest);
+                        if !data.is_empty() {
+                            partly.push(Transmit::Data { client: id, data });
+                        }
+                    }
+                }
                 self.held_clients.push(id);
                 continue;
             }
@@ -128,6 +141,7 @@ impl Broker {
                 self.transmits.push_back(t);
             }
         }
+        self.transmits.extend(partly);
         self.release_unstored(now, through, result.is_ok());
         if let Err(reason) = result {
             self.health = Some(reason.clone());
@@ -276,13 +290,12 @@ impl Broker {
             return;
         };
         match &mut c.hold {
-            Some(h) => h.until = ticket,
+            Some(h) => {
+                h.until = ticket;
+                h.later.push_back((ticket, at, cmd));
+            }
             None => {
-                c.hold = Some(Hold {
-                    until: ticket,
-                    at,
-                    cmd,
-                });
+                c.hold = Some(Hold::new(ticket, at, cmd));
                 self.held_clients.push(id);
             }
         }
