@@ -28,6 +28,15 @@
 //! the followers while it writes them itself, and a publish's `OK` waits for a quorum of
 //! durable copies, the leader's among them).
 //!
+//! # Compaction
+//! A snapshot of the applied state takes time in proportion to what the node owes (every
+//! message's body is encoded), so the node does not build it: it hands the host a copy of
+//! its applied state ([`NodeOutput::BuildSnapshot`], a [`SnapshotJob`]; the messages' bodies
+//! are shared, not copied), the host builds it where it does not hold up the node (a thread;
+//! the simulation, after a seeded while) and hands it back ([`Node::snapshot_built`]). The
+//! node then replaces its log up to the snapshot's index and asks for the write. The last
+//! snapshot is kept: it is what a node that lags too far, or joins, is sent.
+//!
 //! # Membership
 //! Every log starts from the same bootstrap snapshot (index 1, the first voters). A node
 //! added later, or one that lost its disk and comes back under a new id, starts empty and is
@@ -194,6 +203,10 @@ pub enum NodeOutput {
     /// Every publish of the serving broker up to ticket `through` is committed (its `OK`s
     /// are out): a host answers what it made wait for the store (an HTTP publish).
     Stored { through: Ticket },
+    /// Build this snapshot away from the node's loop ([`SnapshotJob::build`]) and hand it
+    /// back with [`Node::snapshot_built`]; one is out at a time. A host that drops it (the
+    /// node stopped) loses nothing: the log stays uncompacted.
+    BuildSnapshot(SnapshotJob),
     /// A voter joined the group (with the address its adder gave, for the transport) or left.
     Member {
         id: NodeId,
@@ -226,6 +239,7 @@ pub fn decode_message(b: &[u8]) -> Result<RaftMessage, ReplicaError> {
 }
 
 /// The state machine, as far as it has applied the log.
+#[derive(Debug, Clone)]
 struct Applied {
     replay: Replay,
     index: u64,
@@ -233,11 +247,16 @@ struct Applied {
     conf: ConfState,
 }
 
-/// raft's storage: the log in memory (what the host keeps on disk, as [`Disk`]), and the
-/// applied state, from which snapshots for nodes that lag or start empty are made.
+/// raft's storage: the log in memory (what the host keeps on disk, as [`Disk`]), the applied
+/// state, and the snapshot the log starts after (what a node that lags or starts empty is
+/// sent).
 struct LogStore {
     mem: MemStorage,
     applied: Applied,
+    last: Snapshot,
+    /// A peer needs a snapshot the last one cannot be (it predates the peer joining): the
+    /// node asks for a new one whatever the log's size.
+    wanted: std::cell::Cell<bool>,
 }
 
 impl Storage for LogStore {
@@ -267,14 +286,49 @@ impl Storage for LogStore {
         self.mem.last_index()
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
-        let a = &self.applied;
-        if a.index < request_index {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
+        // The log's own start: a peer is sent a snapshot only when it needs entries the log
+        // no longer has, and everything after this one the log still has. A peer restores
+        // only a snapshot whose members include it: for one added since, a new snapshot is
+        // built (raft asks again at its next heartbeat).
+        let meta = self.last.get_metadata();
+        let cs = meta.get_conf_state();
+        let member = cs
+            .voters
+            .iter()
+            .chain(&cs.learners)
+            .chain(&cs.voters_outgoing)
+            .chain(&cs.learners_next)
+            .any(|id| *id == to);
+        if meta.index == 0 || meta.index < request_index || !member {
+            self.wanted.set(true);
             return Err(raft::Error::Store(
                 raft::StorageError::SnapshotTemporarilyUnavailable,
             ));
         }
-        Ok(snapshot_of(a))
+        Ok(self.last.clone())
+    }
+}
+
+/// A copy of a node's applied state, to be made a snapshot by its host (see the
+/// [module docs](self#compaction)).
+#[derive(Debug)]
+pub struct SnapshotJob {
+    applied: Applied,
+}
+
+impl SnapshotJob {
+    /// The log index the snapshot will stand for.
+    pub fn index(&self) -> u64 {
+        self.applied.index
+    }
+
+    /// The snapshot: the applied state's ops ([`Replay::to_ops`]), encoded as an entry's.
+    /// Takes time in proportion to what the state owes; hand the result to
+    /// [`Node::snapshot_built`].
+    #[must_use]
+    pub fn build(self) -> Snapshot {
+        snapshot_of(&self.applied)
     }
 }
 
@@ -330,6 +384,8 @@ pub struct Node {
     /// Entries committed (and durable here) not yet applied: applied once the host has taken
     /// the outputs before them, so a write and the messages to the other nodes go out first.
     to_apply: Vec<Entry>,
+    /// A [`NodeOutput::BuildSnapshot`] is out, not yet handed back.
+    building: bool,
 }
 
 fn logger() -> slog::Logger {
@@ -374,7 +430,18 @@ impl Node {
             pre_vote: true,
             ..raft::Config::default()
         };
-        let raw = RawNode::new(&rc, LogStore { mem, applied }, &logger())?;
+        let last = if disk.is_empty() {
+            Snapshot::default()
+        } else {
+            disk.snapshot.clone()
+        };
+        let store = LogStore {
+            mem,
+            applied,
+            last,
+            wanted: std::cell::Cell::new(false),
+        };
+        let raw = RawNode::new(&rc, store, &logger())?;
         let mut opts = cfg.opts.clone();
         opts.durable = true;
         opts.evict_bodies = false;
@@ -394,6 +461,7 @@ impl Node {
             held: VecDeque::new(),
             last_ready: 0,
             to_apply: Vec::new(),
+            building: false,
         })
     }
 
@@ -731,6 +799,7 @@ impl Node {
                         conf: meta.get_conf_state().clone(),
                     };
                     let _ = store.mem.wl().apply_snapshot(snap.clone());
+                    store.last = snap.clone();
                     self.snapshot_bytes = snap.data.len() as u64;
                     self.log_bytes = 0;
                     persist.snapshot = Some(snap);
@@ -775,29 +844,55 @@ impl Node {
         self.release();
     }
 
-    /// Replace the log up to the applied index by a snapshot of the applied state, once the
-    /// log is big enough ([`NodeConfig::compact_bytes`]); the host writes the snapshot.
+    /// Ask for a snapshot of the applied state once the log is big enough
+    /// ([`NodeConfig::compact_bytes`]); [`Node::snapshot_built`] compacts the log with it.
     fn maybe_compact(&mut self) {
-        let due = self.cfg.compact_bytes.max(self.snapshot_bytes);
-        if self.log_bytes < due {
+        if self.building {
             return;
         }
-        // A snapshot that would not halve what the log and the last snapshot hold (little was
-        // finished since: a topic nobody consumes) is not worth writing: the log stays within
-        // twice what is owed.
-        let kept = self.raw.store().applied.replay.kept_bytes();
-        if kept * 2 > self.snapshot_bytes + self.log_bytes {
+        let store = self.raw.store();
+        if !store.wanted.get() {
+            let due = self.cfg.compact_bytes.max(self.snapshot_bytes);
+            if self.log_bytes < due {
+                return;
+            }
+            // A snapshot that would not halve what the log and the last snapshot hold (little
+            // was finished since: a topic nobody consumes) is not worth writing: the log stays
+            // within twice what is owed.
+            let kept = store.applied.replay.kept_bytes();
+            if kept * 2 > self.snapshot_bytes + self.log_bytes {
+                return;
+            }
+        }
+        if store
+            .mem
+            .first_index()
+            .map_or(true, |first| store.applied.index < first)
+        {
             return;
         }
+        store.wanted.set(false);
+        self.building = true;
+        self.out.push_back(NodeOutput::BuildSnapshot(SnapshotJob {
+            applied: store.applied.clone(),
+        }));
+    }
+
+    /// The snapshot of a [`NodeOutput::BuildSnapshot`], built: the log up to its index is
+    /// replaced by it, and a [`NodeOutput::Persist`] asks the host to rewrite its file (the
+    /// snapshot, the log after it, the hard state), in order with the other writes. A
+    /// snapshot the log has moved past meanwhile (the leader sent a later one) is dropped.
+    pub fn snapshot_built(&mut self, now: Time, snap: Snapshot) {
+        self.now = self.now.max(now);
+        self.building = false;
+        let index = snap.get_metadata().index;
         let store = self.raw.mut_store();
-        let index = store.applied.index;
         let (Ok(first), Ok(last)) = (store.mem.first_index(), store.mem.last_index()) else {
             return;
         };
-        if index < first {
+        if index < first || index > last {
             return;
         }
-        let snap = snapshot_of(&store.applied);
         let rest = if last > index {
             match store
                 .mem
@@ -818,6 +913,7 @@ impl Node {
             let _ = w.append(&rest);
             w.set_hardstate(hs);
         }
+        store.last = snap.clone();
         self.snapshot_bytes = snap.data.len() as u64;
         self.log_bytes = rest.iter().map(|e| e.data.len() as u64).sum();
         // Written in order with the rest; nothing waits for it (number 0).
@@ -825,6 +921,8 @@ impl Node {
             snapshot: Some(snap),
             ..Persist::default()
         }));
+        // The log may be due again already (it grew while the snapshot was built).
+        self.settle();
     }
 
     /// What is on disk once every output so far is written: the last snapshot is `snapshot`

@@ -11,7 +11,7 @@
 //! Faults are the test's to choose; the network's and the disks' delays and losses come from
 //! the seed, so a seed replays exactly.
 
-use super::{Disk, Node, NodeConfig, NodeId, NodeOutput, Persist};
+use super::{Disk, Node, NodeConfig, NodeId, NodeOutput, Persist, SnapshotJob};
 use crate::broker::{Output, Transmit};
 use crate::options::Options;
 use crate::protocol::{decode_frame, Command, Frame, MAGIC_V2};
@@ -29,6 +29,8 @@ pub struct SimNode {
     pub disk: Disk,
     /// Writes under way, in order, with the time each is durable.
     writing: VecDeque<(Time, Persist)>,
+    /// A snapshot being built off the node's loop, and when it is ready.
+    building: Option<(Time, SnapshotJob)>,
 }
 
 impl SimNode {
@@ -37,6 +39,7 @@ impl SimNode {
             node: None,
             disk,
             writing: VecDeque::new(),
+            building: None,
         }
     }
 }
@@ -165,6 +168,8 @@ pub struct ClusterSim {
     pub delay: (Nanos, Nanos),
     /// A write to a disk takes between these two (one after another, on each disk).
     pub disk_delay: (Nanos, Nanos),
+    /// Building a snapshot takes between these two (meanwhile the node goes on).
+    pub build_delay: (Nanos, Nanos),
     clients: BTreeMap<Handle, SimClient>,
     by_id: BTreeMap<(NodeId, u64, ClientId), Handle>,
     /// Who led each term (raft's leader role, whenever seen).
@@ -196,6 +201,7 @@ impl ClusterSim {
             loss_per_mille: 0,
             delay: (1_000_000, 5_000_000),
             disk_delay: (100_000, 500_000),
+            build_delay: (0, 20_000_000),
             clients: BTreeMap::new(),
             by_id: BTreeMap::new(),
             leaders: BTreeMap::new(),
@@ -295,6 +301,7 @@ impl ClusterSim {
         let mut through = 0;
         if let Some(sn) = self.nodes.get_mut(&id) {
             sn.node = None;
+            sn.building = None;
             for (_, p) in sn.writing.drain(..).take(kept) {
                 sn.disk.apply(&p);
                 through = p.number;
@@ -312,6 +319,11 @@ impl ClusterSim {
     pub fn destroy(&mut self, id: NodeId) {
         self.crash(id);
         self.nodes.remove(&id);
+    }
+
+    /// Whether node `id` has a snapshot being built.
+    pub fn building(&self, id: NodeId) -> bool {
+        self.nodes.get(&id).is_some_and(|s| s.building.is_some())
     }
 
     /// Cut every link to and from `id`.
@@ -460,6 +472,13 @@ impl ClusterSim {
                     }
                 }
                 NodeOutput::Send(m) => self.post(id, m),
+                NodeOutput::BuildSnapshot(job) => {
+                    let (lo, hi) = self.build_delay;
+                    let at = self.now + lo + self.random(hi.saturating_sub(lo) + 1);
+                    if let Some(sn) = self.nodes.get_mut(&id) {
+                        sn.building = Some((at, job));
+                    }
+                }
                 NodeOutput::Leading { .. }
                 | NodeOutput::Stored { .. }
                 | NodeOutput::Member { .. } => {}
@@ -577,6 +596,11 @@ impl ClusterSim {
                     .values()
                     .filter_map(|s| s.writing.front().map(|w| w.0)),
             )
+            .chain(
+                self.nodes
+                    .values()
+                    .filter_map(|s| s.building.as_ref().map(|b| b.0)),
+            )
             .min();
         match (wire, timers) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -592,6 +616,7 @@ impl ClusterSim {
         self.now = self.now.max(t);
         let now = self.now;
         self.complete_writes();
+        self.complete_snapshots();
         let due: Vec<(Time, u64)> = self
             .wire
             .range(..=(now, u64::MAX))
@@ -655,6 +680,26 @@ impl ClusterSim {
             let sn = self.nodes.get_mut(&id).expect("listed");
             if let (Some(n), Some(node)) = (through, sn.node.as_mut()) {
                 node.persisted(now, n);
+                self.flush(id);
+            }
+        }
+    }
+
+    /// Snapshots built by now: handed back to their node.
+    fn complete_snapshots(&mut self) {
+        let now = self.now;
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            let Some(sn) = self.nodes.get_mut(&id) else {
+                continue;
+            };
+            match &sn.building {
+                Some((at, _)) if *at <= now => {}
+                _ => continue,
+            }
+            let (_, job) = sn.building.take().expect("checked");
+            if let Some(node) = sn.node.as_mut() {
+                node.snapshot_built(now, job.build());
                 self.flush(id);
             }
         }

@@ -324,6 +324,91 @@ fn the_log_is_compacted_and_what_is_finished_is_forgotten() {
 }
 
 #[test]
+fn a_snapshot_is_built_while_the_node_goes_on_and_then_compacts_the_log() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 25);
+    // Each snapshot takes 300 ms to build: far longer than a publish's round trip.
+    sim.build_delay = (ms(300), ms(300));
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    let c = consumer(&mut sim, leader);
+    let mut sent = 0;
+    let mut received = 0;
+    let mut step = |sim: &mut ClusterSim, sent: &mut usize| {
+        publish(sim, p, &format!("m{sent} {}", "x".repeat(100)));
+        *sent += 1;
+        for f in sim.frames(c) {
+            if let Frame::Message(m) = f {
+                received += 1;
+                sim.send(c, &Command::Fin(m.id.to_hex()));
+            }
+        }
+        sim.sleep(ms(2));
+    };
+    while !sim.building(leader) {
+        step(&mut sim, &mut sent);
+        assert!(sent < 1000, "the leader never asked for a snapshot");
+    }
+    sim.frames(p);
+    let first = sim.nodes[&leader].disk.snapshot.get_metadata().index;
+    // While it is built, publishes are still answered and the disk keeps its old snapshot.
+    for _ in 0..50 {
+        step(&mut sim, &mut sent);
+    }
+    assert!(sim.building(leader), "still building");
+    let answered = oks(&sim.frames(p));
+    assert!(
+        answered >= 40,
+        "publishes are answered meanwhile: {answered} of 50 (sent {sent})"
+    );
+    assert_eq!(sim.nodes[&leader].disk.snapshot.get_metadata().index, first);
+    // Once built, it compacts the log: every node's disk starts at a later snapshot.
+    sim.sleep(ms(400));
+    for f in sim.frames(c) {
+        if let Frame::Message(m) = f {
+            received += 1;
+            sim.send(c, &Command::Fin(m.id.to_hex()));
+        }
+    }
+    sim.sleep(ms(100));
+    assert_eq!(received, sent);
+    let now = sim.nodes[&leader].disk.snapshot.get_metadata().index;
+    assert!(now > first, "the snapshot was written ({first} then {now})");
+    // The log after it holds what came meanwhile, not what the snapshot stands for.
+    let disk = &sim.nodes[&leader].disk;
+    assert!(disk.entries.iter().all(|e| e.index > now));
+}
+
+#[test]
+fn a_node_added_before_any_compaction_is_sent_a_snapshot_that_names_it() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 27);
+    // The log is never compacted for its size: the only snapshot is the bootstrap one, whose
+    // members do not include the new node (raft would not restore it there).
+    sim.compact_bytes = 1 << 30;
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    for i in 0..20 {
+        publish(&mut sim, p, &format!("m{i}"));
+    }
+    sim.sleep(ms(200));
+    assert_eq!(oks(&sim.frames(p)), 20);
+    sim.add_machine(4);
+    sim.node_mut(leader)
+        .expect("up")
+        .propose_add(4, "")
+        .expect("the leader takes the change");
+    sim.sleep(SECOND);
+    let (a, ai) = sim.node(leader).expect("up").applied();
+    let (b, bi) = sim.node(4).expect("up").applied();
+    assert_eq!(bi, ai, "the new node applied as far as the leader");
+    assert_eq!(b.survivors().count(), 20);
+    assert_eq!(
+        b.survivors().map(|s| s.msg.id).collect::<Vec<_>>(),
+        a.survivors().map(|s| s.msg.id).collect::<Vec<_>>()
+    );
+    assert!(sim.nodes[&4].disk.snapshot.get_metadata().index > 1);
+}
+
+#[test]
 fn a_log_of_messages_still_owed_is_not_snapshotted_until_a_snapshot_halves_it() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
     let leader = elected(&mut sim);

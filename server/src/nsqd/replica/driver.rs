@@ -7,6 +7,8 @@
 //! that queued meanwhile, and reports back how far it got: [`Node::persisted`]), messages to
 //! the transport, the serving broker's output to its connections, nsqlookupd and the event
 //! stream. This task never waits for the disk: the node holds back what must follow a write.
+//! Nor does it build snapshots: a [`NodeOutput::BuildSnapshot`] is built on a thread of its
+//! own and handed back ([`Node::snapshot_built`]).
 //!
 //! Clients reach the broker only while this node serves (it leads and has caught up). A
 //! connection that arrives otherwise is closed at once; nsqlookupd lists only the leader (a
@@ -20,8 +22,8 @@ use super::transport::{Report, Transport};
 use crate::nsqd::driver::{ask_auth, out_of, AfterStore, DriverHandle, Out, ToDriver};
 use crate::nsqd::store::StoreError;
 use nsqlab_core::partition::ClientInput;
-use nsqlab_core::replica::raft::prelude::Message;
-use nsqlab_core::replica::{Disk, Persist};
+use nsqlab_core::replica::raft::prelude::{Message, Snapshot};
+use nsqlab_core::replica::{Disk, Persist, SnapshotJob};
 use nsqlab_core::replica::{Node, NodeOutput};
 use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time};
 use std::collections::{BTreeSet, HashMap};
@@ -51,6 +53,7 @@ pub fn spawn(
     let (tx, rx) = mpsc::channel(4096);
     let handle = DriverHandle::single(tx.clone(), events.clone(), p.standby.options());
     let (writer, written) = start_writer(p.log);
+    let (snapshots, built) = start_builder();
     let task = Task {
         node: p.node,
         writer,
@@ -65,8 +68,9 @@ pub fn spawn(
         me: tx.downgrade(),
         auth_start: 0,
         failed: false,
+        snapshots,
     };
-    let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, shutdown));
+    let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, built, shutdown));
     (handle, join)
 }
 
@@ -126,6 +130,27 @@ fn start_writer(
     (tx, written)
 }
 
+/// Start the thread that builds the node's snapshots (the applied state's ops, encoded:
+/// time in proportion to what the node owes), one at a time, and sends each back.
+fn start_builder() -> (
+    std::sync::mpsc::Sender<SnapshotJob>,
+    mpsc::UnboundedReceiver<Snapshot>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<SnapshotJob>();
+    let (done, built) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name("nsqlab-raft-snapshot".into())
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                if done.send(job.build()).is_err() {
+                    return;
+                }
+            }
+        })
+        .expect("spawn the raft snapshot builder");
+    (tx, built)
+}
+
 struct Task {
     node: Node,
     /// The log's writer thread.
@@ -145,6 +170,8 @@ struct Task {
     auth_start: usize,
     /// The raft log could not be written: the node stops taking part.
     failed: bool,
+    /// The thread that builds snapshots (they come back on `run`'s `built`).
+    snapshots: std::sync::mpsc::Sender<SnapshotJob>,
 }
 
 /// The ID a connection of the broker serving in `term` knows its client by.
@@ -165,6 +192,7 @@ impl Task {
         mut inbox: mpsc::UnboundedReceiver<Message>,
         mut reports: mpsc::UnboundedReceiver<Report>,
         mut written: mpsc::UnboundedReceiver<Result<u64, LogError>>,
+        mut built: mpsc::UnboundedReceiver<Snapshot>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Broker {
         loop {
@@ -218,6 +246,9 @@ impl Task {
                     if let Some(n) = last {
                         self.node.persisted(crate::clock::now(), n);
                     }
+                }
+                Some(snap) = built.recv() => {
+                    self.node.snapshot_built(crate::clock::now(), snap);
                 }
                 m = rx.recv() => {
                     let Some(m) = m else { break };
@@ -351,6 +382,15 @@ impl Task {
                     NodeOutput::Send(m) => {
                         if let Err(r) = self.transport.send(m) {
                             reports.push(r);
+                        }
+                    }
+                    NodeOutput::BuildSnapshot(job) => {
+                        if self.snapshots.send(job).is_err() {
+                            tracing::error!(
+                                "replication: the snapshot builder is gone: this node stops"
+                            );
+                            self.failed = true;
+                            return;
                         }
                     }
                     NodeOutput::Leading { term } => {
