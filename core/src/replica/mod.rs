@@ -887,6 +887,9 @@ impl Node {
         self.building = false;
         let index = snap.get_metadata().index;
         let store = self.raw.mut_store();
+        // Asked for while this one was built: this one already names every member raft could
+        // be sending to (its progress exists once the change is applied, before the copy).
+        store.wanted.set(false);
         let (Ok(first), Ok(last)) = (store.mem.first_index(), store.mem.last_index()) else {
             return;
         };
