@@ -204,11 +204,7 @@ fn a_node_that_lost_its_disk_comes_back_under_a_new_id_and_catches_up_by_snapsho
         .propose_remove(gone)
         .expect("the leader takes the change");
     sim.sleep(ms(200));
-    sim.add_machine(4);
-    sim.node_mut(leader)
-        .expect("up")
-        .propose_add(4, "")
-        .expect("the leader takes the change");
+    add_node(&mut sim, leader, 4);
     sim.sleep(SECOND);
     let mut want: Vec<u64> = sim.node(leader).expect("up").voters().to_vec();
     want.sort();
@@ -253,18 +249,34 @@ fn a_restarted_node_rebuilds_its_state_from_its_disk() {
 }
 
 /// FIN everything `c` is sent for a second (RDY 100: a hundred at a time); how many it got.
+/// FIN every message `c` received since the last call; how many.
+fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {
+    let mut received = 0;
+    for f in sim.frames(c) {
+        if let Frame::Message(m) = f {
+            received += 1;
+            sim.send(c, &Command::Fin(m.id.to_hex()));
+        }
+    }
+    received
+}
+
 fn finish_for_a_second(sim: &mut ClusterSim, c: Handle) -> usize {
     let mut received = 0;
     for _ in 0..10 {
-        for f in sim.frames(c) {
-            if let Frame::Message(m) = f {
-                received += 1;
-                sim.send(c, &Command::Fin(m.id.to_hex()));
-            }
-        }
+        received += finish_received(sim, c);
         sim.sleep(ms(100));
     }
     received
+}
+
+/// A new machine `id`, added to the group by its leader.
+fn add_node(sim: &mut ClusterSim, leader: NodeId, id: NodeId) {
+    sim.add_machine(id);
+    sim.node_mut(leader)
+        .expect("up")
+        .propose_add(id, "")
+        .expect("the leader takes the change");
 }
 
 /// Every node's disk holds a snapshot past the bootstrap one, and a log no bigger than the
@@ -336,12 +348,7 @@ fn a_snapshot_is_built_while_the_node_goes_on_and_then_compacts_the_log() {
     let mut step = |sim: &mut ClusterSim, sent: &mut usize| {
         publish(sim, p, &format!("m{sent} {}", "x".repeat(100)));
         *sent += 1;
-        for f in sim.frames(c) {
-            if let Frame::Message(m) = f {
-                received += 1;
-                sim.send(c, &Command::Fin(m.id.to_hex()));
-            }
-        }
+        received += finish_received(sim, c);
         sim.sleep(ms(2));
     };
     while !sim.building(leader) {
@@ -363,12 +370,7 @@ fn a_snapshot_is_built_while_the_node_goes_on_and_then_compacts_the_log() {
     assert_eq!(sim.nodes[&leader].disk.snapshot.get_metadata().index, first);
     // Once built, it compacts the log: every node's disk starts at a later snapshot.
     sim.sleep(ms(400));
-    for f in sim.frames(c) {
-        if let Frame::Message(m) = f {
-            received += 1;
-            sim.send(c, &Command::Fin(m.id.to_hex()));
-        }
-    }
+    received += finish_received(&mut sim, c);
     sim.sleep(ms(100));
     assert_eq!(received, sent);
     let now = sim.nodes[&leader].disk.snapshot.get_metadata().index;
@@ -391,11 +393,7 @@ fn a_node_added_before_any_compaction_is_sent_a_snapshot_that_names_it() {
     }
     sim.sleep(ms(200));
     assert_eq!(oks(&sim.frames(p)), 20);
-    sim.add_machine(4);
-    sim.node_mut(leader)
-        .expect("up")
-        .propose_add(4, "")
-        .expect("the leader takes the change");
+    add_node(&mut sim, leader, 4);
     sim.sleep(SECOND);
     let (a, ai) = sim.node(leader).expect("up").applied();
     let (b, bi) = sim.node(4).expect("up").applied();
