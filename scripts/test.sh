@@ -103,8 +103,13 @@ check "core in wasm (node)" wasm_node
 
 step "core tests in WebAssembly in headless Chromium (Debian's chromium + chromedriver)"
 # core/webdriver.json points chromedriver at /usr/bin/chromium, headless.
+# chromedriver gives each session a new Chromium profile (some 70 MB) in TMPDIR and leaves it
+# behind when the test runner ends the session: they go to a directory of the run's own,
+# removed after each step.
+CHROME_TMP=$PWD/target/chromedriver-tmp
 wasm_browser() {
-  WASM_BINDGEN_USE_BROWSER=1 WASM_BINDGEN_TEST_TIMEOUT=120 \
+  rm -rf "$CHROME_TMP" && mkdir -p "$CHROME_TMP"
+  TMPDIR=$CHROME_TMP WASM_BINDGEN_USE_BROWSER=1 WASM_BINDGEN_TEST_TIMEOUT=120 \
     wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver core 2>&1 | tee target/test-wasm-browser.log
   if grep -E '^test result: FAILED|only configured to run in node' target/test-wasm-browser.log >/dev/null \
     || ! grep -E '^test result: ok' target/test-wasm-browser.log >/dev/null; then
@@ -113,10 +118,12 @@ wasm_browser() {
   fi
 }
 check "core in wasm (Chromium)" wasm_browser
+rm -rf "$CHROME_TMP"
 
 step "visualiser components in headless Chromium (wasm-bindgen-test)"
 web_components() {
-  WASM_BINDGEN_TEST_TIMEOUT=120 \
+  rm -rf "$CHROME_TMP" && mkdir -p "$CHROME_TMP"
+  TMPDIR=$CHROME_TMP WASM_BINDGEN_TEST_TIMEOUT=120 \
     wasm-pack test --headless --chrome --chromedriver /usr/bin/chromedriver web 2>&1 | tee target/test-web-components.log
   if grep -E '^test result: FAILED' target/test-web-components.log >/dev/null \
     || ! grep -E '^test result: ok\. [1-9][0-9]* passed' target/test-web-components.log >/dev/null; then
@@ -125,6 +132,7 @@ web_components() {
   fi
 }
 check "visualiser components" web_components
+rm -rf "$CHROME_TMP"
 
 step "summary"
 status=0
