@@ -318,11 +318,6 @@ pub struct SnapshotJob {
 }
 
 impl SnapshotJob {
-    /// The log index the snapshot will stand for.
-    pub fn index(&self) -> u64 {
-        self.applied.index
-    }
-
     /// The snapshot: the applied state's ops ([`Replay::to_ops`]), encoded as an entry's.
     /// Takes time in proportion to what the state owes; hand the result to
     /// [`Node::snapshot_built`].

@@ -5,12 +5,12 @@
 //! raft and its protobuf code would more than fill what is left of the page's first load, so
 //! the scenario is a second WebAssembly module, loaded when a learner opens it. Built with the
 //! `play` feature, it exports `run` (the seed in, a [`LabRun`] out, as text:
-//! [`LabRun::encode`]) and `picture` (one step's picture, as HTML, in English or Chinese). The scenario is played once, whole,
-//! here; the page shows its steps one at a time (its time travel is moving along them) and
-//! asks for each step's picture. The page's own module depends on this crate without `play`
-//! and uses only [`LabRun`] (each step's kind, words in both languages and [`Facts`] for the
-//! tour's questions): the steps' words ([`words`]) and the picture ([`picture`]) are drawn
-//! here, so none of it weighs on the page's first load.
+//! [`LabRun::encode`]) and `picture` (one step's picture, as HTML, in English or Chinese).
+//! The scenario is played once, whole, here; the page shows its steps one at a time (its time
+//! travel is moving along them) and asks for each step's picture. The page's own module
+//! depends on this crate without `play` and uses only [`LabRun`] (each step's kind, words in
+//! both languages and [`Facts`] for the tour's questions): the steps' words ([`words`]) and
+//! the picture ([`picture`]) are drawn here, so none of it weighs on the page's first load.
 //!
 //! Every step is one thing that happened, told in words ([`Say`], catalogue keys the page
 //! translates) and drawn ([`Shot`], the whole picture after it): a node's role and term, each
