@@ -178,10 +178,17 @@ impl Disk {
 /// node holds back whatever must not leave before the write (a follower's acknowledgement, a
 /// vote) and applies nothing it has not persisted, so the host never waits for the disk: it
 /// sends what it is given at once and syncs on a thread of its own, many writes at a time.
+///
+/// A `lazy` write (nothing but a new commit index) may be reported once written, before it is
+/// synced: a crash that loses it costs nothing raft promised (the node learns how far the log
+/// is committed again from its leader), and syncing it would cost every node a second disk
+/// flush per entry.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Persist {
     /// What to report to [`Node::persisted`] once this is durable (0: nothing to report).
     pub number: u64,
+    /// Whether it may be reported before it is durable (see above).
+    pub lazy: bool,
     pub snapshot: Option<Snapshot>,
     pub entries: Vec<Entry>,
     pub hard_state: Option<HardState>,
@@ -423,6 +430,11 @@ impl Node {
             max_inflight_msgs: 256,
             check_quorum: true,
             pre_vote: true,
+            // A follower learns that its entries are committed with the next append or
+            // heartbeat, not from a message of its own for every commit: under load that
+            // message, its answer and the follower's write of the new commit index would
+            // double what each entry costs every node.
+            skip_bcast_commit: true,
             ..raft::Config::default()
         };
         let last = if disk.is_empty() {
@@ -777,6 +789,7 @@ impl Node {
         }
         let mut persist = Persist {
             number,
+            lazy: !rd.must_sync(),
             ..Persist::default()
         };
         if !rd.snapshot().is_empty() {

@@ -6,7 +6,9 @@
 //! Each node's disk is simulated too: a write takes a while (from the seed) and is reported
 //! durable only then; a crash keeps the writes already reported and a seeded prefix of those
 //! still under way (whole records: the server's log cuts a torn tail back to one), and loses
-//! the rest.
+//! the rest. A lazy write ([`Persist::lazy`]: a commit index) is reported as soon as the
+//! writes before it are, and stays at risk until a later write is durable: a crash may lose
+//! it although its node was told it was written.
 //!
 //! Faults are the test's to choose; the network's and the disks' delays and losses come from
 //! the seed, so a seed replays exactly.
@@ -27,8 +29,10 @@ pub struct SimNode {
     pub node: Option<Node>,
     /// What is durable.
     pub disk: Disk,
-    /// Writes under way, in order, with the time each is durable.
+    /// Writes under way, in order, with the time each is durable (a lazy one: reported).
     writing: VecDeque<(Time, Persist)>,
+    /// Lazy writes reported but not yet durable (no later write is).
+    unsynced: Vec<Persist>,
     /// A snapshot being built off the node's loop, and when it is ready.
     building: Option<(Time, SnapshotJob)>,
 }
@@ -39,6 +43,7 @@ impl SimNode {
             node: None,
             disk,
             writing: VecDeque::new(),
+            unsynced: Vec::new(),
             building: None,
         }
     }
@@ -296,13 +301,18 @@ impl ClusterSim {
     /// `kill -9` (or the power): the node stops; its disk keeps what it reported durable and
     /// a seeded prefix of the writes under way; its clients are cut off.
     pub fn crash(&mut self, id: NodeId) {
-        let under_way = self.nodes.get(&id).map_or(0, |s| s.writing.len());
+        let under_way = self
+            .nodes
+            .get(&id)
+            .map_or(0, |s| s.unsynced.len() + s.writing.len());
         let kept = self.random(under_way as u64 + 1) as usize;
         let mut through = 0;
         if let Some(sn) = self.nodes.get_mut(&id) {
             sn.node = None;
             sn.building = None;
-            for (_, p) in sn.writing.drain(..).take(kept) {
+            let unsynced = std::mem::take(&mut sn.unsynced);
+            let writing = sn.writing.drain(..).map(|(_, p)| p);
+            for p in unsynced.into_iter().chain(writing).take(kept) {
                 sn.disk.apply(&p);
                 through = p.number;
             }
@@ -468,7 +478,8 @@ impl ClusterSim {
                     }
                     if let Some(sn) = self.nodes.get_mut(&id) {
                         let after = sn.writing.back().map_or(now, |w| w.0);
-                        sn.writing.push_back((after.max(now + took), p));
+                        let at = if p.lazy { after } else { after.max(now + took) };
+                        sn.writing.push_back((at, p));
                     }
                 }
                 NodeOutput::Send(m) => self.post(id, m),
@@ -671,8 +682,15 @@ impl ClusterSim {
             let mut through = None;
             while sn.writing.front().is_some_and(|w| w.0 <= now) {
                 let (_, p) = sn.writing.pop_front().expect("checked");
-                sn.disk.apply(&p);
                 through = Some(p.number).max(through);
+                if p.lazy {
+                    sn.unsynced.push(p);
+                } else {
+                    for u in sn.unsynced.drain(..) {
+                        sn.disk.apply(&u);
+                    }
+                    sn.disk.apply(&p);
+                }
             }
             if let Some(number) = through {
                 self.see(Seen::Durable { node: id, number });

@@ -248,6 +248,58 @@ fn a_restarted_node_rebuilds_its_state_from_its_disk() {
     assert_eq!(bodies(&sim.frames(c)).len(), 5);
 }
 
+#[test]
+fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 17);
+    let mut last: BTreeMap<NodeId, (u64, u64)> = sim
+        .nodes
+        .iter()
+        .map(|(id, n)| (*id, (n.disk.hard_state.term, n.disk.hard_state.vote)))
+        .collect();
+    sim.record();
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    sim.sleep(ms(50));
+    publish(&mut sim, p, "kept");
+    // The followers learn the commit with the next heartbeat (200 ms).
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 1);
+    let mut lazy = 0;
+    for s in sim.take_seen() {
+        let super::sim::Seen::Writing { node, persist } = s else {
+            continue;
+        };
+        let vote = persist.hard_state.as_ref().map(|h| (h.term, h.vote));
+        let same_vote = vote.is_none() || vote == last.get(&node).copied();
+        if let Some(v) = vote {
+            last.insert(node, v);
+        }
+        let only_commit = persist.snapshot.is_none() && persist.entries.is_empty() && same_vote;
+        assert_eq!(persist.lazy, only_commit, "node {node}: {persist:?}");
+        lazy += usize::from(persist.lazy);
+    }
+    assert!(lazy > 0, "commits were written");
+    // A follower was told its new commit index is written; its disk has an older one.
+    let f = [1, 2, 3]
+        .into_iter()
+        .find(|&id| id != leader)
+        .expect("a follower");
+    let committed = sim.node(f).expect("up").raw.raft.raft_log.committed;
+    assert!(sim.nodes[&f].disk.hard_state.commit < committed);
+    // The power goes everywhere at once: whatever lazy writes are lost, the message is not.
+    for id in [1, 2, 3] {
+        sim.crash(id);
+    }
+    for id in [1, 2, 3] {
+        sim.start(id);
+    }
+    let leader = elected(&mut sim);
+    let c = consumer(&mut sim, leader);
+    sim.sleep(ms(200));
+    assert_eq!(bodies(&sim.frames(c)), vec!["kept".to_string()]);
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
 /// FIN everything `c` is sent for a second (RDY 100: a hundred at a time); how many it got.
 /// FIN every message `c` received since the last call; how many.
 fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {

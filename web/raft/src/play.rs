@@ -127,9 +127,10 @@ struct Msg {
     hidden: bool,
 }
 
-/// A write under way: the entries it carries (index, term) and the commit index of the hard
-/// state it writes.
-type Write = (Vec<(u64, u64)>, Option<u64>);
+/// A write under way: the entries it carries (index, term), the commit index of the hard
+/// state it writes, and whether it is lazy (reported before it is synced: on the disk only
+/// once a later write is).
+type Write = (Vec<(u64, u64)>, Option<u64>, bool);
 
 /// What a group of happenings started from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1141,13 +1142,13 @@ impl Play {
                 }
                 let commit = persist.hard_state.as_ref().map(|h| h.commit);
                 self.writes
-                    .insert((node, persist.number), (written, commit));
+                    .insert((node, persist.number), (written, commit, persist.lazy));
             }
-            Seen::Durable { node, number } => self.durable(*node, Some(*number)),
+            Seen::Durable { node, number } => self.durable(*node, Some(*number), false),
             Seen::Crashed { node, kept } => {
                 let node = *node;
                 // What was written stays; what was still being written is lost.
-                self.durable(node, Some(*kept));
+                self.durable(node, Some(*kept), true);
                 self.writes.retain(|k, _| k.0 != node);
                 let commit = self.disk_commit.get(&node).copied().unwrap_or(1);
                 let n = self.node(node);
@@ -1220,17 +1221,24 @@ impl Play {
         }
     }
 
-    /// A node's writes up to `number` are on its disk.
-    fn durable(&mut self, node: NodeId, number: Option<u64>) {
+    /// A node's writes up to `number` are reported (`kept`: they are what a crash kept, and
+    /// on its disk). Lazy writes after the last synced one stay at risk.
+    fn durable(&mut self, node: NodeId, number: Option<u64>, kept: bool) {
         let Some(number) = number else { return };
-        let done: Vec<(u64, u64)> = self
+        let mut done: Vec<(u64, u64)> = self
             .writes
             .range((node, 0)..=(node, number))
             .map(|(k, _)| *k)
             .collect();
+        if !kept {
+            let synced = done
+                .iter()
+                .rposition(|k| self.writes.get(k).is_some_and(|w| !w.2));
+            done.truncate(synced.map_or(0, |i| i + 1));
+        }
         let mut entries = Vec::new();
         for k in done {
-            if let Some((w, commit)) = self.writes.remove(&k) {
+            if let Some((w, commit, _)) = self.writes.remove(&k) {
                 entries.extend(w);
                 if let Some(c) = commit {
                     self.disk_commit.insert(node, c);

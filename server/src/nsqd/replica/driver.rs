@@ -82,8 +82,8 @@ enum Write {
 }
 
 /// Start the thread that owns `raft.log`: it writes what it is sent in order, syncs once for
-/// all that queued while it was busy, and reports the number of the last one written (or the
-/// error that stopped it).
+/// all that queued while it was busy (unless all were lazy), and reports the number of the
+/// last one written (or the error that stopped it).
 fn start_writer(
     mut log: RaftLog,
 ) -> (
@@ -103,7 +103,8 @@ fn start_writer(
                     result = match w {
                         Write::Append(p) => {
                             number = number.max(p.number);
-                            unsynced = true;
+                            // A lazy write (a commit index) is reported unsynced.
+                            unsynced |= !p.lazy;
                             log.append(&p)
                         }
                         // A rewrite is durable when it returns.

@@ -16,7 +16,7 @@ use nsqlab_core::replica::raft::prelude::Message;
 use nsqlab_core::replica::{decode_message, encode_message, NodeId};
 use std::collections::HashMap;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -27,6 +27,11 @@ pub const MAX_FRAME: usize = 256 << 20;
 /// [`MAX_RETRY`]).
 const FIRST_RETRY: Duration = Duration::from_millis(50);
 const MAX_RETRY: Duration = Duration::from_secs(1);
+
+/// Room for what a connection writes or reads at a time: frames up to this size (an append
+/// of up to raft's 1 MiB per message among them) go out in one write per batch and come in
+/// with a few reads, not two system calls a frame.
+const BUFFER: usize = 1 << 20;
 
 /// What the transport tells the node about messages it sent.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +141,7 @@ async fn sender(
             match TcpStream::connect(&addr).await {
                 Ok(s) => {
                     let _ = s.set_nodelay(true);
-                    conn = Some(BufWriter::new(s));
+                    conn = Some(BufWriter::with_capacity(BUFFER, s));
                     retry = FIRST_RETRY;
                 }
                 Err(e) => {
@@ -211,9 +216,10 @@ async fn accept(me: NodeId, listener: TcpListener, inbox: mpsc::UnboundedSender<
 
 async fn receive(
     me: NodeId,
-    mut s: TcpStream,
+    s: TcpStream,
     inbox: mpsc::UnboundedSender<Message>,
 ) -> std::io::Result<()> {
+    let mut s = BufReader::with_capacity(BUFFER, s);
     let mut buf = Vec::new();
     loop {
         let len = match s.read_u32_le().await {
