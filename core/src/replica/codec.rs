@@ -23,9 +23,10 @@
 //! ids = count:u32 id:u64*count
 //! ```
 
-use crate::message::{Message, MessageId};
+use crate::message::{Body, Message, MessageId};
 use crate::store::{StoreOp, Ticket};
 use crate::Name;
+use std::sync::Arc;
 
 /// One entry's ops, and whose they are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +78,12 @@ impl Batch {
     }
 
     pub fn decode(data: &[u8]) -> Result<Batch, DecodeError> {
-        let mut r = Reader(data);
+        let mut r = Reader {
+            rest: data,
+            whole: data,
+            shared: (data.len() <= SHARED_MAX).then(|| Arc::<[u8]>::from(data)),
+            last_name: None,
+        };
         if r.take(2)? != MAGIC {
             return Err(DecodeError::Magic);
         }
@@ -86,11 +92,11 @@ impl Batch {
         let n = r.u32()? as usize;
         // Each op is at least a tag and a name's length: a count the data cannot hold is a
         // lie, not a reason to allocate.
-        let mut ops = Vec::with_capacity(n.min(r.0.len() / 5));
+        let mut ops = Vec::with_capacity(n.min(r.rest.len() / 5));
         for _ in 0..n {
             ops.push(decode_op(&mut r)?);
         }
-        if !r.0.is_empty() {
+        if !r.rest.is_empty() {
             return Err(DecodeError::Short);
         }
         Ok(Batch {
@@ -239,16 +245,43 @@ fn encode_op(w: &mut Vec<u8>, op: &StoreOp) {
     }
 }
 
-struct Reader<'a>(&'a [u8]);
+/// Data up to this size (an entry) is copied once, and the bodies decoded from it share the
+/// copy; a larger one (a snapshot of everything owed) gives each body its own, so that one
+/// message still owed does not keep all the others' bytes in memory.
+const SHARED_MAX: usize = 4 << 20;
+
+struct Reader<'a> {
+    /// What is left to read.
+    rest: &'a [u8],
+    /// All of it (for a body's offset in `shared`).
+    whole: &'a [u8],
+    /// `whole`, copied once, for the bodies to share (see [`SHARED_MAX`]).
+    shared: Option<Arc<[u8]>>,
+    /// The last name read: the ops of a batch name the same few topics again and again.
+    last_name: Option<Name>,
+}
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        if self.0.len() < n {
+        if self.rest.len() < n {
             return Err(DecodeError::Short);
         }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
+        let (a, b) = self.rest.split_at(n);
+        self.rest = b;
         Ok(a)
+    }
+
+    /// A message body: a range of the shared copy, or a copy of its own (a deferred
+    /// message's, which may linger long after the rest of its batch is finished).
+    fn body(&mut self, own: bool) -> Result<Body, DecodeError> {
+        let b = self.bytes()?;
+        Ok(match &self.shared {
+            Some(shared) if !own => {
+                let start = self.whole.len() - self.rest.len() - b.len();
+                Body::range_of(shared, start..start + b.len())
+            }
+            _ => Body::from(b),
+        })
     }
 
     fn u8(&mut self) -> Result<u8, DecodeError> {
@@ -279,14 +312,20 @@ impl<'a> Reader<'a> {
     }
 
     fn name(&mut self) -> Result<Name, DecodeError> {
-        std::str::from_utf8(self.bytes()?)
+        let b = self.bytes()?;
+        if let Some(last) = self.last_name.as_ref().filter(|n| n.as_bytes() == b) {
+            return Ok(last.clone());
+        }
+        let name = std::str::from_utf8(b)
             .map(Name::from)
-            .map_err(|_| DecodeError::Name)
+            .map_err(|_| DecodeError::Name)?;
+        self.last_name = Some(name.clone());
+        Ok(name)
     }
 
     fn ids(&mut self) -> Result<Vec<MessageId>, DecodeError> {
         let n = self.u32()? as usize;
-        if self.0.len() / 8 < n {
+        if self.rest.len() / 8 < n {
             return Err(DecodeError::Short);
         }
         (0..n).map(|_| self.u64().map(MessageId)).collect()
@@ -338,7 +377,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<StoreOp, DecodeError> {
             let id = MessageId(r.u64()?);
             let timestamp = r.u64()?;
             let attempts = r.u16()?;
-            let mut msg = Message::new(id, timestamp, r.bytes()?.into());
+            let mut msg = Message::new(id, timestamp, r.body(due.is_some())?);
             msg.attempts = attempts;
             StoreOp::Publish {
                 ticket,
@@ -490,5 +529,63 @@ mod tests {
             flipped[i] ^= 0xff;
             let _ = Batch::decode(&flipped);
         }
+    }
+
+    #[test]
+    fn an_entrys_bodies_share_one_copy_a_deferred_or_a_snapshots_own_their_bytes() {
+        let publish = |id: u64, due: Option<u64>, body: Vec<u8>| StoreOp::Publish {
+            ticket: id,
+            topic: "orders".into(),
+            held: false,
+            copies: 1,
+            due,
+            msg: Message::new(MessageId(id), 0, body.into()),
+        };
+        let bodies = |data: &[u8]| -> Vec<(Vec<u8>, bool, Name)> {
+            Batch::decode(data)
+                .expect("decodes")
+                .ops
+                .into_iter()
+                .map(|op| match op {
+                    StoreOp::Publish { topic, msg, .. } => {
+                        (msg.body.to_vec(), msg.body.shares_buffer(), topic)
+                    }
+                    _ => unreachable!("only publishes"),
+                })
+                .collect()
+        };
+        let entry = Batch {
+            proposer: 1,
+            through: 3,
+            ops: vec![
+                publish(1, None, b"one".to_vec()),
+                publish(2, Some(99), b"two".to_vec()),
+                publish(3, None, b"three".to_vec()),
+            ],
+        };
+        let got = bodies(&entry.encode());
+        let shown: Vec<(&[u8], bool)> = got.iter().map(|(b, s, _)| (&b[..], *s)).collect();
+        assert_eq!(
+            shown,
+            vec![
+                (&b"one"[..], true),
+                (&b"two"[..], false),
+                (&b"three"[..], true)
+            ]
+        );
+        // One name for the topic, read once.
+        assert!(Arc::ptr_eq(&got[0].2, &got[2].2));
+        // A snapshot's worth: every body its own.
+        let big = Batch {
+            proposer: 1,
+            through: 2,
+            ops: vec![
+                publish(1, None, vec![7; SHARED_MAX]),
+                publish(2, None, b"small".to_vec()),
+            ],
+        };
+        let got = bodies(&big.encode());
+        assert_eq!(got[0].0, vec![7; SHARED_MAX]);
+        assert_eq!((&got[1].0[..], got[1].1), (&b"small"[..], false));
     }
 }

@@ -13,7 +13,7 @@
 
 use nsqlab_core::replica::raft::eraftpb::MessageType;
 use nsqlab_core::replica::raft::prelude::Message;
-use nsqlab_core::replica::{decode_message, encode_message, NodeId};
+use nsqlab_core::replica::{encode_message, NodeId};
 use std::collections::HashMap;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
@@ -109,6 +109,15 @@ impl Transport {
             None => Err(lost(&m)),
         }
     }
+}
+
+/// A message whose entries' data are ranges of `b` (raft-rs's protobuf reads `bytes` fields
+/// out of a `Bytes` without copying them).
+fn decode_shared(b: bytes::Bytes) -> Result<Message, nsqlab_core::replica::ReplicaError> {
+    use nsqlab_core::replica::protobuf::Message as _;
+    Message::parse_from_carllerche_bytes(&b).map_err(|e| {
+        nsqlab_core::replica::ReplicaError::Raft(nsqlab_core::replica::raft::Error::CodecError(e))
+    })
 }
 
 fn lost(m: &Message) -> Report {
@@ -220,7 +229,6 @@ async fn receive(
     inbox: mpsc::UnboundedSender<Message>,
 ) -> std::io::Result<()> {
     let mut s = BufReader::with_capacity(BUFFER, s);
-    let mut buf = Vec::new();
     loop {
         let len = match s.read_u32_le().await {
             Ok(n) => n as usize,
@@ -232,9 +240,10 @@ async fn receive(
                 "a frame of {len} bytes (at most {MAX_FRAME})"
             )));
         }
-        buf.resize(len, 0);
+        // A buffer per frame: the entries decoded from it are ranges of it, not copies.
+        let mut buf = vec![0; len];
         s.read_exact(&mut buf).await?;
-        match decode_message(&buf) {
+        match decode_shared(bytes::Bytes::from(buf)) {
             Ok(m) if m.to == me => {
                 if inbox.send(m).is_err() {
                     return Ok(());
@@ -277,6 +286,25 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(20), f)
             .await
             .expect("within 20 s")
+    }
+
+    #[test]
+    fn a_received_entry_is_a_range_of_its_frame_not_a_copy() {
+        let mut m = msg(1, 2, MessageType::MsgAppend, 7);
+        let e = nsqlab_core::replica::raft::prelude::Entry {
+            data: vec![42; 4096].into(),
+            ..Default::default()
+        };
+        m.entries = vec![e].into();
+        let frame = bytes::Bytes::from(encode_message(&m));
+        let back = decode_shared(frame.clone()).expect("decodes");
+        let data = &back.entries[0].data;
+        assert_eq!(&data[..], &[42; 4096][..]);
+        let within = frame.as_ptr_range();
+        assert!(
+            within.contains(&data.as_ptr()),
+            "the entry's data lies in the frame"
+        );
     }
 
     #[tokio::test]
