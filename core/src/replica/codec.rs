@@ -81,7 +81,8 @@ impl Batch {
         let mut r = Reader {
             rest: data,
             whole: data,
-            shared: (data.len() <= SHARED_MAX).then(|| Arc::<[u8]>::from(data)),
+            share: data.len() <= SHARED_MAX,
+            shared: None,
             last_name: None,
         };
         if r.take(2)? != MAGIC {
@@ -255,7 +256,9 @@ struct Reader<'a> {
     rest: &'a [u8],
     /// All of it (for a body's offset in `shared`).
     whole: &'a [u8],
-    /// `whole`, copied once, for the bodies to share (see [`SHARED_MAX`]).
+    /// Whether bodies share one copy of `whole` (see [`SHARED_MAX`]).
+    share: bool,
+    /// That copy, made at the first body (an entry of FINs needs none).
     shared: Option<Arc<[u8]>>,
     /// The last name read: the ops of a batch name the same few topics again and again.
     last_name: Option<Name>,
@@ -275,13 +278,13 @@ impl<'a> Reader<'a> {
     /// message's, which may linger long after the rest of its batch is finished).
     fn body(&mut self, own: bool) -> Result<Body, DecodeError> {
         let b = self.bytes()?;
-        Ok(match &self.shared {
-            Some(shared) if !own => {
-                let start = self.whole.len() - self.rest.len() - b.len();
-                Body::range_of(shared, start..start + b.len())
-            }
-            _ => Body::from(b),
-        })
+        if own || !self.share {
+            return Ok(Body::from(b));
+        }
+        let whole = self.whole;
+        let shared = self.shared.get_or_insert_with(|| Arc::from(whole));
+        let start = whole.len() - self.rest.len() - b.len();
+        Ok(Body::range_of(shared, start..start + b.len()))
     }
 
     fn u8(&mut self) -> Result<u8, DecodeError> {

@@ -297,7 +297,6 @@ fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
     assert!(sim.violations.is_empty(), "{:?}", sim.violations);
 }
 
-/// FIN everything `c` is sent for a second (RDY 100: a hundred at a time); how many it got.
 /// FIN every message `c` received since the last call; how many.
 fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {
     let mut received = 0;
@@ -310,6 +309,7 @@ fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {
     received
 }
 
+/// FIN everything `c` is sent for a second (RDY 100: a hundred at a time); how many it got.
 fn finish_for_a_second(sim: &mut ClusterSim, c: Handle) -> usize {
     let mut received = 0;
     for _ in 0..10 {
