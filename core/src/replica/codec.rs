@@ -77,12 +77,28 @@ impl Batch {
         w
     }
 
+    /// An entry's data back as a batch. Its bodies share one copy of `data` (see
+    /// [`SHARED_MAX`]).
     pub fn decode(data: &[u8]) -> Result<Batch, DecodeError> {
+        Batch::decode_in(data, None)
+    }
+
+    /// As [`Batch::decode`], but when `data` lies within `frame` (the buffer it was received
+    /// in, at most [`SHARED_MAX`]) the bodies are ranges of `frame` itself: no copy.
+    pub fn decode_in(data: &[u8], frame: Option<&Arc<[u8]>>) -> Result<Batch, DecodeError> {
+        let within = frame
+            .filter(|f| f.len() <= SHARED_MAX)
+            .and_then(|f| offset_within(f, data).map(|at| (f.clone(), at)));
+        let (shared, base) = match within {
+            Some((f, at)) => (Some(f), at),
+            None => (None, 0),
+        };
         let mut r = Reader {
             rest: data,
             whole: data,
             share: data.len() <= SHARED_MAX,
-            shared: None,
+            shared,
+            base,
             last_name: None,
         };
         if r.take(2)? != MAGIC {
@@ -249,7 +265,13 @@ fn encode_op(w: &mut Vec<u8>, op: &StoreOp) {
 /// Data up to this size (an entry) is copied once, and the bodies decoded from it share the
 /// copy; a larger one (a snapshot of everything owed) gives each body its own, so that one
 /// message still owed does not keep all the others' bytes in memory.
-const SHARED_MAX: usize = 4 << 20;
+pub(crate) const SHARED_MAX: usize = 4 << 20;
+
+/// Where `part` starts in `whole`, if it lies within it (the same memory, not equal bytes).
+pub fn offset_within(whole: &[u8], part: &[u8]) -> Option<usize> {
+    let (w, p) = (whole.as_ptr() as usize, part.as_ptr() as usize);
+    (p >= w && p + part.len() <= w + whole.len()).then(|| p - w)
+}
 
 struct Reader<'a> {
     /// What is left to read.
@@ -258,8 +280,11 @@ struct Reader<'a> {
     whole: &'a [u8],
     /// Whether bodies share one copy of `whole` (see [`SHARED_MAX`]).
     share: bool,
-    /// That copy, made at the first body (an entry of FINs needs none).
+    /// That copy, made at the first body (an entry of FINs needs none), or the frame
+    /// `whole` lies in ([`Batch::decode_in`]).
     shared: Option<Arc<[u8]>>,
+    /// Where `whole` starts in `shared`.
+    base: usize,
     /// The last name read: the ops of a batch name the same few topics again and again.
     last_name: Option<Name>,
 }
@@ -283,7 +308,7 @@ impl<'a> Reader<'a> {
         }
         let whole = self.whole;
         let shared = self.shared.get_or_insert_with(|| Arc::from(whole));
-        let start = whole.len() - self.rest.len() - b.len();
+        let start = self.base + whole.len() - self.rest.len() - b.len();
         Ok(Body::range_of(shared, start..start + b.len()))
     }
 
@@ -590,5 +615,48 @@ mod tests {
         let got = bodies(&big.encode());
         assert_eq!(got[0].0, vec![7; SHARED_MAX]);
         assert_eq!((&got[1].0[..], got[1].1), (&b"small"[..], false));
+    }
+
+    #[test]
+    fn bodies_decoded_within_their_frame_are_ranges_of_it() {
+        let publish = |id: u64, due: Option<u64>, body: &[u8]| StoreOp::Publish {
+            ticket: id,
+            topic: "orders".into(),
+            held: false,
+            copies: 1,
+            due,
+            msg: Message::new(MessageId(id), 0, body.into()),
+        };
+        let data = Batch {
+            proposer: 1,
+            through: 2,
+            ops: vec![publish(1, None, b"one"), publish(2, Some(9), b"two")],
+        }
+        .encode();
+        // The entry somewhere inside a frame (as raft's message encoding puts it).
+        let mut bytes = vec![0xee; 17];
+        bytes.extend_from_slice(&data);
+        bytes.extend_from_slice(&[0xee; 5]);
+        let frame: Arc<[u8]> = bytes.into();
+        let entry = &frame[17..17 + data.len()];
+        let backing = |b: &Batch, i: usize| match &b.ops[i] {
+            StoreOp::Publish { msg, .. } => {
+                let (buf, range) = msg.body.backing();
+                (buf.as_ptr(), buf[range].to_vec())
+            }
+            _ => unreachable!("only publishes"),
+        };
+        let shared = Batch::decode_in(entry, Some(&frame)).expect("decodes");
+        assert_eq!(backing(&shared, 0), (frame.as_ptr(), b"one".to_vec()));
+        // A deferred message's body still has its own bytes.
+        let (own, body) = backing(&shared, 1);
+        assert_ne!(own, frame.as_ptr());
+        assert_eq!(body, b"two");
+        // Equal bytes elsewhere are not the frame: copied, as without one.
+        let copied = Batch::decode_in(&data, Some(&frame)).expect("decodes");
+        let (at, body) = backing(&copied, 0);
+        assert_ne!(at, frame.as_ptr());
+        assert_eq!(body, b"one");
+        assert_eq!(copied, shared);
     }
 }

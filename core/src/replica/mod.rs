@@ -66,9 +66,14 @@ use raft::prelude::Message as RaftMessage;
 use raft::storage::MemStorage;
 use raft::{GetEntriesContext, RaftState, RawNode, StateRole, Storage};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 pub use protobuf;
 pub use raft;
+
+/// At most this many received frames are kept for their entries' bodies to share
+/// ([`Node::handle_frame`]); past it (a follower that cannot apply), entries are copied.
+const MAX_FRAMES: usize = 1024;
 
 /// A node's id in its group (raft's; never 0). It is also the broker's `node_id` (message
 /// IDs), so it is below 1 024.
@@ -245,6 +250,14 @@ pub fn decode_message(b: &[u8]) -> Result<RaftMessage, ReplicaError> {
     RaftMessage::parse_from_bytes(b).map_err(|e| ReplicaError::Raft(raft::Error::CodecError(e)))
 }
 
+/// A received frame (the bytes of [`encode_message`]) back as a message whose entries' data
+/// are ranges of the frame, not copies; hand both to [`Node::handle_frame`].
+pub fn decode_frame(frame: &Arc<[u8]>) -> Result<RaftMessage, ReplicaError> {
+    let b = bytes::Bytes::from_owner(frame.clone());
+    RaftMessage::parse_from_carllerche_bytes(&b)
+        .map_err(|e| ReplicaError::Raft(raft::Error::CodecError(e)))
+}
+
 /// The state machine, as far as it has applied the log.
 #[derive(Debug, Clone)]
 struct Applied {
@@ -381,6 +394,9 @@ pub struct Node {
     writing: VecDeque<u64>,
     /// Messages to send once every write up to the number beside them is durable.
     held: VecDeque<(u64, Vec<RaftMessage>)>,
+    /// Frames received with entries not yet applied, by the index of their last entry
+    /// ([`Node::handle_frame`]): an entry applied from one shares its bodies with it.
+    frames: VecDeque<(u64, Arc<[u8]>)>,
     /// The number of the last ready taken from raft.
     last_ready: u64,
     /// Entries committed (and durable here) not yet applied: applied once the host has taken
@@ -466,6 +482,7 @@ impl Node {
             snapshot_bytes: disk.snapshot.data.len() as u64,
             writing: VecDeque::new(),
             held: VecDeque::new(),
+            frames: VecDeque::new(),
             last_ready: 0,
             to_apply: Vec::new(),
             building: false,
@@ -547,6 +564,18 @@ impl Node {
             .map(|(id, p)| format!("{id}: {:?}", p))
             .collect::<Vec<_>>()
             .join("; ")
+    }
+
+    /// A message from another node, received as `frame` ([`decode_frame`]): the bodies of
+    /// its entries, once applied, are ranges of the frame (which the log's entries already
+    /// keep in memory), not copies of them.
+    pub fn handle_frame(&mut self, now: Time, msg: RaftMessage, frame: Arc<[u8]>) {
+        if let Some(last) = msg.entries.last() {
+            if frame.len() <= codec::SHARED_MAX && self.frames.len() < MAX_FRAMES {
+                self.frames.push_back((last.index, frame));
+            }
+        }
+        self.handle_message(now, msg);
     }
 
     /// A message from another node.
@@ -811,6 +840,7 @@ impl Node {
                     self.snapshot_bytes = snap.data.len() as u64;
                     self.log_bytes = 0;
                     persist.snapshot = Some(snap);
+                    self.forget_frames();
                 }
                 Err(_) => self.bad_entries += 1,
             }
@@ -964,7 +994,12 @@ impl Node {
                     if let Some(batch) = self.mine(&e) {
                         self.apply_batch(&e, batch);
                     } else if !e.data.is_empty() {
-                        match Batch::decode(&e.data) {
+                        let frame = self
+                            .frames
+                            .iter()
+                            .map(|(_, f)| f)
+                            .find(|f| codec::offset_within(f, &e.data).is_some());
+                        match Batch::decode_in(&e.data, frame) {
                             Ok(batch) => self.apply_batch(&e, batch),
                             Err(_) => self.bad_entries += 1,
                         }
@@ -992,6 +1027,14 @@ impl Node {
             a.term = e.term;
             self.maybe_serve(e.term);
         }
+        self.forget_frames();
+    }
+
+    /// Let go of the frames whose entries are all applied (or replaced by a snapshot): what
+    /// is still owed of them keeps them alive through its bodies.
+    fn forget_frames(&mut self) {
+        let applied = self.raw.store().applied.index;
+        self.frames.retain(|(last, _)| *last > applied);
     }
 
     /// The batch of `e` if this node's serving broker proposed it (same index, same term).

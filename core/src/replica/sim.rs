@@ -648,7 +648,17 @@ impl ClusterSim {
                 self.reports.push((from, to, true));
             }
             if let Some(n) = self.node_mut(to) {
-                n.handle_message(now, m);
+                if m.entries.is_empty() {
+                    n.handle_message(now, m);
+                } else {
+                    // As a host receives entries: in a frame of the wire's bytes, which the
+                    // bodies applied from them share.
+                    let frame: std::sync::Arc<[u8]> = super::encode_message(&m).into();
+                    match super::decode_frame(&frame) {
+                        Ok(back) => n.handle_frame(now, back, frame),
+                        Err(_) => n.handle_message(now, m),
+                    }
+                }
                 self.flush(to);
             }
         }

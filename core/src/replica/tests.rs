@@ -297,6 +297,31 @@ fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
     assert!(sim.violations.is_empty(), "{:?}", sim.violations);
 }
 
+#[test]
+fn a_followers_bodies_are_ranges_of_the_frame_their_entry_came_in() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
+    let leader = elected(&mut sim);
+    let p = sim.connect(leader);
+    sim.sleep(ms(50));
+    publish(&mut sim, p, "shared");
+    // The followers apply it once the next heartbeat (200 ms) tells them it is committed.
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 1);
+    for f in [1, 2, 3].into_iter().filter(|&id| id != leader) {
+        let node = sim.node(f).expect("up");
+        let replay = &node.raw.store().applied.replay;
+        let bodies: Vec<_> = replay.survivors().map(|s| s.msg.body.clone()).collect();
+        assert_eq!(bodies.len(), 1, "node {f}");
+        let (buf, range) = bodies[0].backing();
+        assert_eq!(&buf[range], b"shared");
+        // Its buffer is the whole frame the append came in, not a copy of the entry.
+        let frame = decode_message(buf).expect("the buffer is a raft message");
+        assert_eq!(frame.get_msg_type(), MessageType::MsgAppend, "node {f}");
+        // Nothing applied is left waiting: the node let go of the frame.
+        assert!(node.frames.is_empty(), "node {f}");
+    }
+}
+
 /// FIN every message `c` received since the last call; how many.
 fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {
     let mut received = 0;

@@ -18,11 +18,11 @@
 
 use super::log::LogError;
 use super::log::RaftLog;
-use super::transport::{Report, Transport};
+use super::transport::{Received, Report, Transport};
 use crate::nsqd::driver::{ask_auth, out_of, AfterStore, DriverHandle, Out, ToDriver};
 use crate::nsqd::store::StoreError;
 use nsqlab_core::partition::ClientInput;
-use nsqlab_core::replica::raft::prelude::{Message, Snapshot};
+use nsqlab_core::replica::raft::prelude::Snapshot;
 use nsqlab_core::replica::{Disk, Persist, SnapshotJob};
 use nsqlab_core::replica::{Node, NodeOutput};
 use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time};
@@ -36,7 +36,7 @@ pub struct Parts {
     pub node: Node,
     pub log: RaftLog,
     pub transport: Transport,
-    pub inbox: mpsc::UnboundedReceiver<Message>,
+    pub inbox: mpsc::UnboundedReceiver<Received>,
     pub reports: mpsc::UnboundedReceiver<Report>,
     /// Answers calls while the node does not serve (empty: stats of nothing).
     pub standby: Broker,
@@ -190,7 +190,7 @@ impl Task {
     async fn run(
         mut self,
         mut rx: mpsc::Receiver<ToDriver>,
-        mut inbox: mpsc::UnboundedReceiver<Message>,
+        mut inbox: mpsc::UnboundedReceiver<Received>,
         mut reports: mpsc::UnboundedReceiver<Report>,
         mut written: mpsc::UnboundedReceiver<Result<u64, LogError>>,
         mut built: mpsc::UnboundedReceiver<Snapshot>,
@@ -217,11 +217,11 @@ impl Task {
             tokio::select! {
                 biased;
                 m = inbox.recv() => {
-                    if let Some(m) = m {
-                        self.node.handle_message(crate::clock::now(), m);
+                    if let Some((m, frame)) = m {
+                        self.node.handle_frame(crate::clock::now(), m, frame);
                     }
-                    while let Ok(m) = inbox.try_recv() {
-                        self.node.handle_message(crate::clock::now(), m);
+                    while let Ok((m, frame)) = inbox.try_recv() {
+                        self.node.handle_frame(crate::clock::now(), m, frame);
                     }
                 }
                 r = reports.recv() => {
@@ -503,7 +503,7 @@ pub async fn open(
     Node,
     RaftLog,
     Transport,
-    mpsc::UnboundedReceiver<Message>,
+    mpsc::UnboundedReceiver<Received>,
     mpsc::UnboundedReceiver<Report>,
 )> {
     use nsqlab_core::replica::{Disk, NodeConfig};

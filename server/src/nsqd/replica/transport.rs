@@ -13,8 +13,9 @@
 
 use nsqlab_core::replica::raft::eraftpb::MessageType;
 use nsqlab_core::replica::raft::prelude::Message;
-use nsqlab_core::replica::{encode_message, NodeId};
+use nsqlab_core::replica::{decode_frame, encode_message, NodeId};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
@@ -57,7 +58,7 @@ impl Transport {
         me: NodeId,
         listener: TcpListener,
         peers: &[(NodeId, String)],
-        inbox: mpsc::UnboundedSender<Message>,
+        inbox: mpsc::UnboundedSender<Received>,
         reports: mpsc::UnboundedSender<Report>,
     ) -> Transport {
         tokio::spawn(accept(me, listener, inbox));
@@ -111,14 +112,9 @@ impl Transport {
     }
 }
 
-/// A message whose entries' data are ranges of `b` (raft-rs's protobuf reads `bytes` fields
-/// out of a `Bytes` without copying them).
-fn decode_shared(b: bytes::Bytes) -> Result<Message, nsqlab_core::replica::ReplicaError> {
-    use nsqlab_core::replica::protobuf::Message as _;
-    Message::parse_from_carllerche_bytes(&b).map_err(|e| {
-        nsqlab_core::replica::ReplicaError::Raft(nsqlab_core::replica::raft::Error::CodecError(e))
-    })
-}
+/// A message received, with the frame it came in (its entries' data are ranges of it:
+/// [`nsqlab_core::replica::decode_frame`]), for [`nsqlab_core::replica::Node::handle_frame`].
+pub type Received = (Message, Arc<[u8]>);
 
 fn lost(m: &Message) -> Report {
     if m.get_msg_type() == MessageType::MsgSnapshot {
@@ -203,7 +199,7 @@ async fn sender(
     }
 }
 
-async fn accept(me: NodeId, listener: TcpListener, inbox: mpsc::UnboundedSender<Message>) {
+async fn accept(me: NodeId, listener: TcpListener, inbox: mpsc::UnboundedSender<Received>) {
     loop {
         match listener.accept().await {
             Ok((s, peer)) => {
@@ -226,7 +222,7 @@ async fn accept(me: NodeId, listener: TcpListener, inbox: mpsc::UnboundedSender<
 async fn receive(
     me: NodeId,
     s: TcpStream,
-    inbox: mpsc::UnboundedSender<Message>,
+    inbox: mpsc::UnboundedSender<Received>,
 ) -> std::io::Result<()> {
     let mut s = BufReader::with_capacity(BUFFER, s);
     loop {
@@ -240,12 +236,14 @@ async fn receive(
                 "a frame of {len} bytes (at most {MAX_FRAME})"
             )));
         }
-        // A buffer per frame: the entries decoded from it are ranges of it, not copies.
-        let mut buf = vec![0; len];
-        s.read_exact(&mut buf).await?;
-        match decode_shared(bytes::Bytes::from(buf)) {
+        // A buffer per frame: the entries decoded from it are ranges of it, and so are the
+        // bodies the node applies from them: no copies.
+        let mut frame: Arc<[u8]> = std::iter::repeat_n(0u8, len).collect();
+        s.read_exact(Arc::get_mut(&mut frame).expect("a new frame is not shared"))
+            .await?;
+        match decode_frame(&frame) {
             Ok(m) if m.to == me => {
-                if inbox.send(m).is_err() {
+                if inbox.send((m, frame)).is_err() {
                     return Ok(());
                 }
             }
@@ -274,7 +272,7 @@ mod tests {
         peers: &[(NodeId, String)],
     ) -> (
         Transport,
-        mpsc::UnboundedReceiver<Message>,
+        mpsc::UnboundedReceiver<Received>,
         mpsc::UnboundedReceiver<Report>,
     ) {
         let (itx, irx) = mpsc::unbounded_channel();
@@ -286,25 +284,6 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(20), f)
             .await
             .expect("within 20 s")
-    }
-
-    #[test]
-    fn a_received_entry_is_a_range_of_its_frame_not_a_copy() {
-        let mut m = msg(1, 2, MessageType::MsgAppend, 7);
-        let e = nsqlab_core::replica::raft::prelude::Entry {
-            data: vec![42; 4096].into(),
-            ..Default::default()
-        };
-        m.entries = vec![e].into();
-        let frame = bytes::Bytes::from(encode_message(&m));
-        let back = decode_shared(frame.clone()).expect("decodes");
-        let data = &back.entries[0].data;
-        assert_eq!(&data[..], &[42; 4096][..]);
-        let within = frame.as_ptr_range();
-        assert!(
-            within.contains(&data.as_ptr()),
-            "the entry's data lies in the frame"
-        );
     }
 
     #[tokio::test]
@@ -324,7 +303,7 @@ mod tests {
         t1.send(msg(1, 2, MessageType::MsgSnapshot, 100))
             .expect("sends");
         for i in 0..=100 {
-            let m = within(in2.recv()).await.expect("a message");
+            let (m, _) = within(in2.recv()).await.expect("a message");
             assert_eq!((m.from, m.to, m.index), (1, 2, i));
         }
         assert_eq!(
@@ -374,7 +353,7 @@ mod tests {
             loop {
                 t1.send(msg(1, 2, MessageType::MsgHeartbeat, 3))
                     .expect("queued");
-                if let Ok(Some(m)) =
+                if let Ok(Some((m, _))) =
                     tokio::time::timeout(Duration::from_millis(200), in2.recv()).await
                 {
                     break m;
@@ -399,8 +378,9 @@ mod tests {
                 .expect("writes");
             s.write_all(&b).await.expect("writes");
         }
-        let m = within(in2.recv()).await.expect("a message");
+        let (m, frame) = within(in2.recv()).await.expect("a message");
         assert_eq!(m.to, 2);
+        assert_eq!(decode_frame(&frame).expect("its frame").to, 2);
         s.write_all(&((MAX_FRAME as u32) + 1).to_le_bytes())
             .await
             .expect("writes");
