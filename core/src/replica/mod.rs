@@ -570,12 +570,25 @@ impl Node {
     /// its entries, once applied, are ranges of the frame (which the log's entries already
     /// keep in memory), not copies of them.
     pub fn handle_frame(&mut self, now: Time, msg: RaftMessage, frame: Arc<[u8]>) {
-        if let Some(last) = msg.entries.last() {
+        self.now = self.now.max(now);
+        let last = msg.entries.last().map(|e| e.index);
+        let _ = self.raw.step(msg);
+        // Kept only when raft took entries from it into its log (which then keeps the frame
+        // alive anyway): a refused append's frame is let go at once.
+        let taken = self
+            .raw
+            .raft
+            .raft_log
+            .unstable
+            .entries
+            .last()
+            .is_some_and(|e| codec::offset_within(&frame, &e.data).is_some());
+        if let Some(last) = last.filter(|_| taken) {
             if frame.len() <= codec::SHARED_MAX && self.frames.len() < MAX_FRAMES {
-                self.frames.push_back((last.index, frame));
+                self.frames.push_back((last, frame));
             }
         }
-        self.handle_message(now, msg);
+        self.settle();
     }
 
     /// A message from another node.

@@ -322,6 +322,42 @@ fn a_followers_bodies_are_ranges_of_the_frame_their_entry_came_in() {
     }
 }
 
+#[test]
+fn a_refused_appends_frame_is_let_go_at_once() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 29);
+    let leader = elected(&mut sim);
+    let f = [1, 2, 3]
+        .into_iter()
+        .find(|&id| id != leader)
+        .expect("a follower");
+    let now = sim.now();
+    let node = sim.node_mut(f).expect("up");
+    let term = node.raw.raft.term;
+    // An append after a log position the follower does not have: raft refuses it.
+    let mut m = RaftMessage::default();
+    m.set_msg_type(MessageType::MsgAppend);
+    (m.from, m.to, m.term) = (leader, f, term);
+    (m.index, m.log_term) = (1000, term);
+    m.entries = vec![Entry {
+        index: 1001,
+        term,
+        data: Batch {
+            proposer: leader,
+            through: 1,
+            ops: Vec::new(),
+        }
+        .encode()
+        .into(),
+        ..Default::default()
+    }]
+    .into();
+    let frame: Arc<[u8]> = encode_message(&m).into();
+    let back = decode_frame(&frame).expect("decodes");
+    node.handle_frame(now, back, frame.clone());
+    assert!(node.frames.is_empty());
+    assert_eq!(Arc::strong_count(&frame), 1, "nothing else holds the frame");
+}
+
 /// FIN every message `c` received since the last call; how many.
 fn finish_received(sim: &mut ClusterSim, c: Handle) -> usize {
     let mut received = 0;
