@@ -559,16 +559,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_entrys_bodies_share_one_copy_a_deferred_or_a_snapshots_own_their_bytes() {
-        let publish = |id: u64, due: Option<u64>, body: Vec<u8>| StoreOp::Publish {
+    /// A publish of `body` to "orders", deferred to `due` if given.
+    fn publish(id: u64, due: Option<u64>, body: &[u8]) -> StoreOp {
+        StoreOp::Publish {
             ticket: id,
             topic: "orders".into(),
             held: false,
             copies: 1,
             due,
             msg: Message::new(MessageId(id), 0, body.into()),
-        };
+        }
+    }
+
+    #[test]
+    fn an_entrys_bodies_share_one_copy_a_deferred_or_a_snapshots_own_their_bytes() {
         let bodies = |data: &[u8]| -> Vec<(Vec<u8>, bool, Name)> {
             Batch::decode(data)
                 .expect("decodes")
@@ -586,9 +590,9 @@ mod tests {
             proposer: 1,
             through: 3,
             ops: vec![
-                publish(1, None, b"one".to_vec()),
-                publish(2, Some(99), b"two".to_vec()),
-                publish(3, None, b"three".to_vec()),
+                publish(1, None, b"one"),
+                publish(2, Some(99), b"two"),
+                publish(3, None, b"three"),
             ],
         };
         let got = bodies(&entry.encode());
@@ -608,8 +612,8 @@ mod tests {
             proposer: 1,
             through: 2,
             ops: vec![
-                publish(1, None, vec![7; SHARED_MAX]),
-                publish(2, None, b"small".to_vec()),
+                publish(1, None, &vec![7; SHARED_MAX]),
+                publish(2, None, b"small"),
             ],
         };
         let got = bodies(&big.encode());
@@ -619,14 +623,6 @@ mod tests {
 
     #[test]
     fn bodies_decoded_within_their_frame_are_ranges_of_it() {
-        let publish = |id: u64, due: Option<u64>, body: &[u8]| StoreOp::Publish {
-            ticket: id,
-            topic: "orders".into(),
-            held: false,
-            copies: 1,
-            due,
-            msg: Message::new(MessageId(id), 0, body.into()),
-        };
         let data = Batch {
             proposer: 1,
             through: 2,

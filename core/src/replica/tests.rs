@@ -34,6 +34,28 @@ fn publish(sim: &mut ClusterSim, h: Handle, body: &str) {
     );
 }
 
+/// Elect a leader, publish `body` to it and wait until it is answered and every node has
+/// applied it (the followers learn the commit with the next heartbeat, 200 ms later); the
+/// leader.
+fn published_everywhere(sim: &mut ClusterSim, body: &str) -> NodeId {
+    let leader = elected(sim);
+    let p = sim.connect(leader);
+    sim.sleep(ms(50));
+    publish(sim, p, body);
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 1);
+    leader
+}
+
+/// A node of the group 1, 2, 3 other than `leader`.
+fn follower_of(leader: NodeId) -> NodeId {
+    if leader == 1 {
+        2
+    } else {
+        1
+    }
+}
+
 fn oks(frames: &[Frame]) -> usize {
     frames
         .iter()
@@ -263,13 +285,7 @@ fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
         .map(|(id, n)| (*id, (n.disk.hard_state.term, n.disk.hard_state.vote)))
         .collect();
     sim.record();
-    let leader = elected(&mut sim);
-    let p = sim.connect(leader);
-    sim.sleep(ms(50));
-    publish(&mut sim, p, "kept");
-    // The followers learn the commit with the next heartbeat (200 ms).
-    sim.sleep(ms(500));
-    assert_eq!(oks(&sim.frames(p)), 1);
+    let leader = published_everywhere(&mut sim, "kept");
     let mut lazy = 0;
     for s in sim.take_seen() {
         let super::sim::Seen::Writing { node, persist } = s else {
@@ -286,10 +302,7 @@ fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
     }
     assert!(lazy > 0, "commits were written");
     // A follower was told its new commit index is written; its disk has an older one.
-    let f = [1, 2, 3]
-        .into_iter()
-        .find(|&id| id != leader)
-        .expect("a follower");
+    let f = follower_of(leader);
     let committed = sim.node(f).expect("up").raw.raft.raft_log.committed;
     assert!(sim.nodes[&f].disk.hard_state.commit < committed);
     // The power goes everywhere at once: whatever lazy writes are lost, the message is not.
@@ -300,13 +313,7 @@ fn only_a_new_commit_index_is_written_lazily_and_losing_it_loses_nothing() {
 #[test]
 fn a_followers_bodies_are_ranges_of_the_frame_their_entry_came_in() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
-    let leader = elected(&mut sim);
-    let p = sim.connect(leader);
-    sim.sleep(ms(50));
-    publish(&mut sim, p, "shared");
-    // The followers apply it once the next heartbeat (200 ms) tells them it is committed.
-    sim.sleep(ms(500));
-    assert_eq!(oks(&sim.frames(p)), 1);
+    let leader = published_everywhere(&mut sim, "shared");
     for f in [1, 2, 3].into_iter().filter(|&id| id != leader) {
         let node = sim.node(f).expect("up");
         let replay = &node.raw.store().applied.replay;
@@ -326,10 +333,7 @@ fn a_followers_bodies_are_ranges_of_the_frame_their_entry_came_in() {
 fn a_refused_appends_frame_is_let_go_at_once() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 29);
     let leader = elected(&mut sim);
-    let f = [1, 2, 3]
-        .into_iter()
-        .find(|&id| id != leader)
-        .expect("a follower");
+    let f = follower_of(leader);
     let now = sim.now();
     let node = sim.node_mut(f).expect("up");
     let term = node.raw.raft.term;
