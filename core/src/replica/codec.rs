@@ -268,7 +268,7 @@ fn encode_op(w: &mut Vec<u8>, op: &StoreOp) {
 pub(crate) const SHARED_MAX: usize = 4 << 20;
 
 /// Where `part` starts in `whole`, if it lies within it (the same memory, not equal bytes).
-pub fn offset_within(whole: &[u8], part: &[u8]) -> Option<usize> {
+pub(crate) fn offset_within(whole: &[u8], part: &[u8]) -> Option<usize> {
     let (w, p) = (whole.as_ptr() as usize, part.as_ptr() as usize);
     (p >= w && p + part.len() <= w + whole.len()).then(|| p - w)
 }
