@@ -647,9 +647,8 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
     consume_all(&nodes[&leader].0, &acked, Duration::from_secs(30));
 }
 
-#[test]
-fn pynsq_go_nsq_and_nsqadmin_through_nsqlookupd_carry_on_across_a_failover() {
-    let lookupd = Nsqlookupd::start(&[]);
+/// A new group of three nodes (ids 1, 2, 3), each started with `extra` flags too.
+fn three_nodes(extra: &[&str]) -> Nodes {
     let ports: BTreeMap<u64, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let peers = ports
         .iter()
@@ -659,17 +658,76 @@ fn pynsq_go_nsq_and_nsqadmin_through_nsqlookupd_carry_on_across_a_failover() {
     let mut nodes = Nodes::new();
     for id in 1..=3u64 {
         let dir = tempfile::tempdir().expect("tempdir");
-        let args = [
+        let own = [
             format!("--node-id={id}"),
             "--replicas=3".to_string(),
             format!("--raft-address=127.0.0.1:{}", ports[&id]),
             format!("--raft-peer={peers}"),
-            format!("--lookupd-tcp-address={}", lookupd.tcp),
-            "--broadcast-address=127.0.0.1".to_string(),
         ];
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let args: Vec<&str> = own
+            .iter()
+            .map(String::as_str)
+            .chain(extra.iter().copied())
+            .collect();
         nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
     }
+    nodes
+}
+
+/// What the group owes is kept in memory on every node, so the leader refuses publishes
+/// while it is at `--raft-max-backlog-bytes` (nsqd's `E_PUB_FAILED` over TCP, `503` over
+/// HTTP, `/ping` `NOK`), and takes them again once consumers have brought it below.
+#[test]
+fn a_full_backlog_is_refused_until_consumers_bring_it_below_the_limit() {
+    // A message counts its body and 64 bytes: the 61st of 100 bytes reaches 10 000.
+    let nodes = three_nodes(&["--raft-max-backlog-bytes=10000"]);
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let n = &nodes[&id].0;
+    let mut acked = BTreeSet::new();
+    for k in 0..61 {
+        let body = format!("{k:0>100}");
+        assert_eq!(
+            n.http("POST", "/pub?topic=orders", body.as_bytes()).status,
+            200
+        );
+        acked.insert(body);
+    }
+    let full = "replicated backlog full: 10004 bytes owed, the limit is 10000";
+    let r = n.http("POST", "/pub?topic=orders", b"one too many");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (503, r#"{"message":"EXITING"}"#)
+    );
+    let r = n.http("GET", "/ping", b"");
+    assert_eq!((r.status, r.text()), (500, format!("NOK - {full}")));
+    let mut c = n.client();
+    c.cmd(&Command::Pub {
+        topic: "orders".into(),
+        body: b"one too many".to_vec().into(),
+    });
+    match c.frame_within(Duration::from_secs(5)) {
+        Some(Frame::Error(e)) => {
+            assert_eq!(e, format!("E_PUB_FAILED PUB failed {full}").as_bytes())
+        }
+        other => panic!("expected E_PUB_FAILED, got {other:?}"),
+    }
+    consume_all(n, &acked, Duration::from_secs(20));
+    // The consumer's FINs are committed and applied after it has had every message.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while n.http("GET", "/ping", b"").status != 200 {
+        assert!(Instant::now() < deadline, "/ping still NOK once consumed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(n.http("POST", "/pub?topic=orders", b"after").status, 200);
+}
+
+#[test]
+fn pynsq_go_nsq_and_nsqadmin_through_nsqlookupd_carry_on_across_a_failover() {
+    let lookupd = Nsqlookupd::start(&[]);
+    let mut nodes = three_nodes(&[
+        &format!("--lookupd-tcp-address={}", lookupd.tcp),
+        "--broadcast-address=127.0.0.1",
+    ]);
     let lookup = |topic: &str| -> Vec<u16> {
         let r = lookupd.http("GET", &format!("/lookup?topic={topic}"), b"");
         if r.status != 200 {

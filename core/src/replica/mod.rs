@@ -55,7 +55,7 @@ pub mod sim;
 
 use crate::broker::{Broker, Output};
 use crate::options::Options;
-use crate::store::{Replay, StoreOp, Ticket};
+use crate::store::{Replay, StoreFailure, StoreOp, Ticket};
 use crate::time::{Nanos, Time};
 pub use codec::{Batch, DecodeError};
 use protobuf::Message as PbMessage;
@@ -99,6 +99,10 @@ pub struct NodeConfig {
     /// whichever is more (so writing snapshots costs a bounded share of writing the log),
     /// and the snapshot would at least halve what log and last snapshot hold.
     pub compact_bytes: u64,
+    /// Refuse publishes (nsqd's `E_PUB_FAILED`, `/ping` `NOK`) while the messages the group
+    /// owes hold this many bytes ([`Replay::kept_bytes`]); 0: no limit. Every node keeps
+    /// them in memory, so this bounds a node's memory where a single node would spill to disk.
+    pub max_backlog_bytes: u64,
 }
 
 impl NodeConfig {
@@ -112,6 +116,7 @@ impl NodeConfig {
             election_ticks: 10,
             heartbeat_ticks: 2,
             compact_bytes: 64 << 20,
+            max_backlog_bytes: 0,
         }
     }
 }
@@ -1041,6 +1046,26 @@ impl Node {
             self.maybe_serve(e.term);
         }
         self.forget_frames();
+        self.check_backlog();
+    }
+
+    /// The serving broker refuses publishes while what the group owes is at
+    /// [`NodeConfig::max_backlog_bytes`], and takes them again once it is below.
+    fn check_backlog(&mut self) {
+        let max = self.cfg.max_backlog_bytes;
+        let Some(l) = self.leader.as_mut() else {
+            return;
+        };
+        let owed = self.raw.store().applied.replay.kept_bytes();
+        let full = max > 0 && owed >= max;
+        if full == l.broker.health().is_some() {
+            return;
+        }
+        l.broker.set_health(full.then(|| {
+            StoreFailure::from(format!(
+                "replicated backlog full: {owed} bytes owed, the limit is {max}"
+            ))
+        }));
     }
 
     /// Let go of the frames whose entries are all applied (or replaced by a snapshot): what

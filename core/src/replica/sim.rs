@@ -183,6 +183,8 @@ pub struct ClusterSim {
     pub violations: Vec<String>,
     /// Each node's [`NodeConfig::compact_bytes`] (small by default, so runs compact often).
     pub compact_bytes: u64,
+    /// Each node's [`NodeConfig::max_backlog_bytes`] (0 by default: no limit).
+    pub max_backlog_bytes: u64,
     /// Snapshots sent: (sender, addressee, whether it arrived), reported to the sender as a
     /// transport does once it has written a snapshot out or failed to.
     reports: Vec<(NodeId, NodeId, bool)>,
@@ -194,6 +196,14 @@ pub struct ClusterSim {
 impl ClusterSim {
     /// A new group of `voters`, at time 0.
     pub fn new(voters: &[NodeId], opts: Options, seed: u64) -> Self {
+        let mut sim = Self::unstarted(voters, opts, seed);
+        sim.start_all();
+        sim
+    }
+
+    /// A new group of `voters` whose nodes are not started yet: a test sets the nodes'
+    /// configuration (`compact_bytes`, `max_backlog_bytes`), then [`ClusterSim::start_all`].
+    pub fn unstarted(voters: &[NodeId], opts: Options, seed: u64) -> Self {
         let mut sim = ClusterSim {
             now: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -213,15 +223,25 @@ impl ClusterSim {
             violations: Vec::new(),
             reports: Vec::new(),
             compact_bytes: 4096,
+            max_backlog_bytes: 0,
             seen: None,
             states: BTreeMap::new(),
         };
         let disk = Disk::bootstrap(voters);
         for &id in voters {
             sim.nodes.insert(id, SimNode::new(disk.clone()));
-            sim.start(id);
         }
         sim
+    }
+
+    /// Start every node not running.
+    pub fn start_all(&mut self) {
+        let ids: Vec<NodeId> = self.nodes.keys().copied().collect();
+        for id in ids {
+            if self.nodes[&id].node.is_none() {
+                self.start(id);
+            }
+        }
     }
 
     pub fn now(&self) -> Time {
@@ -273,6 +293,7 @@ impl ClusterSim {
     fn config(&self, id: NodeId) -> NodeConfig {
         NodeConfig {
             compact_bytes: self.compact_bytes,
+            max_backlog_bytes: self.max_backlog_bytes,
             ..NodeConfig::new(id, self.opts.clone(), self.seed)
         }
     }

@@ -496,10 +496,11 @@ fn a_snapshot_is_built_while_the_node_goes_on_and_then_compacts_the_log() {
 
 #[test]
 fn a_node_added_before_any_compaction_is_sent_a_snapshot_that_names_it() {
-    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 27);
+    let mut sim = ClusterSim::unstarted(&[1, 2, 3], opts(), 27);
     // The log is never compacted for its size: the only snapshot is the bootstrap one, whose
     // members do not include the new node (raft would not restore it there).
     sim.compact_bytes = 1 << 30;
+    sim.start_all();
     let leader = elected(&mut sim);
     let p = sim.connect(leader);
     for i in 0..20 {
@@ -518,6 +519,56 @@ fn a_node_added_before_any_compaction_is_sent_a_snapshot_that_names_it() {
         a.survivors().map(|s| s.msg.id).collect::<Vec<_>>()
     );
     assert!(sim.nodes[&4].disk.snapshot.get_metadata().index > 1);
+}
+
+/// The error frames in `frames`, as text.
+fn errors(frames: &[Frame]) -> Vec<String> {
+    frames
+        .iter()
+        .filter_map(|f| match f {
+            Frame::Error(e) => Some(String::from_utf8_lossy(e).into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_full_backlog_refuses_publishes_on_every_leader_until_consumers_bring_it_below() {
+    let mut sim = ClusterSim::unstarted(&[1, 2, 3], opts(), 31);
+    // A message counts its body and 64 bytes: ten of 100 bytes fill the limit.
+    sim.max_backlog_bytes = 10 * (100 + 64);
+    sim.start_all();
+    let old = elected(&mut sim);
+    let p = sim.connect(old);
+    for i in 0..10 {
+        publish(&mut sim, p, &format!("{i:0>100}"));
+        sim.sleep(ms(20));
+    }
+    assert_eq!(oks(&sim.frames(p)), 10);
+    publish(&mut sim, p, "one too many");
+    sim.sleep(ms(20));
+    let full =
+        "E_PUB_FAILED PUB failed replicated backlog full: 1640 bytes owed, the limit is 1640";
+    assert_eq!(errors(&sim.frames(p)), [full]);
+    // A new leader restores the same backlog, and refuses as well.
+    sim.sleep(ms(300));
+    sim.crash(old);
+    let new = elected(&mut sim);
+    assert_ne!(new, old);
+    let p = sim.connect(new);
+    publish(&mut sim, p, "still too many");
+    sim.sleep(ms(20));
+    assert_eq!(errors(&sim.frames(p)), [full]);
+    // Consumed, the backlog is below the limit: publishes are taken again.
+    let c = consumer(&mut sim, new);
+    assert_eq!(finish_for_a_second(&mut sim, c), 10);
+    let p = sim.connect(new);
+    publish(&mut sim, p, "after");
+    sim.sleep(ms(100));
+    let frames = sim.frames(p);
+    assert_eq!((oks(&frames), errors(&frames).len()), (1, 0));
+    assert_eq!(bodies(&sim.frames(c)), ["after"]);
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
 }
 
 #[test]

@@ -238,6 +238,11 @@ pub struct NsqdArgs {
     /// snapshot would at least halve it
     #[arg(long, default_value_t = 64 << 20)]
     pub raft_snapshot_bytes: u64,
+    /// nsqlab: refuse publishes (E_PUB_FAILED) while the messages the group owes hold this
+    /// many bytes: every node keeps them in memory, the leader about 2.4 times this
+    /// (default: a quarter of this machine's memory; 0: no limit)
+    #[arg(long)]
+    pub raft_max_backlog_bytes: Option<u64>,
 }
 
 impl NsqdArgs {

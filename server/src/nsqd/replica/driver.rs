@@ -520,8 +520,17 @@ pub async fn open(
     }
     let cfg = NodeConfig {
         compact_bytes: args.raft_snapshot_bytes.max(4096),
+        max_backlog_bytes: args
+            .raft_max_backlog_bytes
+            .unwrap_or_else(|| machine_memory() / 4),
         ..NodeConfig::new(me, opts, now)
     };
+    match cfg.max_backlog_bytes {
+        0 => tracing::info!("replication: no limit on the backlog kept in memory"),
+        max => tracing::info!(
+            "replication: publishes are refused while what is owed holds {max} bytes or more"
+        ),
+    }
     let node = Node::new(cfg, &disk, now)?;
     let listener = tokio::net::TcpListener::bind(&args.raft_address).await?;
     tracing::info!(
@@ -533,4 +542,34 @@ pub async fn open(
     let (rtx, rrx) = mpsc::unbounded_channel();
     let transport = Transport::start(me, listener, &peers, itx, rtx);
     Ok((node, log, transport, irx, rrx))
+}
+
+/// This machine's memory in bytes: `MemTotal`, or the cgroup's `memory.max` when that is
+/// less; 4 GiB where neither can be read.
+fn machine_memory() -> u64 {
+    let total = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| mem_total(&s))
+        .unwrap_or(4 << 30);
+    let limit = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    limit.map_or(total, |l| l.min(total))
+}
+
+/// `MemTotal` of a `/proc/meminfo`, in bytes.
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mem_total_is_read_in_bytes() {
+        let m = "MemFree:  100 kB\nMemTotal:       8039600 kB\nBuffers: 1 kB\n";
+        assert_eq!(super::mem_total(m), Some(8_039_600 * 1024));
+        assert_eq!(super::mem_total("MemFree: 1 kB\n"), None);
+    }
 }
