@@ -65,6 +65,14 @@ fn tool_argv(name: &str, invoked: Option<&str>, rest: Vec<String>) -> Vec<String
 /// A daemon that could not start: Go's `logFatal("failed to instantiate nsqd - %s", err)`
 /// (one line with the log prefix and time), then exit 1.
 fn failed_to_instantiate(prefix: &str, program: &str, e: anyhow::Error) -> ! {
+    if let Some(stopped) = e.downcast_ref::<nsqlab::nsqd::Stopped>() {
+        // It had started: it failed while running.
+        eprintln!(
+            "{prefix}{} FATAL: {stopped}",
+            nsqlab::logging::timestamp(nsqlab::clock::now())
+        );
+        std::process::exit(1);
+    }
     eprintln!(
         "{prefix}{} FATAL: failed to instantiate {program} - {e:#}",
         nsqlab::logging::timestamp(nsqlab::clock::now())

@@ -320,6 +320,11 @@ impl Nsqd {
         self.child.id()
     }
 
+    /// The process's exit status, if it has exited (on its own: nothing was sent to it).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().expect("wait")
+    }
+
     /// SIGKILL: the process dies at once, mid-write if it was writing.
     pub fn kill9(mut self) {
         let _ = self.child.kill();
@@ -433,9 +438,13 @@ fn listening_lines(child: &mut Child) -> (SocketAddr, SocketAddr, mpsc::Receiver
     });
     let (mut tcp, mut http) = (None, None);
     let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
     while tcp.is_none() || http.is_none() {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = rx.recv_timeout(left).expect("the listening lines");
+        let line = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|e| panic!("the listening lines ({e}); it said: {seen:#?}"));
+        seen.push(line.clone());
         let addr = |l: &str, tag: &str| -> Option<SocketAddr> {
             l.split(tag).nth(1).and_then(|a| a.trim().parse().ok())
         };

@@ -9,11 +9,12 @@
 //! through nsqlookupd across a failover.
 
 use nsqlab_core::protocol::{decode_frame, Command, Frame};
-use nsqlab_tests::{need, nsq_v13, Nsqd, Nsqlookupd, Tool};
+use nsqlab_tests::{need, nsq_v13, Nsqd, Nsqlookupd, Tmpfs, Tool};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,14 +29,21 @@ fn free_port() -> u16 {
 
 /// An HTTP request that may fail (the node may be dead): the status and the body.
 fn try_http(addr: SocketAddr, method: &str, path: &str) -> Option<(u16, String)> {
+    try_http_with(addr, method, path, b"")
+}
+
+/// [`try_http`] with a request body.
+fn try_http_with(addr: SocketAddr, method: &str, path: &str, body: &[u8]) -> Option<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(
         s,
         // HTTP/1.0: the answer is never chunked (nsqadmin's would be).
-        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: 0\r\n\r\n"
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
     )
     .ok()?;
+    s.write_all(body).ok()?;
     let mut raw = String::new();
     s.read_to_string(&mut raw).ok()?;
     let status = raw.split(' ').nth(1)?.parse().ok()?;
@@ -649,13 +657,22 @@ fn a_leader_cut_off_stops_acknowledging_and_nothing_acknowledged_is_lost_when_it
 
 /// A new group of three nodes (ids 1, 2, 3), each started with `extra` flags too.
 fn three_nodes(extra: &[&str]) -> Nodes {
+    three_nodes_on(&BTreeMap::new(), extra).0
+}
+
+/// [`three_nodes`], node `id`'s data directory being `on[id]` where given; and the flags each
+/// node was started with (to restart it).
+fn three_nodes_on(
+    on: &BTreeMap<u64, &Path>,
+    extra: &[&str],
+) -> (Nodes, BTreeMap<u64, Vec<String>>) {
     let ports: BTreeMap<u64, u16> = (1..=3).map(|id| (id, free_port())).collect();
     let peers = ports
         .iter()
         .map(|(id, p)| format!("{id}@127.0.0.1:{p}"))
         .collect::<Vec<_>>()
         .join(",");
-    let mut nodes = Nodes::new();
+    let (mut nodes, mut flags) = (Nodes::new(), BTreeMap::new());
     for id in 1..=3u64 {
         let dir = tempfile::tempdir().expect("tempdir");
         let own = [
@@ -664,14 +681,121 @@ fn three_nodes(extra: &[&str]) -> Nodes {
             format!("--raft-address=127.0.0.1:{}", ports[&id]),
             format!("--raft-peer={peers}"),
         ];
-        let args: Vec<&str> = own
-            .iter()
-            .map(String::as_str)
-            .chain(extra.iter().copied())
+        let args: Vec<String> = own
+            .into_iter()
+            .chain(extra.iter().map(|s| s.to_string()))
             .collect();
+        let data = on.get(&id).copied().unwrap_or(dir.path());
+        let nsqd = Nsqd::start_in(
+            Some(data),
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        nodes.insert(id, (nsqd, dir));
+        flags.insert(id, args);
+    }
+    (nodes, flags)
+}
+
+/// Every node killed with `kill -9`, then started again on its own raft.log (before any
+/// compaction: the log still starts with the group's first snapshot): nothing acknowledged
+/// is lost.
+#[test]
+fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_message() {
+    let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &[]);
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let mut acked = BTreeSet::new();
+    for k in 0..50 {
+        let body = format!("m{k}");
+        assert_eq!(
+            nodes[&id]
+                .0
+                .http("POST", "/pub?topic=orders", body.as_bytes())
+                .status,
+            200
+        );
+        acked.insert(body);
+    }
+    for id in 1..=3 {
+        let (n, dir) = nodes.remove(&id).expect("node");
+        n.kill9();
+        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
         nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
     }
-    nodes
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+}
+
+/// A node whose disk fills cannot write its raft log: it stops, and its process exits with
+/// an error (so that nsqlookupd, its supervisor and its clients see it gone rather than a
+/// node that takes no part); the others go on, and lose nothing they acknowledged. Given
+/// room again, it comes back on its log, intact, and catches up.
+#[test]
+fn a_node_whose_disk_fills_exits_the_others_go_on_and_with_room_it_catches_up() {
+    let fs = Tmpfs::new(4 << 20);
+    let (mut nodes, flags) = three_nodes_on(&BTreeMap::from([(1, fs.path())]), &[]);
+    let mut acked = BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(s) = nodes.get_mut(&1).expect("node 1").0.exited() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node 1 never exited ({} bytes free on its disk)",
+            fs.free()
+        );
+        let (id, _) = serving(&nodes, Duration::from_secs(20));
+        let body = format!("{:06}{}", acked.len(), "x".repeat(20_000));
+        let http = nodes[&id].0.http;
+        if let Some((200, _)) = try_http_with(http, "POST", "/pub?topic=orders", body.as_bytes()) {
+            acked.insert(body);
+        }
+    };
+    assert_eq!(exit.code(), Some(1), "node 1 exits with an error");
+    let log: Vec<String> = nodes[&1].0.log.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("FATAL: replication stopped: write")
+                && l.contains("raft.log: No space left on device")),
+        "node 1's log says why: {log:?}"
+    );
+    // The others still take publishes, and have everything acknowledged.
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let after = format!("after{}", "x".repeat(20_000));
+    assert_eq!(
+        nodes[&id]
+            .0
+            .http("POST", "/pub?topic=orders", after.as_bytes())
+            .status,
+        200
+    );
+    acked.insert(after);
+    consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+    // With room again, node 1 comes back on its own log and catches up.
+    let out = std::process::Command::new("mount")
+        .args(["-o", "remount,size=256m"])
+        .arg(fs.path())
+        .output()
+        .expect("run mount");
+    assert!(
+        out.status.success(),
+        "remount: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args: Vec<&str> = flags[&1].iter().map(String::as_str).collect();
+    let back = Nsqd::start_in(Some(fs.path()), &args);
+    let leader = status(nodes[&id].0.http).expect("the leader's status");
+    let commit = leader["commit"].as_u64().expect("commit index");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = status(back.http).expect("node 1's status");
+        if s["applied"].as_u64().is_some_and(|a| a >= commit) {
+            assert_eq!(s["serving"], false);
+            break;
+        }
+        assert!(Instant::now() < deadline, "node 1 never caught up: {s}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// What the group owes is kept in memory on every node, so the leader refuses publishes

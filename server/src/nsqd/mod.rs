@@ -39,7 +39,9 @@ impl Bound {
     }
 }
 
-/// Run nsqd until a signal arrives.
+/// Run nsqd until a signal arrives, or until a replicated node cannot go on (its raft log
+/// could not be written): then it shuts down and fails, so that the process exits with an
+/// error rather than linger as a node that takes no part.
 pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
     // Catch SIGTERM/SIGINT before anything is bound: a harness may signal as soon as it reads
     // the listening lines.
@@ -47,18 +49,41 @@ pub async fn run(args: NsqdArgs) -> anyhow::Result<()> {
     crate::net::raise_open_file_limit();
     tune_allocator();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let server = start(args, shutdown_rx).await?;
-    signals.wait().await;
+    let mut server = start(args, shutdown_rx).await?;
+    let stopped = async {
+        match server.stopped.take() {
+            // Dropped unsent: the node stopped because the server is shutting down.
+            Some(rx) => match rx.await {
+                Ok(why) => why,
+                Err(_) => std::future::pending().await,
+            },
+            None => std::future::pending().await,
+        }
+    };
+    let failed = tokio::select! {
+        _ = signals.wait() => None,
+        why = stopped => Some(why),
+    };
     tracing::info!("TCP: closing {}", server.bound.tcp);
     let _ = shutdown_tx.send(true);
     server.finish().await;
-    Ok(())
+    match failed {
+        None => Ok(()),
+        Some(why) => Err(Stopped(why).into()),
+    }
 }
+
+/// A replicated node stopped on its own while running (not at start-up): why.
+#[derive(Debug, thiserror::Error)]
+#[error("replication stopped: {0}")]
+pub struct Stopped(pub String);
 
 /// A started server.
 pub struct Server {
     pub bound: Bound,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// A replicated node's reason for stopping, should it stop on its own.
+    stopped: Option<tokio::sync::oneshot::Receiver<String>>,
 }
 
 impl Server {
@@ -155,7 +180,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         tls: client_tls,
     };
     let (registry_tx, registry_rx) = tokio::sync::mpsc::unbounded_channel();
-    let (driver, broker_tasks) = if replicated {
+    let (driver, broker_tasks, stopped) = if replicated {
         let (node, log, transport, inbox, reports) =
             replica::driver::open(&args, opts.clone(), &data_path, now).await?;
         let parts = replica::driver::Parts {
@@ -168,10 +193,11 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
             auth,
             registry: registry_tx,
         };
-        let (handle, task) = replica::driver::spawn(parts, shutdown.clone());
-        (handle, vec![task])
+        let (handle, task, stopped) = replica::driver::spawn(parts, shutdown.clone());
+        (handle, vec![task], Some(stopped))
     } else {
-        driver::spawn(parts, auth, registry_tx, shutdown.clone())
+        let (handle, tasks) = driver::spawn(parts, auth, registry_tx, shutdown.clone());
+        (handle, tasks, None)
     };
 
     // TCP and HTTP on a unix socket too, for a path (nsqd v1.3).
@@ -277,7 +303,11 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
             let _ = t.await;
         }));
     }
-    Ok(Server { bound, tasks })
+    Ok(Server {
+        bound,
+        tasks,
+        stopped,
+    })
 }
 
 /// Give back what connections that came and went left in the allocator. Their buffers (64 KiB

@@ -29,7 +29,7 @@ use nsqlab_core::{Broker, ClientId, Event, Output, RegistryChange, Ticket, Time}
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 /// Everything the task needs besides the node.
 pub struct Parts {
@@ -44,16 +44,22 @@ pub struct Parts {
     pub registry: mpsc::UnboundedSender<RegistryChange>,
 }
 
-/// Start the task; it ends when `shutdown` flips.
+/// Start the task; it ends when `shutdown` flips, or when the node cannot go on (its raft
+/// log could not be written): then `stopped` says why, and the process should exit.
 pub fn spawn(
     p: Parts,
     shutdown: watch::Receiver<bool>,
-) -> (DriverHandle, tokio::task::JoinHandle<Broker>) {
+) -> (
+    DriverHandle,
+    tokio::task::JoinHandle<Broker>,
+    oneshot::Receiver<String>,
+) {
     let (events, _) = broadcast::channel(65_536);
     let (tx, rx) = mpsc::channel(4096);
     let handle = DriverHandle::single(tx.clone(), events.clone(), p.standby.options());
     let (writer, written) = start_writer(p.log);
     let (snapshots, built) = start_builder();
+    let (stop_tx, stopped) = oneshot::channel();
     let task = Task {
         node: p.node,
         writer,
@@ -67,11 +73,12 @@ pub fn spawn(
         auth: Arc::new(p.auth),
         me: tx.downgrade(),
         auth_start: 0,
-        failed: false,
+        failed: None,
+        stopped: Some(stop_tx),
         snapshots,
     };
     let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, built, shutdown));
-    (handle, join)
+    (handle, join, stopped)
 }
 
 /// A write for the log's writer thread.
@@ -169,8 +176,10 @@ struct Task {
     auth: Arc<crate::nsqd::auth::AuthConfig>,
     me: mpsc::WeakSender<ToDriver>,
     auth_start: usize,
-    /// The raft log could not be written: the node stops taking part.
-    failed: bool,
+    /// Why the node stops taking part (its raft log could not be written).
+    failed: Option<String>,
+    /// Where that is said when the task ends.
+    stopped: Option<oneshot::Sender<String>>,
     /// The thread that builds snapshots (they come back on `run`'s `built`).
     snapshots: std::sync::mpsc::Sender<SnapshotJob>,
 }
@@ -231,17 +240,13 @@ impl Task {
                 }
                 w = written.recv() => {
                     if w.is_none() {
-                        tracing::error!("replication: the raft log's writer is gone: this node stops");
-                        self.failed = true;
+                        self.fail("the raft log's writer is gone");
                     }
                     let mut last = None;
                     for w in w.into_iter().chain(std::iter::from_fn(|| written.try_recv().ok())) {
                         match w {
                             Ok(n) => last = last.max(Some(n)),
-                            Err(e) => {
-                                tracing::error!("replication: {e}: this node stops");
-                                self.failed = true;
-                            }
+                            Err(e) => self.fail(e.to_string()),
                         }
                     }
                     if let Some(n) = last {
@@ -269,14 +274,34 @@ impl Task {
                 self.node.handle_timeout(now);
             }
             self.flush();
-            if self.failed {
+            if self.failed.is_some() {
                 break;
+            }
+        }
+        if let Some(mut why) = self.failed.take() {
+            // The writer sends its error before it stops; the send that found it stopped may
+            // have come first.
+            while let Ok(w) = written.try_recv() {
+                if let Err(e) = w {
+                    why = e.to_string();
+                }
+            }
+            tracing::error!("replication: {why}: this node stops");
+            if let Some(tx) = self.stopped.take() {
+                let _ = tx.send(why);
             }
         }
         for (_, reply) in self.waiting.drain(..) {
             reply(Err(StoreError::Closed));
         }
         self.standby
+    }
+
+    /// The node cannot go on (the first reason is kept).
+    fn fail(&mut self, why: impl Into<String>) {
+        if self.failed.is_none() {
+            self.failed = Some(why.into());
+        }
     }
 
     fn report(&mut self, r: Report) {
@@ -376,7 +401,7 @@ impl Task {
                         };
                         if self.writer.send(w).is_err() {
                             // The writer stopped on an error (reported on its channel).
-                            self.failed = true;
+                            self.fail("the raft log's writer stopped");
                             return;
                         }
                     }
@@ -387,10 +412,7 @@ impl Task {
                     }
                     NodeOutput::BuildSnapshot(job) => {
                         if self.snapshots.send(job).is_err() {
-                            tracing::error!(
-                                "replication: the snapshot builder is gone: this node stops"
-                            );
-                            self.failed = true;
+                            self.fail("the snapshot builder is gone");
                             return;
                         }
                     }
@@ -506,17 +528,15 @@ pub async fn open(
     mpsc::UnboundedReceiver<Received>,
     mpsc::UnboundedReceiver<Report>,
 )> {
-    use nsqlab_core::replica::{Disk, NodeConfig};
+    use nsqlab_core::replica::NodeConfig;
     let peers = args.raft_peers().map_err(anyhow::Error::msg)?;
     let me = opts.node_id as u64;
     std::fs::create_dir_all(data_path)?;
-    let (log, mut disk) = RaftLog::open(data_path)?;
-    // A node joining an existing group starts empty: the leader sends it everything once it
-    // is added (`POST /raft/add`).
-    if disk.is_empty() && !args.raft_join {
-        // A new group: every first voter starts from the same snapshot.
-        let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
-        disk = Disk::bootstrap(&voters);
+    let (mut log, disk) = RaftLog::open(data_path)?;
+    let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
+    let (disk, write) = starting_disk(disk, &voters, args.raft_join);
+    if write {
+        log.rewrite(&disk)?;
     }
     let cfg = NodeConfig {
         compact_bytes: args.raft_snapshot_bytes.max(4096),
@@ -544,6 +564,27 @@ pub async fn open(
     Ok((node, log, transport, irx, rrx))
 }
 
+/// What a node starts from, given what its raft.log holds; and whether that must be written
+/// (durably, before anything else) first.
+fn starting_disk(disk: Disk, voters: &[u64], join: bool) -> (Disk, bool) {
+    // A node joining an existing group starts empty: the leader sends it everything once it
+    // is added (`POST /raft/add`).
+    if disk.is_empty() && !join {
+        // A new group: every first voter starts from the same snapshot, the log's first
+        // record, so that a restart starts from it too.
+        return (Disk::bootstrap(voters), true);
+    }
+    if disk.snapshot.get_metadata().index == 0 && disk.entries.first().is_some_and(|e| e.index == 2)
+    {
+        // A first voter's log written before that snapshot was: its entries follow the
+        // snapshot (index 1) every first voter started from.
+        tracing::warn!("replication: raft.log lacks the group's first snapshot: written now");
+        let snapshot = Disk::bootstrap(voters).snapshot;
+        return (Disk { snapshot, ..disk }, true);
+    }
+    (disk, false)
+}
+
 /// This machine's memory in bytes: `MemTotal`, or the cgroup's `memory.max` when that is
 /// less; 4 GiB where neither can be read.
 fn machine_memory() -> u64 {
@@ -566,10 +607,45 @@ fn mem_total(meminfo: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use nsqlab_core::replica::raft::prelude::Entry;
+
+    #[test]
+    fn a_new_group_starts_from_its_bootstrap_snapshot_written_first() {
+        let (disk, write) = starting_disk(Disk::default(), &[1, 2, 3], false);
+        assert_eq!((disk, write), (Disk::bootstrap(&[1, 2, 3]), true));
+        // A node joining starts empty, and is sent what it needs.
+        let (disk, write) = starting_disk(Disk::default(), &[1, 2, 3], true);
+        assert!(disk.is_empty() && !write);
+    }
+
+    #[test]
+    fn a_log_without_the_bootstrap_snapshot_gets_it_back() {
+        let boot = Disk::bootstrap(&[1, 2, 3]);
+        let entry = |index| Entry {
+            index,
+            term: 2,
+            ..Entry::default()
+        };
+        // Entries from index 2, no snapshot: a first voter's log from before it was written.
+        let old = Disk {
+            snapshot: Default::default(),
+            entries: vec![entry(2), entry(3)],
+            hard_state: boot.hard_state.clone(),
+        };
+        let (disk, write) = starting_disk(old.clone(), &[1, 2, 3], false);
+        assert!(write);
+        assert_eq!(disk.snapshot, boot.snapshot);
+        assert_eq!(disk.entries, old.entries);
+        // A log that has its snapshot is taken as it is.
+        let (same, write) = starting_disk(disk.clone(), &[1, 2, 3], false);
+        assert_eq!((same, write), (disk, false));
+    }
+
     #[test]
     fn mem_total_is_read_in_bytes() {
         let m = "MemFree:  100 kB\nMemTotal:       8039600 kB\nBuffers: 1 kB\n";
-        assert_eq!(super::mem_total(m), Some(8_039_600 * 1024));
-        assert_eq!(super::mem_total("MemFree: 1 kB\n"), None);
+        assert_eq!(mem_total(m), Some(8_039_600 * 1024));
+        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
     }
 }
