@@ -725,6 +725,63 @@ fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_messag
     consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
 }
 
+/// Disks that fill together (every node keeps the same log) make the group refuse
+/// publishes while room is kept for a compaction and for consumers (nsqd's `503 EXITING`,
+/// `/ping` `NOK`), rather than stop every node at its next write; once consumers have
+/// drained what is owed and the logs are compacted, publishes are taken again.
+#[test]
+fn disks_that_fill_together_refuse_publishes_until_consumers_drain_them() {
+    let disks: Vec<Tmpfs> = (0..3).map(|_| Tmpfs::new(96 << 20)).collect();
+    let on: BTreeMap<u64, &Path> = (1..=3)
+        .map(|id| (id, disks[id as usize - 1].path()))
+        .collect();
+    let (mut nodes, _) = three_nodes_on(&on, &["--raft-snapshot-bytes=65536"]);
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let mut acked = BTreeSet::new();
+    let refused = loop {
+        assert!(
+            acked.len() < 2000,
+            "never refused; {} bytes free",
+            disks[0].free()
+        );
+        let body = format!("{:06}{}", acked.len(), "x".repeat(100_000));
+        let r = nodes[&id]
+            .0
+            .http("POST", "/pub?topic=orders", body.as_bytes());
+        if r.status != 200 {
+            break r;
+        }
+        acked.insert(body);
+    };
+    assert_eq!(
+        (refused.status, refused.text().as_str()),
+        (503, r#"{"message":"EXITING"}"#)
+    );
+    let ping = nodes[&id].0.http("GET", "/ping", b"");
+    assert_eq!(ping.status, 500);
+    assert!(
+        ping.text().starts_with("NOK - too little room on disk: "),
+        "{}",
+        ping.text()
+    );
+    for (id, (n, _)) in nodes.iter_mut() {
+        assert_eq!(n.exited(), None, "node {id} is still up");
+    }
+    consume_all(&nodes[&id].0, &acked, Duration::from_secs(60));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while nodes[&id].0.http("GET", "/ping", b"").status != 200 {
+        assert!(Instant::now() < deadline, "no room again once drained");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        nodes[&id]
+            .0
+            .http("POST", "/pub?topic=orders", b"after")
+            .status,
+        200
+    );
+}
+
 /// A node whose disk fills cannot write its raft log: it stops, and its process exits with
 /// an error (so that nsqlookupd, its supervisor and its clients see it gone rather than a
 /// node that takes no part); the others go on, and lose nothing they acknowledged. Given
@@ -733,6 +790,15 @@ fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_messag
 fn a_node_whose_disk_fills_exits_the_others_go_on_and_with_room_it_catches_up() {
     let fs = Tmpfs::new(4 << 20);
     let (mut nodes, flags) = three_nodes_on(&BTreeMap::from([(1, fs.path())]), &[]);
+    let args: Vec<&str> = flags[&1].iter().map(String::as_str).collect();
+    // Node 1 follows: a leader short of room refuses publishes rather than write them
+    // (`disks_that_fill_together_…`); a follower writes what its leader sends.
+    if serving(&nodes, Duration::from_secs(20)).0 == 1 {
+        let (n, dir) = nodes.remove(&1).expect("node 1");
+        n.kill9();
+        serving(&nodes, Duration::from_secs(20));
+        nodes.insert(1, (Nsqd::start_in(Some(fs.path()), &args), dir));
+    }
     let mut acked = BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     let exit = loop {
@@ -782,7 +848,6 @@ fn a_node_whose_disk_fills_exits_the_others_go_on_and_with_room_it_catches_up() 
         "remount: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let args: Vec<&str> = flags[&1].iter().map(String::as_str).collect();
     let back = Nsqd::start_in(Some(fs.path()), &args);
     let leader = status(nodes[&id].0.http).expect("the leader's status");
     let commit = leader["commit"].as_u64().expect("commit index");

@@ -380,6 +380,8 @@ struct Leader {
     /// What this leader proposed and has not applied yet, by log index: applied from here,
     /// not decoded back from the entry.
     mine: VecDeque<(u64, Batch)>,
+    /// Why its broker refuses publishes now (its health), if it does.
+    refusing: Option<String>,
 }
 
 /// One member of a replicated group. See the [module docs](self).
@@ -409,6 +411,8 @@ pub struct Node {
     to_apply: Vec<Entry>,
     /// A [`NodeOutput::BuildSnapshot`] is out, not yet handed back.
     building: bool,
+    /// Why the host's disk has too little room for more publishes, if it has.
+    disk_low: Option<String>,
 }
 
 fn logger() -> slog::Logger {
@@ -491,6 +495,7 @@ impl Node {
             last_ready: 0,
             to_apply: Vec::new(),
             building: false,
+            disk_low: None,
         })
     }
 
@@ -1046,26 +1051,34 @@ impl Node {
             self.maybe_serve(e.term);
         }
         self.forget_frames();
-        self.check_backlog();
+        self.check_health();
     }
 
-    /// The serving broker refuses publishes while what the group owes is at
-    /// [`NodeConfig::max_backlog_bytes`], and takes them again once it is below.
-    fn check_backlog(&mut self) {
+    /// The host's disk has little room left (`Some`: why), or room again (`None`): while it
+    /// has not, the serving broker refuses publishes, as while the backlog is full.
+    pub fn set_disk_low(&mut self, why: Option<String>) {
+        self.disk_low = why;
+        self.check_health();
+    }
+
+    /// The serving broker refuses publishes while the host's disk is low
+    /// ([`Node::set_disk_low`]) or what the group owes is at
+    /// [`NodeConfig::max_backlog_bytes`], and takes them again once neither is so.
+    fn check_health(&mut self) {
         let max = self.cfg.max_backlog_bytes;
         let Some(l) = self.leader.as_mut() else {
             return;
         };
         let owed = self.raw.store().applied.replay.kept_bytes();
-        let full = max > 0 && owed >= max;
-        if full == l.broker.health().is_some() {
+        let why = self.disk_low.clone().or_else(|| {
+            (max > 0 && owed >= max)
+                .then(|| format!("replicated backlog full: {owed} bytes owed, the limit is {max}"))
+        });
+        if why == l.refusing {
             return;
         }
-        l.broker.set_health(full.then(|| {
-            StoreFailure::from(format!(
-                "replicated backlog full: {owed} bytes owed, the limit is {max}"
-            ))
-        }));
+        l.broker.set_health(why.clone().map(StoreFailure::from));
+        l.refusing = why;
     }
 
     /// Let go of the frames whose entries are all applied (or replaced by a snapshot): what
@@ -1130,6 +1143,7 @@ impl Node {
             proposed: 0,
             acked: 0,
             mine: VecDeque::new(),
+            refusing: None,
         });
         self.out.push_back(NodeOutput::Leading { term });
     }

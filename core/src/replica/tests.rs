@@ -572,6 +572,30 @@ fn a_full_backlog_refuses_publishes_on_every_leader_until_consumers_bring_it_bel
 }
 
 #[test]
+fn a_leader_whose_disk_is_low_refuses_publishes_until_it_has_room() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 33);
+    let leader = elected(&mut sim);
+    let low = "too little room on disk: 5 bytes free";
+    sim.node_mut(leader)
+        .expect("up")
+        .set_disk_low(Some(low.into()));
+    let p = sim.connect(leader);
+    publish(&mut sim, p, "refused");
+    sim.sleep(ms(50));
+    assert_eq!(
+        errors(&sim.frames(p)),
+        [format!("E_PUB_FAILED PUB failed {low}")]
+    );
+    sim.node_mut(leader).expect("up").set_disk_low(None);
+    let p = sim.connect(leader);
+    publish(&mut sim, p, "taken");
+    sim.sleep(ms(50));
+    let frames = sim.frames(p);
+    assert_eq!((oks(&frames), errors(&frames).len()), (1, 0));
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+}
+
+#[test]
 fn a_log_of_messages_still_owed_is_not_snapshotted_until_a_snapshot_halves_it() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
     let leader = elected(&mut sim);

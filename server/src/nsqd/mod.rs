@@ -186,6 +186,7 @@ pub async fn start(args: NsqdArgs, shutdown: watch::Receiver<bool>) -> anyhow::R
         let parts = replica::driver::Parts {
             node,
             log,
+            data_path: data_path.clone(),
             transport,
             inbox,
             reports,

@@ -35,6 +35,8 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 pub struct Parts {
     pub node: Node,
     pub log: RaftLog,
+    /// The directory `raft.log` is in (its room is watched: [`disk_low`]).
+    pub data_path: std::path::PathBuf,
     pub transport: Transport,
     pub inbox: mpsc::UnboundedReceiver<Received>,
     pub reports: mpsc::UnboundedReceiver<Report>,
@@ -75,6 +77,7 @@ pub fn spawn(
         auth_start: 0,
         failed: None,
         stopped: Some(stop_tx),
+        data_path: p.data_path,
         snapshots,
     };
     let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, built, shutdown));
@@ -180,6 +183,8 @@ struct Task {
     failed: Option<String>,
     /// Where that is said when the task ends.
     stopped: Option<oneshot::Sender<String>>,
+    /// The directory `raft.log` is in.
+    data_path: std::path::PathBuf,
     /// The thread that builds snapshots (they come back on `run`'s `built`).
     snapshots: std::sync::mpsc::Sender<SnapshotJob>,
 }
@@ -205,6 +210,8 @@ impl Task {
         mut built: mpsc::UnboundedReceiver<Snapshot>,
         mut shutdown: watch::Receiver<bool>,
     ) -> Broker {
+        let mut room = tokio::time::interval(ROOM_EVERY);
+        room.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             if let Some(b) = self.node.broker() {
                 let listening = self.events.receiver_count() > 0;
@@ -265,6 +272,9 @@ impl Task {
                             Err(_) => break,
                         }
                     }
+                }
+                _ = room.tick() => {
+                    self.node.set_disk_low(disk_low(&self.data_path));
                 }
                 _ = sleep => {}
                 _ = shutdown.changed() => break,
@@ -562,6 +572,26 @@ pub async fn open(
     let (rtx, rrx) = mpsc::unbounded_channel();
     let transport = Transport::start(me, listener, &peers, itx, rtx);
     Ok((node, log, transport, irx, rrx))
+}
+
+/// How often [`disk_low`] is asked.
+const ROOM_EVERY: Duration = Duration::from_millis(100);
+
+/// Room kept free beside what a compaction needs: for what is written between two looks
+/// and for what consumers still do (FINs), so that draining is never stopped by the disk.
+const ROOM_KEPT: u64 = 32 << 20;
+
+/// Whether the disk holding `dir/raft.log` is too full for more publishes (why, if so). A
+/// compaction writes a snapshot of at most half the log beside it before replacing it, so
+/// half the log's size stays free, and [`ROOM_KEPT`] more: a group whose disks fill refuses
+/// publishes, as a single node does, rather than stop every node at its next write.
+fn disk_low(dir: &std::path::Path) -> Option<String> {
+    let free = crate::nsqd::store::sys::free_bytes(dir)?;
+    let log = std::fs::metadata(dir.join(super::log::FILE_NAME)).map_or(0, |m| m.len());
+    let kept = log / 2 + ROOM_KEPT;
+    (free < kept).then(|| {
+        format!("too little room on disk: {free} bytes free, {kept} kept for the raft log")
+    })
 }
 
 /// What a node starts from, given what its raft.log holds; and whether that must be written

@@ -50,7 +50,7 @@ pub mod record;
 mod recover;
 mod segment;
 mod sync;
-mod sys;
+pub(crate) mod sys;
 #[cfg(test)]
 mod tests;
 mod write;

@@ -126,7 +126,7 @@ pub(super) fn give_back_reserved(_: &Path, _: u64) {}
 
 /// Bytes this process may still write on the file system holding `path` (`None` where that
 /// cannot be asked).
-pub(super) fn free_bytes(path: &Path) -> Option<u64> {
+pub(crate) fn free_bytes(path: &Path) -> Option<u64> {
     let st = rustix::fs::statvfs(path).ok()?;
     // (Root may also write the blocks kept back for it.)
     let blocks = match rustix::process::geteuid().is_root() {
