@@ -782,6 +782,56 @@ fn disks_that_fill_together_refuse_publishes_until_consumers_drain_them() {
     );
 }
 
+/// A node whose data directory vanishes while it runs (its disk unmounted, or removed by
+/// mistake) would write on into a file no restart finds: it stops, and its process exits
+/// with an error; the others go on and lose nothing they acknowledged.
+#[test]
+fn a_node_whose_data_directory_vanishes_exits_and_the_others_go_on() {
+    let mut nodes = three_nodes(&[]);
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let mut acked = BTreeSet::new();
+    for k in 0..20 {
+        let body = format!("m{k}");
+        assert_eq!(
+            nodes[&id]
+                .0
+                .http("POST", "/pub?topic=orders", body.as_bytes())
+                .status,
+            200
+        );
+        acked.insert(body);
+    }
+    let gone = if id == 1 { 2 } else { 1 };
+    std::fs::remove_dir_all(nodes[&gone].1.path()).expect("remove the data directory");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let exit = loop {
+        if let Some(s) = nodes.get_mut(&gone).expect("node").0.exited() {
+            break s;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {gone} runs on without its raft.log"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exit.code(), Some(1));
+    let log: Vec<String> = nodes[&gone].0.log.try_iter().collect();
+    assert!(
+        log.iter()
+            .any(|l| l.contains("FATAL: replication stopped: ") && l.contains("raft.log is gone")),
+        "node {gone}'s log says why: {log:?}"
+    );
+    assert_eq!(
+        nodes[&id]
+            .0
+            .http("POST", "/pub?topic=orders", b"after")
+            .status,
+        200
+    );
+    acked.insert("after".to_string());
+    consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+}
+
 /// A node whose disk fills cannot write its raft log: it stops, and its process exits with
 /// an error (so that nsqlookupd, its supervisor and its clients see it gone rather than a
 /// node that takes no part); the others go on, and lose nothing they acknowledged. Given

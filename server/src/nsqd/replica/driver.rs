@@ -274,7 +274,15 @@ impl Task {
                     }
                 }
                 _ = room.tick() => {
-                    self.node.set_disk_low(disk_low(&self.data_path));
+                    let log = self.data_path.join(super::log::FILE_NAME);
+                    if std::fs::symlink_metadata(&log)
+                        .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        // Writes would go on into a file no restart can find.
+                        self.fail(format!("{} is gone (its disk or directory removed)", log.display()));
+                    } else {
+                        self.node.set_disk_low(disk_low(&self.data_path));
+                    }
                 }
                 _ = sleep => {}
                 _ = shutdown.changed() => break,
