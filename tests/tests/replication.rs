@@ -696,6 +696,19 @@ fn three_nodes_on(
     (nodes, flags)
 }
 
+/// Publish `m0`, `m1`, … `m{count - 1}` to `orders` on `n` over HTTP, each answered `200`;
+/// their bodies.
+fn publish_numbered(n: &Nsqd, count: usize) -> BTreeSet<String> {
+    (0..count)
+        .map(|k| {
+            let body = format!("m{k}");
+            let r = n.http("POST", "/pub?topic=orders", body.as_bytes());
+            assert_eq!(r.status, 200, "{body}: {}", r.text());
+            body
+        })
+        .collect()
+}
+
 /// Every node killed with `kill -9`, then started again on its own raft.log (before any
 /// compaction: the log still starts with the group's first snapshot): nothing acknowledged
 /// is lost.
@@ -703,18 +716,7 @@ fn three_nodes_on(
 fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_message() {
     let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &[]);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
-    let mut acked = BTreeSet::new();
-    for k in 0..50 {
-        let body = format!("m{k}");
-        assert_eq!(
-            nodes[&id]
-                .0
-                .http("POST", "/pub?topic=orders", body.as_bytes())
-                .status,
-            200
-        );
-        acked.insert(body);
-    }
+    let acked = publish_numbered(&nodes[&id].0, 50);
     for id in 1..=3 {
         let (n, dir) = nodes.remove(&id).expect("node");
         n.kill9();
@@ -789,18 +791,7 @@ fn disks_that_fill_together_refuse_publishes_until_consumers_drain_them() {
 fn a_node_whose_data_directory_vanishes_exits_and_the_others_go_on() {
     let mut nodes = three_nodes(&[]);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
-    let mut acked = BTreeSet::new();
-    for k in 0..20 {
-        let body = format!("m{k}");
-        assert_eq!(
-            nodes[&id]
-                .0
-                .http("POST", "/pub?topic=orders", body.as_bytes())
-                .status,
-            200
-        );
-        acked.insert(body);
-    }
+    let mut acked = publish_numbered(&nodes[&id].0, 20);
     let gone = if id == 1 { 2 } else { 1 };
     std::fs::remove_dir_all(nodes[&gone].1.path()).expect("remove the data directory");
     let deadline = Instant::now() + Duration::from_secs(10);
