@@ -626,7 +626,8 @@ fn starting_disk(disk: Disk, voters: &[u64], join: bool) -> (Disk, bool) {
     if disk.snapshot.get_metadata().index == 0 && disk.entries.first().is_some_and(|e| e.index == 2)
     {
         // A first voter's log written before that snapshot was: its entries follow the
-        // snapshot (index 1) every first voter started from.
+        // snapshot (index 1) every first voter started from. (Its voters are taken from
+        // --raft-peer, which names the first voters as long as the group never changed.)
         tracing::warn!("replication: raft.log lacks the group's first snapshot: written now");
         let snapshot = Disk::bootstrap(voters).snapshot;
         return (Disk { snapshot, ..disk }, true);
