@@ -1069,8 +1069,10 @@ impl Node {
         let Some(l) = self.leader.as_mut() else {
             return;
         };
-        let owed = self.raw.store().applied.replay.kept_bytes();
+        let replay = &self.raw.store().applied.replay;
         let why = self.disk_low.clone().or_else(|| {
+            // (Summed over the topics only when there is a limit to check.)
+            let owed = if max > 0 { replay.kept_bytes() } else { 0 };
             (max > 0 && owed >= max)
                 .then(|| format!("replicated backlog full: {owed} bytes owed, the limit is {max}"))
         });
