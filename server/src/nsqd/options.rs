@@ -233,7 +233,7 @@ pub struct NsqdArgs {
     /// `POST /raft/add?id=&address=` adds this node) instead of starting a new one
     #[arg(long, value_parser = crate::cli::go_bool, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false")]
     pub raft_join: bool,
-    /// nsqlab: compact the raft log (a snapshot of what is owed replaces it in raft.log) once
+    /// nsqlab: compact the raft log (a snapshot of what is owed, in raft.base, replaces it) once
     /// it holds this many bytes since the last snapshot, or as many as that snapshot, and the
     /// snapshot would at least halve it
     #[arg(long, default_value_t = 64 << 20)]

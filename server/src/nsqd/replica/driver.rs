@@ -16,8 +16,7 @@
 //! there. A broker's client IDs are made unique across terms here (`term << 32 | id`), so
 //! input still arriving from a connection of a deposed broker reaches no one.
 
-use super::log::LogError;
-use super::log::RaftLog;
+use super::log::{LogError, RaftLog, ROOM_KEPT};
 use super::transport::{Received, Report, Transport};
 use crate::nsqd::driver::{ask_auth, out_of, AfterStore, DriverHandle, Out, ToDriver};
 use crate::nsqd::store::StoreError;
@@ -59,6 +58,7 @@ pub fn spawn(
     let (events, _) = broadcast::channel(65_536);
     let (tx, rx) = mpsc::channel(4096);
     let handle = DriverHandle::single(tx.clone(), events.clone(), p.standby.options());
+    let log_used = p.log.used();
     let (writer, written) = start_writer(p.log);
     let (snapshots, built) = start_builder();
     let (stop_tx, stopped) = oneshot::channel();
@@ -78,6 +78,7 @@ pub fn spawn(
         failed: None,
         stopped: Some(stop_tx),
         data_path: p.data_path,
+        log_used,
         snapshots,
     };
     let join = tokio::spawn(task.run(rx, p.inbox, p.reports, written, built, shutdown));
@@ -185,6 +186,8 @@ struct Task {
     stopped: Option<oneshot::Sender<String>>,
     /// The directory `raft.log` is in.
     data_path: std::path::PathBuf,
+    /// The raft log's bytes (its base and records since: `RaftLog::used`).
+    log_used: Arc<std::sync::atomic::AtomicU64>,
     /// The thread that builds snapshots (they come back on `run`'s `built`).
     snapshots: std::sync::mpsc::Sender<SnapshotJob>,
 }
@@ -322,7 +325,8 @@ impl Task {
                 log.display()
             ));
         } else {
-            self.node.set_disk_low(disk_low(&self.data_path));
+            let log = self.log_used.load(std::sync::atomic::Ordering::Relaxed);
+            self.node.set_disk_low(disk_low(&self.data_path, log));
         }
     }
 
@@ -561,14 +565,14 @@ pub async fn open(
     let peers = args.raft_peers().map_err(anyhow::Error::msg)?;
     let me = opts.node_id as u64;
     std::fs::create_dir_all(data_path)?;
-    let (mut log, disk) = RaftLog::open(data_path)?;
+    let compact_bytes = args.raft_snapshot_bytes.max(4096);
+    let (opened, disk) = RaftLog::open(data_path, compact_bytes)?;
     let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
-    let (disk, write) = starting_disk(disk, &voters, args.raft_join);
-    if write {
-        log.rewrite(&disk)?;
-    }
+    let disk = starting_disk(disk, &voters, args.raft_join);
+    // Written (durably) before anything else, as the base of a new generation.
+    let log = opened.start(&disk)?;
     let cfg = NodeConfig {
-        compact_bytes: args.raft_snapshot_bytes.max(4096),
+        compact_bytes,
         max_backlog_bytes: args
             .raft_max_backlog_bytes
             .unwrap_or_else(|| machine_memory() / 4),
@@ -596,32 +600,29 @@ pub async fn open(
 /// How often [`disk_low`] is asked.
 const ROOM_EVERY: Duration = Duration::from_millis(100);
 
-/// Room kept free beside what a compaction needs: for what is written between two looks
-/// and for what consumers still do (FINs), so that draining is never stopped by the disk.
-const ROOM_KEPT: u64 = 32 << 20;
-
-/// Whether the disk holding `dir/raft.log` is too full for more publishes (why, if so). A
-/// compaction writes a snapshot of at most half the log beside it before replacing it, so
-/// half the log's size stays free, and [`ROOM_KEPT`] more: a group whose disks fill refuses
-/// publishes, as a single node does, rather than stop every node at its next write.
-fn disk_low(dir: &std::path::Path) -> Option<String> {
+/// Whether the disk holding the raft log in `dir` is too full for more publishes (why, if
+/// so); `log`: the bytes of its generation (base and records since). A compaction writes a
+/// snapshot of at most half of those beside them before it replaces them, so half stays
+/// free, and [`ROOM_KEPT`] more (for what is written between two looks and for what
+/// consumers still do, FINs, so that draining is never stopped by the disk): a group whose
+/// disks fill refuses publishes, as a single node does, rather than stop every node at its
+/// next write.
+fn disk_low(dir: &std::path::Path, log: u64) -> Option<String> {
     let free = crate::nsqd::store::sys::free_bytes(dir)?;
-    let log = std::fs::metadata(dir.join(super::log::FILE_NAME)).map_or(0, |m| m.len());
     let kept = log / 2 + ROOM_KEPT;
     (free < kept).then(|| {
         format!("too little room on disk: {free} bytes free, {kept} kept for the raft log")
     })
 }
 
-/// What a node starts from, given what its raft.log holds; and whether that must be written
-/// (durably, before anything else) first.
-fn starting_disk(disk: Disk, voters: &[u64], join: bool) -> (Disk, bool) {
+/// What a node starts from, given what its raft log holds.
+fn starting_disk(disk: Disk, voters: &[u64], join: bool) -> Disk {
     // A node joining an existing group starts empty: the leader sends it everything once it
     // is added (`POST /raft/add`).
     if disk.is_empty() && !join {
-        // A new group: every first voter starts from the same snapshot, the log's first
-        // record, so that a restart starts from it too.
-        return (Disk::bootstrap(voters), true);
+        // A new group: every first voter starts from the same snapshot, written first, so
+        // that a restart starts from it too.
+        return Disk::bootstrap(voters);
     }
     if disk.snapshot.get_metadata().index == 0 && disk.entries.first().is_some_and(|e| e.index == 2)
     {
@@ -630,9 +631,9 @@ fn starting_disk(disk: Disk, voters: &[u64], join: bool) -> (Disk, bool) {
         // --raft-peer, which names the first voters as long as the group never changed.)
         tracing::warn!("replication: raft.log lacks the group's first snapshot: written now");
         let snapshot = Disk::bootstrap(voters).snapshot;
-        return (Disk { snapshot, ..disk }, true);
+        return Disk { snapshot, ..disk };
     }
-    (disk, false)
+    disk
 }
 
 /// This machine's memory in bytes: `MemTotal`, or the cgroup's `memory.max` when that is
@@ -662,11 +663,11 @@ mod tests {
 
     #[test]
     fn a_new_group_starts_from_its_bootstrap_snapshot_written_first() {
-        let (disk, write) = starting_disk(Disk::default(), &[1, 2, 3], false);
-        assert_eq!((disk, write), (Disk::bootstrap(&[1, 2, 3]), true));
+        let disk = starting_disk(Disk::default(), &[1, 2, 3], false);
+        assert_eq!(disk, Disk::bootstrap(&[1, 2, 3]));
         // A node joining starts empty, and is sent what it needs.
-        let (disk, write) = starting_disk(Disk::default(), &[1, 2, 3], true);
-        assert!(disk.is_empty() && !write);
+        let disk = starting_disk(Disk::default(), &[1, 2, 3], true);
+        assert!(disk.is_empty());
     }
 
     #[test]
@@ -683,13 +684,12 @@ mod tests {
             entries: vec![entry(2), entry(3)],
             hard_state: boot.hard_state.clone(),
         };
-        let (disk, write) = starting_disk(old.clone(), &[1, 2, 3], false);
-        assert!(write);
+        let disk = starting_disk(old.clone(), &[1, 2, 3], false);
         assert_eq!(disk.snapshot, boot.snapshot);
         assert_eq!(disk.entries, old.entries);
         // A log that has its snapshot is taken as it is.
-        let (same, write) = starting_disk(disk.clone(), &[1, 2, 3], false);
-        assert_eq!((same, write), (disk, false));
+        let same = starting_disk(disk.clone(), &[1, 2, 3], false);
+        assert_eq!(same, disk);
     }
 
     #[test]
