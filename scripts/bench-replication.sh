@@ -2,10 +2,11 @@
 # Replication benchmark (never part of the tests): NSQ's Go bench_writer against nsqd v1.3.0
 # (unreplicated), nsqlab (unreplicated, durable) and a group of three nsqlab nodes
 # (--replicas=3, on this machine, loopback), alternating round by round (medians of ROUNDS);
-# then the failover time: kill -9 of the leader under load to the first message consumed
-# from the new leader (nsq_tail connecting to whichever node serves, found by polling
-# GET /raft/status every 50 ms).
-#   bash scripts/bench-replication.sh            # 3 rounds of 10 s: about 2 minutes
+# then nsqd and the group publishing while NSQ's bench_reader consumes (the log compacting
+# as it goes); then the failover time: kill -9 of the leader under load to the first
+# message consumed from the new leader (nsq_tail connecting to whichever node serves, found
+# by polling GET /raft/status every 50 ms).
+#   bash scripts/bench-replication.sh            # 3 rounds of 10 s: about 4 minutes
 #   ROUNDS=5 RUNFOR=10s bash scripts/bench-replication.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,10 +50,10 @@ start() { # start NAME: the server(s); sets ADDR, the TCP address to publish to
   fi
   case $1 in
     nsqd) "$NSQ_BIN/nsqd" --tcp-address=127.0.0.1:4450 --http-address=127.0.0.1:4451 --data-path="$DATA" >"$DATA/log" 2>&1 &
-      pids+=($!); wait_http 127.0.0.1:4451; ADDR=127.0.0.1:4450 ;;
+      pids+=($!); wait_http 127.0.0.1:4451; ADDR=127.0.0.1:4450; HTTP=127.0.0.1:4451 ;;
     nsqlab) $B nsqd --tcp-address=127.0.0.1:4450 --http-address=127.0.0.1:4451 --data-path="$DATA" >"$DATA/log" 2>&1 &
-      pids+=($!); wait_http 127.0.0.1:4451; ADDR=127.0.0.1:4450 ;;
-    nsqlab-3-replicas) node 1; node 2; node 3; ADDR="127.0.0.1:450$(leader)" ;;
+      pids+=($!); wait_http 127.0.0.1:4451; ADDR=127.0.0.1:4450; HTTP=127.0.0.1:4451 ;;
+    nsqlab-3-replicas) node 1; node 2; node 3; l=$(leader); ADDR="127.0.0.1:450$l"; HTTP="127.0.0.1:451$l" ;;
   esac
 }
 ops() { sed -nE 's/.* - ([0-9.]+)ops\/s.*/\1/p' | tail -1 | awk '{printf "%.0f", $1}'; }
@@ -73,6 +74,33 @@ echo "|---|---|---|"
 base=$(echo "${RATES[nsqd]}" | tr ' ' '\n' | grep . | median)
 for s in nsqd nsqlab nsqlab-3-replicas; do
   m=$(echo "${RATES[$s]}" | tr ' ' '\n' | grep . | median)
+  echo "| $s | $m | $(awk -v a="$m" -v b="$base" 'BEGIN {printf "%.2f", a / b}') |"
+done
+
+# Publishing and consuming at once: bench_reader (its own channel, created first) beside
+# bench_writer, so the log compacts as it goes (nothing consumed, it never does).
+declare -A BOTH
+for round in $(seq "$ROUNDS"); do
+  for s in nsqd nsqlab-3-replicas; do
+    start "$s"
+    curl -sf -X POST "http://$HTTP/topic/create?topic=sub_bench" >/dev/null
+    curl -sf -X POST "http://$HTTP/channel/create?topic=sub_bench&channel=ch" >/dev/null
+    "$NSQ_BIN/bench_reader" -nsqd-tcp-address="$ADDR" -runfor="$RUNFOR" >"$DATA/reader.out" 2>&1 &
+    reader=$!
+    sleep 0.3
+    r=$("$NSQ_BIN/bench_writer" -nsqd-tcp-address="$ADDR" -runfor="$RUNFOR" 2>&1 | ops)
+    wait "$reader"
+    echo "round $round: $s publishing $r msg/s while consuming $(ops <"$DATA/reader.out") msg/s" >&2
+    BOTH[$s]="${BOTH[$s]:-} $r"
+  done
+done
+stop
+echo
+echo "| PUB while bench_reader consumes, median of $ROUNDS × $RUNFOR | msg/s | vs nsqd |"
+echo "|---|---|---|"
+base=$(echo "${BOTH[nsqd]}" | tr ' ' '\n' | grep . | median)
+for s in nsqd nsqlab-3-replicas; do
+  m=$(echo "${BOTH[$s]}" | tr ' ' '\n' | grep . | median)
   echo "| $s | $m | $(awk -v a="$m" -v b="$base" 'BEGIN {printf "%.2f", a / b}') |"
 done
 
