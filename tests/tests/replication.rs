@@ -79,6 +79,11 @@ fn serving(nodes: &Nodes, within: Duration) -> (u64, Value) {
 /// Consume `orders` on a new channel from `n`, finishing each message, until every body of
 /// `acked` came (within `within`).
 fn consume_all(n: &Nsqd, acked: &BTreeSet<String>, within: Duration) {
+    consume_seen(n, acked, within);
+}
+
+/// [`consume_all`], and every body that came.
+fn consume_seen(n: &Nsqd, acked: &BTreeSet<String>, within: Duration) -> BTreeSet<String> {
     let mut c = n.client();
     c.cmd(&Command::Sub {
         topic: "orders".into(),
@@ -116,6 +121,7 @@ fn consume_all(n: &Nsqd, acked: &BTreeSet<String>, within: Duration) {
             ),
         }
     }
+    seen
 }
 
 /// The machines: node id → (its process, its data directory), and every node's raft port.
@@ -725,6 +731,67 @@ fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_messag
     }
     let (id, _) = serving(&nodes, Duration::from_secs(20));
     consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+}
+
+/// Every node killed with `kill -9` after its log was compacted many times (each compaction
+/// a new generation written over the last one's records in `raft.log`), then started again
+/// on its files: nothing acknowledged is lost, and nothing finished (an earlier
+/// generation's records, still in the file) comes back.
+#[test]
+fn the_whole_group_killed_after_many_compactions_restarts_on_its_reused_logs() {
+    let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &["--raft-snapshot-bytes=4096"]);
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let pad = "x".repeat(300);
+    let publish = |n: &Nsqd, from: usize, count: usize| -> BTreeSet<String> {
+        (from..from + count)
+            .map(|k| {
+                let body = format!("m{k:05}{pad}");
+                let r = n.http("POST", "/pub?topic=orders", body.as_bytes());
+                assert_eq!(r.status, 200, "{}", r.text());
+                body
+            })
+            .collect()
+    };
+    let mut finished = BTreeSet::new();
+    for round in 0..5 {
+        let acked = publish(&nodes[&id].0, round * 100, 100);
+        consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+        finished.extend(acked);
+    }
+    // Every FIN taken by the leader's broker (so proposed before the publishes below, and
+    // committed once they are acknowledged).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stats: Value =
+            serde_json::from_str(&nodes[&id].0.http("GET", "/stats?format=json", b"").text())
+                .expect("stats");
+        let audit = &stats["topics"][0]["channels"][0];
+        assert_eq!(audit["channel_name"], "audit", "{stats}");
+        if audit["in_flight_count"] == 0 && audit["depth"] == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never all finished: {audit}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Each node has compacted (its log starts after a snapshot past the group's first).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (nid, (n, _)) in &nodes {
+        while status(n.http).map_or(0, |s| s["snapshot"].as_u64().unwrap_or(0)) <= 100 {
+            assert!(Instant::now() < deadline, "node {nid} never compacted");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let kept = publish(&nodes[&id].0, 500, 50);
+    for id in 1..=3 {
+        let (n, dir) = nodes.remove(&id).expect("node");
+        n.kill9();
+        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
+        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
+    }
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let seen = consume_seen(&nodes[&id].0, &kept, Duration::from_secs(30));
+    let back: Vec<&String> = seen.intersection(&finished).take(5).collect();
+    assert!(back.is_empty(), "finished messages came back: {back:?}");
 }
 
 /// Disks that fill together (every node keeps the same log) make the group refuse
