@@ -705,14 +705,36 @@ fn three_nodes_on(
 /// Publish `m0`, `m1`, … `m{count - 1}` to `orders` on `n` over HTTP, each answered `200`;
 /// their bodies.
 fn publish_numbered(n: &Nsqd, count: usize) -> BTreeSet<String> {
-    (0..count)
-        .map(|k| {
-            let body = format!("m{k}");
+    publish_each(n, (0..count).map(|k| format!("m{k}")))
+}
+
+/// Publish each of `bodies` to `orders` on `n` over HTTP, each answered `200`; the bodies.
+fn publish_each(n: &Nsqd, bodies: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    bodies
+        .into_iter()
+        .map(|body| {
             let r = n.http("POST", "/pub?topic=orders", body.as_bytes());
-            assert_eq!(r.status, 200, "{body}: {}", r.text());
+            assert_eq!(
+                r.status,
+                200,
+                "{}: {}",
+                &body[..body.len().min(12)],
+                r.text()
+            );
             body
         })
         .collect()
+}
+
+/// Every node killed with `kill -9`, then started again on its own data directory with the
+/// flags it had.
+fn kill_and_restart_all(nodes: &mut Nodes, flags: &BTreeMap<u64, Vec<String>>) {
+    for id in 1..=3 {
+        let (n, dir) = nodes.remove(&id).expect("node");
+        n.kill9();
+        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
+        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
+    }
 }
 
 /// Every node killed with `kill -9`, then started again on its own raft.log (before any
@@ -723,12 +745,7 @@ fn the_whole_group_killed_and_restarted_on_its_logs_loses_no_acknowledged_messag
     let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &[]);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
     let acked = publish_numbered(&nodes[&id].0, 50);
-    for id in 1..=3 {
-        let (n, dir) = nodes.remove(&id).expect("node");
-        n.kill9();
-        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
-        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
-    }
+    kill_and_restart_all(&mut nodes, &flags);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
     consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
 }
@@ -742,15 +759,8 @@ fn the_whole_group_killed_after_many_compactions_restarts_on_its_reused_logs() {
     let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &["--raft-snapshot-bytes=4096"]);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
     let pad = "x".repeat(300);
-    let publish = |n: &Nsqd, from: usize, count: usize| -> BTreeSet<String> {
-        (from..from + count)
-            .map(|k| {
-                let body = format!("m{k:05}{pad}");
-                let r = n.http("POST", "/pub?topic=orders", body.as_bytes());
-                assert_eq!(r.status, 200, "{}", r.text());
-                body
-            })
-            .collect()
+    let publish = |n: &Nsqd, from: usize, count: usize| {
+        publish_each(n, (from..from + count).map(|k| format!("m{k:05}{pad}")))
     };
     let mut finished = BTreeSet::new();
     for round in 0..5 {
@@ -782,12 +792,7 @@ fn the_whole_group_killed_after_many_compactions_restarts_on_its_reused_logs() {
         }
     }
     let kept = publish(&nodes[&id].0, 500, 50);
-    for id in 1..=3 {
-        let (n, dir) = nodes.remove(&id).expect("node");
-        n.kill9();
-        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
-        nodes.insert(id, (Nsqd::start_in(Some(dir.path()), &args), dir));
-    }
+    kill_and_restart_all(&mut nodes, &flags);
     let (id, _) = serving(&nodes, Duration::from_secs(20));
     let seen = consume_seen(&nodes[&id].0, &kept, Duration::from_secs(30));
     let back: Vec<&String> = seen.intersection(&finished).take(5).collect();
