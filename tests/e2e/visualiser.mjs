@@ -438,6 +438,10 @@ if (part('i18n')) {
     zhFetched = 0;
     await page.waitForTimeout(100);
     check(zhFetched === 0, `${id}: an English page does not fetch the Chinese words`);
+    // The switch names the other language in that language, and is marked as being in it
+    // (a screen reader then reads 中文 as Chinese, not as English).
+    const switchLang = await page.getAttribute('[data-testid=lang]', 'lang');
+    check(switchLang === 'zh-CN', `${id}: the switch to Chinese says it is Chinese (lang=${switchLang})`);
     await page.click('[data-testid=lang]');
     check(page.url().includes('lang=zh'), `${id}: the language is kept in the URL (${page.url()})`);
     await page.waitForFunction(() => document.documentElement.lang === 'zh-CN', null, { timeout: 10000 }).catch(() => {});

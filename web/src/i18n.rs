@@ -41,6 +41,14 @@ impl Lang {
     }
 
     /// The other one (the page's switch).
+    /// Its code in an HTML `lang` attribute (what a browser picks fonts by).
+    pub fn html_lang(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh-CN",
+        }
+    }
+
     pub fn other(self) -> Lang {
         match self {
             Lang::En => Lang::Zh,

@@ -263,7 +263,7 @@ pub fn live_app() -> Html {
       <div class="app live">
         <header>
           <h1>{"nsqlab"}<span class="sub">{t(l, "ui.live.sub")}</span>
-            <button type="button" class="lang" data-testid="lang" title={t(l, "ui.lang.title")} onclick={switch}>{t(l, "sym.lang.other")}</button></h1>
+            <button type="button" class="lang" data-testid="lang" title={t(l, "ui.lang.title")} lang={l.other().html_lang()} onclick={switch}>{t(l, "sym.lang.other")}</button></h1>
           <nav class="scenarios">
             <a class="live-link" href={format!("?scenario=dpub-heap&lang={}", l.code())}>{t(l, "ui.live.back")}</a>
             <span class="status" data-testid="status">{Text::new("ui.live.status").word("status", state.status).arg("n", m.skipped).render(l)}</span>

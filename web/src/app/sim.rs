@@ -443,7 +443,7 @@ pub fn sim_app() -> Html {
             .and_then(|w| w.document())
             .and_then(|d| d.document_element())
         {
-            let _ = el.set_attribute("lang", if *lang == Lang::Zh { "zh-CN" } else { "en" });
+            let _ = el.set_attribute("lang", lang.html_lang());
         }
     });
     // The URL reopens this page as it is.
@@ -640,7 +640,7 @@ pub fn sim_app() -> Html {
         <header>
           <h1>{"nsqlab"}<span class="sub">{t(l, "ui.sub")}</span>
             <button type="button" class="lang" data-testid="lang" lang={if l == Lang::En { "zh-CN" } else { "en" }}
-                    title={t(l, "ui.lang.title")} onclick={click(Action::SetLang(l.other()))}>{t(l, "sym.lang.other")}</button></h1>
+                    title={t(l, "ui.lang.title")} lang={l.other().html_lang()} onclick={click(Action::SetLang(l.other()))}>{t(l, "sym.lang.other")}</button></h1>
           <nav class="scenarios" aria-label={t(l, "ui.scenarios")}>
             { for SCENARIOS.iter().map(|s| html! {
                 <button type="button" class={classes!("scenario", (s.id == m.scenario.id).then_some("active"))}
