@@ -195,15 +195,13 @@ impl RaftLog {
     }
 
     /// Bytes of this generation: the base and the records since.
-    pub fn len(&self) -> u64 {
+    #[cfg(test)]
+    fn len(&self) -> u64 {
         self.base_len + self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// `len()`, kept up to date for another thread.
+    /// The bytes of this generation (the base and the records since), kept up to date for
+    /// another thread.
     pub fn used(&self) -> Arc<AtomicU64> {
         self.used.clone()
     }
