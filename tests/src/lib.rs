@@ -357,6 +357,19 @@ pub fn sigterm(pid: u32) {
     unsafe_kill(pid, 15);
 }
 
+/// Stop a process (SIGSTOP) as a machine that hangs does: its connections stay open, it
+/// answers nothing until [`sigcont`].
+pub fn sigstop(pid: u32) {
+    #[cfg(unix)]
+    unsafe_kill(pid, 19);
+}
+
+/// Let a process stopped by [`sigstop`] go on.
+pub fn sigcont(pid: u32) {
+    #[cfg(unix)]
+    unsafe_kill(pid, 18);
+}
+
 #[cfg(unix)]
 fn unsafe_kill(pid: u32, sig: i32) {
     let _ = Command::new("kill")

@@ -899,6 +899,87 @@ fn a_node_whose_data_directory_vanishes_exits_and_the_others_go_on() {
     consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
 }
 
+/// A node that lost its disk and is started again under its old id (the same flags, an
+/// empty data directory) has forgotten what it acknowledged: it must not help elect a node
+/// lacking it. Node `lag` hangs (SIGSTOP) after the first messages, so the next are on the
+/// leader's and node `lost`'s disks only; `lost`'s disk goes and the leader is killed; `lag`
+/// wakes and `lost` comes back empty. No node may serve then (`lag` lacks acknowledged
+/// messages, and only `lost`'s vote could elect it); the leader back, it serves with every
+/// message, `lost` catches up, and then votes again: the leader killed once more, the two
+/// others elect one of themselves.
+#[test]
+fn a_node_back_empty_under_its_old_id_does_not_elect_one_lacking_what_it_acknowledged() {
+    let (mut nodes, flags) = three_nodes_on(&BTreeMap::new(), &[]);
+    let (leader, _) = serving(&nodes, Duration::from_secs(20));
+    let others: Vec<u64> = (1..=3).filter(|id| *id != leader).collect();
+    let (lag, lost) = (others[0], others[1]);
+    let mut acked = publish_each(&nodes[&leader].0, (0..10).map(|k| format!("before{k}")));
+    // Everything so far is in `lag`'s log too (it has a history).
+    let commit = status(nodes[&leader].0.http).expect("status")["commit"].clone();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while status(nodes[&lag].0.http).map(|s| s["commit"].clone()) != Some(commit.clone()) {
+        assert!(Instant::now() < deadline, "node {lag} never caught up");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    nsqlab_tests::sigstop(nodes[&lag].0.pid());
+    acked.extend(publish_each(
+        &nodes[&leader].0,
+        (0..10).map(|k| format!("while{k}")),
+    ));
+    let (n, dir) = nodes.remove(&lost).expect("node");
+    n.kill9();
+    std::fs::remove_dir_all(dir.path()).expect("remove the data directory");
+    std::fs::create_dir(dir.path()).expect("an empty data directory");
+    let (old_leader, old_dir) = nodes.remove(&leader).expect("node");
+    old_leader.kill9();
+    nsqlab_tests::sigcont(nodes[&lag].0.pid());
+    let start = |id: u64, dir: &Path| {
+        let args: Vec<&str> = flags[&id].iter().map(String::as_str).collect();
+        Nsqd::start_in(Some(dir), &args)
+    };
+    nodes.insert(lost, (start(lost, dir.path()), dir));
+    // Elections come every 1–2 s: several go by, and none may succeed.
+    let until = Instant::now() + Duration::from_secs(6);
+    let mut seen_catching_up = false;
+    while Instant::now() < until {
+        for (id, (n, _)) in &nodes {
+            if let Some(s) = status(n.http) {
+                assert_ne!(
+                    s["serving"], true,
+                    "node {id} serves without the leader's acknowledged messages: {s}"
+                );
+                seen_catching_up |= *id == lost && s["catching_up"] == true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        seen_catching_up,
+        "node {lost} never said it was catching up"
+    );
+    assert!(nodes[&lost].1.path().join("raft.catching-up").exists());
+    nodes.insert(leader, (start(leader, old_dir.path()), old_dir));
+    let (id, _) = serving(&nodes, Duration::from_secs(30));
+    consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
+    // `lost` catches up, and says so: its mark is gone.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status(nodes[&lost].0.http).map(|s| s["catching_up"].clone()) != Some(Value::Bool(false))
+        || nodes[&lost].1.path().join("raft.catching-up").exists()
+    {
+        assert!(Instant::now() < deadline, "node {lost} never caught up");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Now it votes as any member: without the leader (or, should `lost` lead, another), the
+    // other two elect one of themselves.
+    let (id, _) = serving(&nodes, Duration::from_secs(20));
+    let victim = if id != lost { id } else { lag };
+    let (n, _dir) = nodes.remove(&victim).expect("node");
+    n.kill9();
+    let (id, _) = serving(&nodes, Duration::from_secs(30));
+    let after = publish_each(&nodes[&id].0, ["after".to_string()]);
+    consume_all(&nodes[&id].0, &after, Duration::from_secs(30));
+}
+
 /// A node whose disk fills cannot write its raft log: it stops, and its process exits with
 /// an error (so that nsqlookupd, its supervisor and its clients see it gone rather than a
 /// node that takes no part); the others go on, and lose nothing they acknowledged. Given

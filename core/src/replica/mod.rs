@@ -41,9 +41,13 @@
 //! Every log starts from the same bootstrap snapshot (index 1, the first voters). A node
 //! added later, or one that lost its disk and comes back under a new id, starts empty and is
 //! sent a snapshot of the leader's applied state ([`Replay::to_ops`]), then the log after it.
-//! A node that lost its disk must never come back under its old id: it could vote twice in a
-//! term. Remove the old id ([`Node::propose_remove`]) and add the new
-//! ([`Node::propose_add`]), one change at a time.
+//! A node that lost its disk is best replaced: remove the old id ([`Node::propose_remove`])
+//! and add a new one ([`Node::propose_add`]), one change at a time. One that comes back
+//! under its old id anyway (restarted with the same flags on a new disk) is *catching up*
+//! ([`NodeConfig::catching_up`]): it has forgotten the votes and the entries the group
+//! counted on it, so until it has caught up with a leader it votes for no candidate with a
+//! history, and a leader that finds a peer's log shorter than what it had acknowledged
+//! starts that peer again from nothing.
 //!
 //! # Determinism
 //! raft-rs draws each election timeout with `rand::thread_rng`; a node's range here is one
@@ -103,6 +107,18 @@ pub struct NodeConfig {
     /// owes hold this many bytes ([`Replay::kept_bytes`]); 0: no limit. Every node keeps
     /// them in memory, so this bounds a node's memory where a single node would spill to disk.
     pub max_backlog_bytes: u64,
+    /// The node starts with nothing its disk had (a host sets it when its data path was empty,
+    /// and keeps it set across restarts until [`NodeOutput::CaughtUp`]). Such a node may be
+    /// one that lost its disk and came back under its old id, having forgotten its votes and
+    /// the entries it acknowledged (a new group's first voters and a node joining start like
+    /// that too: nothing tells them apart). Until it has caught up with a leader (its log
+    /// holds, durably and committed, an entry of the leader's term and everything the leader
+    /// had committed when it first heard from it) it votes for no candidate whose log has a
+    /// history (beyond the bootstrap snapshot), so it cannot help elect a node lacking what it
+    /// had helped commit; and it takes from a heartbeat no commit index beyond what it knows
+    /// matches the leader (a leader's heartbeat carries what the peer had acknowledged, which
+    /// a lost disk no longer holds).
+    pub catching_up: bool,
 }
 
 impl NodeConfig {
@@ -117,9 +133,20 @@ impl NodeConfig {
             heartbeat_ticks: 2,
             compact_bytes: 64 << 20,
             max_backlog_bytes: 0,
+            catching_up: false,
         }
     }
 }
+
+/// The index of a new group's bootstrap snapshot ([`Disk::bootstrap`]): a log that ends
+/// there has no history.
+const BOOTSTRAP_INDEX: u64 = 1;
+
+/// The context of a vote request from a node catching up ([`NodeConfig::catching_up`]): a
+/// node catching up votes for a candidate with a history only if it is catching up too (in
+/// a new group that never caught up, all are; a node that lost its disk while the others
+/// kept theirs finds none that is).
+const CATCHING_UP: &[u8] = b"nsqlab:catching-up";
 
 /// What a node keeps on disk: the snapshot the log starts after, the log, and raft's vote and
 /// commit. A host writes each [`Persist`] before sending what follows it; a test's disk is
@@ -136,7 +163,7 @@ impl Disk {
     pub fn bootstrap(voters: &[NodeId]) -> Disk {
         let mut snapshot = Snapshot::default();
         let meta = snapshot.mut_metadata();
-        meta.index = 1;
+        meta.index = BOOTSTRAP_INDEX;
         meta.term = 1;
         meta.mut_conf_state().voters = voters.to_vec();
         snapshot.data = Batch {
@@ -224,6 +251,9 @@ pub enum NodeOutput {
     /// back with [`Node::snapshot_built`]; one is out at a time. A host that drops it (the
     /// node stopped) loses nothing: the log stays uncompacted.
     BuildSnapshot(SnapshotJob),
+    /// This node has caught up ([`NodeConfig::catching_up`]): a host that kept a mark of it
+    /// removes it, so a restart votes as any member does.
+    CaughtUp,
     /// A voter joined the group (with the address its adder gave, for the transport) or left.
     Member {
         id: NodeId,
@@ -413,6 +443,9 @@ pub struct Node {
     building: bool,
     /// Why the host's disk has too little room for more publishes, if it has.
     disk_low: Option<String>,
+    /// While catching up ([`NodeConfig::catching_up`]): the commit index a leader advertised
+    /// in the first append it sent, once one has.
+    catching_up: Option<Option<u64>>,
 }
 
 fn logger() -> slog::Logger {
@@ -479,6 +512,7 @@ impl Node {
         opts.evict_bodies = false;
         opts.node_id = cfg.id as u16;
         let tick = cfg.tick;
+        let catching_up = cfg.catching_up.then_some(None);
         Ok(Node {
             cfg: NodeConfig { opts, ..cfg },
             raw,
@@ -496,7 +530,13 @@ impl Node {
             to_apply: Vec::new(),
             building: false,
             disk_low: None,
+            catching_up,
         })
+    }
+
+    /// Whether this node is still catching up ([`NodeConfig::catching_up`]).
+    pub fn catching_up(&self) -> bool {
+        self.catching_up.is_some()
     }
 
     pub fn id(&self) -> NodeId {
@@ -581,6 +621,10 @@ impl Node {
     /// keep in memory), not copies of them.
     pub fn handle_frame(&mut self, now: Time, msg: RaftMessage, frame: Arc<[u8]>) {
         self.now = self.now.max(now);
+        let mut msg = msg;
+        if !self.screen(&mut msg) {
+            return;
+        }
         let last = msg.entries.last().map(|e| e.index);
         let _ = self.raw.step(msg);
         // Kept only when raft took entries from it into its log (which then keeps the frame
@@ -602,11 +646,107 @@ impl Node {
     }
 
     /// A message from another node.
-    pub fn handle_message(&mut self, now: Time, msg: RaftMessage) {
+    pub fn handle_message(&mut self, now: Time, mut msg: RaftMessage) {
         self.now = self.now.max(now);
+        if !self.screen(&mut msg) {
+            return;
+        }
         // A message from a node not (or no longer) in the group is ignored by raft.
         let _ = self.raw.step(msg);
         self.settle();
+    }
+
+    /// What raft must not take as it comes from a node that lost its disk, or while this one
+    /// is catching up ([`NodeConfig::catching_up`]); `false`: drop the message.
+    fn screen(&mut self, m: &mut RaftMessage) -> bool {
+        let raft = &mut self.raw.raft;
+        if m.get_msg_type() == MessageType::MsgAppendResponse
+            && m.reject
+            && raft.state == StateRole::Leader
+            && m.term == raft.term
+        {
+            if let Some(pr) = raft.mut_prs().get_mut(m.from) {
+                if m.reject_hint < pr.matched {
+                    // A log shorter than what the peer acknowledged: its disk is gone. Raft
+                    // would take the rejection for a stale one (and its heartbeats would
+                    // carry a commit index beyond the peer's log): probe it from nothing,
+                    // at the index it rejected, as raft probes any peer.
+                    pr.matched = 0;
+                    pr.become_probe();
+                    pr.next_idx = m.index + 1;
+                }
+            }
+        }
+        let Some(target) = self.catching_up.as_mut() else {
+            return true;
+        };
+        match m.get_msg_type() {
+            // A candidate with a history may lack what this node acknowledged before it
+            // lost its disk; one without (a new group's) lacks nothing, nor does one that
+            // catches up too (unless two disks were lost at once: beyond any promise).
+            MessageType::MsgRequestVote | MessageType::MsgRequestPreVote => {
+                m.index <= BOOTSTRAP_INDEX || m.context == CATCHING_UP
+            }
+            MessageType::MsgHeartbeat => {
+                // The leader's commit, up to where this log is known to match its log: up
+                // to an entry of the leader's term (only the leader writes those, after
+                // checking what precedes them), else no further than already committed.
+                let log = &raft.raft_log;
+                let last = log.last_index();
+                let upto = if log.term(last).is_ok_and(|t| t == m.term) {
+                    last
+                } else {
+                    log.committed
+                };
+                m.commit = m.commit.min(upto);
+                if target.is_none() {
+                    // No append yet: a leader that remembers what this node's old disk had
+                    // sends none (it believes it has everything). A rejection naming where
+                    // this log ends tells it otherwise.
+                    let reject = RaftMessage {
+                        msg_type: MessageType::MsgAppendResponse,
+                        to: m.from,
+                        from: self.cfg.id,
+                        term: m.term,
+                        index: last + 1,
+                        reject: true,
+                        reject_hint: last,
+                        log_term: log.term(last).unwrap_or(0),
+                        ..RaftMessage::default()
+                    };
+                    self.out.push_back(NodeOutput::Send(reject));
+                }
+                true
+            }
+            MessageType::MsgAppend if m.term >= raft.term => {
+                target.get_or_insert(m.commit);
+                true
+            }
+            MessageType::MsgSnapshot if m.term >= raft.term => {
+                target.get_or_insert(m.get_snapshot().get_metadata().index);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether a node catching up has caught up: its log holds, committed and durable, an
+    /// entry of its leader's term (so everything committed in earlier terms) and the commit
+    /// index the leader first advertised to it (what was committed when it came back); a
+    /// leader, once it has committed an entry of its term.
+    fn check_caught_up(&mut self) {
+        let Some(target) = self.catching_up else {
+            return;
+        };
+        let raft = &self.raw.raft;
+        let log = &raft.raft_log;
+        let done = log.committed.min(log.persisted);
+        let of_term = log.term(done).is_ok_and(|t| t == raft.term);
+        let leading = raft.state == StateRole::Leader;
+        if of_term && (leading || target.is_some_and(|t| done >= t)) {
+            self.catching_up = None;
+            self.out.push_back(NodeOutput::CaughtUp);
+        }
     }
 
     /// A message to `to` could not be delivered (the connection failed): raft probes it
@@ -756,7 +896,17 @@ impl Node {
             self.advance_apply();
             self.settle();
         }
-        self.out.pop_front()
+        let mut o = self.out.pop_front();
+        if let Some(NodeOutput::Send(m)) = o.as_mut() {
+            let vote = matches!(
+                m.get_msg_type(),
+                MessageType::MsgRequestVote | MessageType::MsgRequestPreVote
+            );
+            if vote && self.catching_up.is_some() && m.context.is_empty() {
+                m.context = CATCHING_UP.to_vec().into();
+            }
+        }
+        o
     }
 
     /// Work until nothing moves: the broker's ops proposed, raft's readies handled (entries
@@ -772,6 +922,7 @@ impl Node {
                 let more = self.leader.as_ref().is_some_and(|l| !l.ops.is_empty());
                 if !more {
                     self.maybe_compact();
+                    self.check_caught_up();
                     break;
                 }
                 continue;

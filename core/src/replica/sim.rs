@@ -35,9 +35,13 @@ pub struct SimNode {
     unsynced: Vec<Persist>,
     /// A snapshot being built off the node's loop, and when it is ready.
     building: Option<(Time, SnapshotJob)>,
+    /// The server's mark that the node started with nothing on its disk and has not caught
+    /// up since ([`NodeConfig::catching_up`]): it outlives a crash, as a file would.
+    pub catching_up: bool,
 }
 
 impl SimNode {
+    /// A machine whose disk had nothing (a host found its data path empty): catching up.
     fn new(disk: Disk) -> SimNode {
         SimNode {
             node: None,
@@ -45,6 +49,7 @@ impl SimNode {
             writing: VecDeque::new(),
             unsynced: Vec::new(),
             building: None,
+            catching_up: true,
         }
     }
 }
@@ -294,6 +299,7 @@ impl ClusterSim {
         NodeConfig {
             compact_bytes: self.compact_bytes,
             max_backlog_bytes: self.max_backlog_bytes,
+            catching_up: self.nodes.get(&id).is_some_and(|s| s.catching_up),
             ..NodeConfig::new(id, self.opts.clone(), self.seed)
         }
     }
@@ -344,6 +350,22 @@ impl ClusterSim {
         });
         self.states.remove(&id);
         self.drop_clients(|(n, _, _)| n == id);
+    }
+
+    /// The node stops and its disk is replaced by a new one, which it starts from when
+    /// [`ClusterSim::start`]ed again under the same id, as a server restarted with the same
+    /// flags would: a first voter (one of `first_voters`) from the group's bootstrap snapshot,
+    /// a node added later from nothing; catching up, either way.
+    pub fn wipe(&mut self, id: NodeId, first_voters: &[NodeId]) {
+        self.crash(id);
+        if let Some(sn) = self.nodes.get_mut(&id) {
+            let disk = if first_voters.contains(&id) {
+                Disk::bootstrap(first_voters)
+            } else {
+                Disk::default()
+            };
+            *sn = SimNode::new(disk);
+        }
     }
 
     /// The node stops and its disk is gone (the machine is never coming back as `id`).
@@ -509,6 +531,11 @@ impl ClusterSim {
                     let at = self.now + lo + self.random(hi.saturating_sub(lo) + 1);
                     if let Some(sn) = self.nodes.get_mut(&id) {
                         sn.building = Some((at, job));
+                    }
+                }
+                NodeOutput::CaughtUp => {
+                    if let Some(sn) = self.nodes.get_mut(&id) {
+                        sn.catching_up = false;
                     }
                 }
                 NodeOutput::Leading { .. }

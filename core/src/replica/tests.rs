@@ -249,6 +249,118 @@ fn a_node_that_lost_its_disk_comes_back_under_a_new_id_and_catches_up_by_snapsho
     assert_eq!(bodies(&sim.frames(c)).len(), 20);
 }
 
+/// A node whose disk is lost, started again under its old id, has forgotten what it
+/// acknowledged: while the one other node with those entries is down, it must not help a node
+/// that lacks them win an election (plain raft would: an empty log is never more up to date).
+#[test]
+fn a_node_back_empty_under_its_old_id_does_not_help_elect_one_lacking_what_it_acknowledged() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 21);
+    let leader = elected(&mut sim);
+    let others: Vec<NodeId> = [1, 2, 3].into_iter().filter(|&i| i != leader).collect();
+    let (lag, lost) = (others[0], others[1]);
+    let p = sim.connect(leader);
+    for i in 0..5 {
+        publish(&mut sim, p, &format!("before{i}"));
+    }
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 5);
+    assert!(
+        [lag, lost]
+            .iter()
+            .all(|&id| !sim.nodes[&id].catching_up && !sim.node(id).expect("up").catching_up()),
+        "the first voters caught up with their first leader"
+    );
+    // `lag` hears nothing more; the next entries are on the leader's and `lost`'s disks.
+    sim.isolate(lag);
+    for i in 0..5 {
+        publish(&mut sim, p, &format!("while{i}"));
+    }
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 5, "a majority took them");
+    sim.wipe(lost, &[1, 2, 3]);
+    sim.crash(leader);
+    sim.heal();
+    sim.start(lost);
+    assert!(sim.node(lost).expect("up").catching_up());
+    // Elections every second or two: none may succeed without the leader's disk.
+    let won = sim.run_until(10 * SECOND, |s| s.serving().is_some());
+    assert!(
+        !won,
+        "node {:?} leads without what node {leader} and node {lost} acknowledged",
+        sim.serving()
+    );
+    assert!(
+        sim.nodes[&lost].catching_up,
+        "its mark stays until it catches up"
+    );
+    sim.start(leader);
+    let next = elected(&mut sim);
+    assert_eq!(next, leader, "only the leader's log has every entry");
+    let c = consumer(&mut sim, next);
+    sim.sleep(ms(500));
+    let mut got = bodies(&sim.frames(c));
+    got.sort();
+    let mut want: Vec<String> = (0..5)
+        .flat_map(|i| [format!("before{i}"), format!("while{i}")])
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert!(
+        sim.run_until(5 * SECOND, |s| !s.nodes[&lost].catching_up),
+        "node {lost} catches up from the leader and says so"
+    );
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    // A full voter again: with the leader gone, the two left elect one of themselves.
+    sim.crash(leader);
+    let next = elected(&mut sim);
+    assert_ne!(next, leader);
+    let c = consumer(&mut sim, next);
+    sim.sleep(ms(500));
+    assert_eq!(
+        bodies(&sim.frames(c)).len(),
+        10,
+        "redelivered: none was finished"
+    );
+}
+
+/// A follower whose disk is lost, started again under its old id while its leader lives: the
+/// leader remembers what the old disk acknowledged (raft's `matched`), and must neither take
+/// the new disk for it nor send it a commit index beyond its log.
+#[test]
+fn a_follower_back_empty_under_its_old_id_catches_up_from_a_leader_that_remembers_it() {
+    let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 23);
+    let leader = elected(&mut sim);
+    let lost = follower_of(leader);
+    let p = sim.connect(leader);
+    for i in 0..5 {
+        publish(&mut sim, p, &format!("m{i}"));
+    }
+    sim.sleep(ms(500));
+    assert_eq!(oks(&sim.frames(p)), 5);
+    sim.wipe(lost, &[1, 2, 3]);
+    sim.sleep(ms(300));
+    sim.start(lost);
+    assert!(
+        sim.run_until(5 * SECOND, |s| !s.nodes[&lost].catching_up),
+        "node {lost} catches up; the leader's view: {}",
+        sim.node(leader).expect("up").debug_progress()
+    );
+    // (Its acknowledgement reaches the leader after it caught up.)
+    sim.sleep(ms(300));
+    let (commit, peers) = sim.node(leader).expect("up").progress();
+    assert!(peers.contains(&(lost, commit)), "{peers:?} at {commit}");
+    let (a, _) = sim.node(leader).expect("up").applied();
+    let (b, _) = sim.node(lost).expect("up").applied();
+    assert_eq!(b.survivors().count(), a.survivors().count());
+    assert!(sim.violations.is_empty(), "{:?}", sim.violations);
+    // And it is a copy: the leader gone, the other two elect one of themselves, with all five.
+    sim.crash(leader);
+    let next = elected(&mut sim);
+    let c = consumer(&mut sim, next);
+    sim.sleep(ms(500));
+    assert_eq!(bodies(&sim.frames(c)).len(), 5);
+}
+
 #[test]
 fn a_restarted_node_rebuilds_its_state_from_its_disk() {
     let mut sim = ClusterSim::new(&[1, 2, 3], opts(), 13);
@@ -839,7 +951,9 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
         let now = sim.now();
         let faults = now < end;
         // Faults: a crash (back within 4 s), a node cut off (healed within 4 s), or, in a
-        // group with no change pending and every node up, a disk lost for good.
+        // group with no change pending and every node up, a disk lost: the machine replaced
+        // by one with a new id, or started again under its old id on a new disk (catching
+        // up: `NodeConfig::catching_up`).
         if faults && now >= next_fault {
             next_fault = now + ms(500 + sim.random(2500));
             let ids: Vec<NodeId> = sim.nodes.keys().copied().collect();
@@ -858,7 +972,12 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
                     // the leader's configuration applied and its log caught up (a voter just
                     // added, still empty, is no copy yet: losing another then would lose the
                     // quorum's copies, beyond what any promise covers).
-                    let all_up = sim.nodes.values().all(|s| s.node.is_some());
+                    // (A node catching up is no copy yet either; a leader's view of it may
+                    // be what it had before its disk went.)
+                    let all_up = sim
+                        .nodes
+                        .values()
+                        .all(|s| s.node.is_some() && !s.catching_up);
                     let settled = sim.serving().and_then(|l| sim.node(l)).is_some_and(|l| {
                         let (commit, peers) = l.progress();
                         let voters = l.voters().to_vec();
@@ -869,10 +988,15 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
                                 .all(|s| s.node.as_ref().is_some_and(|n| n.voters() == voters))
                     });
                     if all_up && settled && to_remove.is_empty() && to_add.is_empty() {
-                        sim.destroy(victim);
-                        to_remove.push(victim);
-                        to_add.push(next_id);
-                        next_id += 1;
+                        if sim.random(2) == 0 {
+                            sim.destroy(victim);
+                            to_remove.push(victim);
+                            to_add.push(next_id);
+                            next_id += 1;
+                        } else {
+                            sim.wipe(victim, &voters);
+                            repairs.push((now + ms(200 + sim.random(4000)), victim));
+                        }
                     }
                 }
             }
@@ -976,12 +1100,29 @@ fn run_seed(seed: u64) -> Result<(usize, usize), String> {
         check(&mut sim, &mut l, &mut cons, &mut producer)?;
         sim.sleep(ms(50));
         check(&mut sim, &mut l, &mut cons, &mut producer)?;
-        if !faults && l.acked.is_subset(&l.delivered) && to_remove.is_empty() && to_add.is_empty() {
+        let caught_up = sim.nodes.values().all(|s| !s.catching_up);
+        if !faults
+            && l.acked.is_subset(&l.delivered)
+            && to_remove.is_empty()
+            && to_add.is_empty()
+            && caught_up
+        {
             break;
         }
     }
     if !sim.violations.is_empty() {
         return Err(sim.violations.join("; "));
+    }
+    let behind: Vec<NodeId> = sim
+        .nodes
+        .iter()
+        .filter(|(_, s)| s.catching_up)
+        .map(|(id, _)| *id)
+        .collect();
+    if !behind.is_empty() {
+        return Err(format!(
+            "never caught up, every node up and healed: {behind:?}"
+        ));
     }
     let lost: Vec<&String> = l.acked.difference(&l.delivered).collect();
     if !lost.is_empty() {

@@ -36,6 +36,9 @@ pub(super) struct Status {
     pub role: &'static str,
     pub leader: u64,
     pub serving: bool,
+    /// It started with nothing on its disk and has not caught up with a leader since: it
+    /// votes only for candidates with no history (see docs/replication.md).
+    pub catching_up: bool,
     pub voters: Vec<u64>,
     pub commit: u64,
     pub applied: u64,
@@ -67,6 +70,7 @@ fn status_of(n: &Node) -> Status {
         },
         leader: n.leader_id(),
         serving: n.is_serving(),
+        catching_up: n.catching_up(),
         voters,
         commit,
         applied: n.applied().1,

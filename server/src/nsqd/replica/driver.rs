@@ -90,6 +90,8 @@ enum Write {
     Append(Persist),
     /// Replace the file by this disk (a snapshot and what follows it); then report `number`.
     Rewrite(Disk, u64),
+    /// The node has caught up: remove the data path's mark ([`CATCHING_UP_NAME`]).
+    CaughtUp(std::path::PathBuf),
 }
 
 /// Start the thread that owns `raft.log`: it writes what it is sent in order, syncs once for
@@ -123,6 +125,13 @@ fn start_writer(
                             number = number.max(n);
                             unsynced = false;
                             log.rewrite(&disk)
+                        }
+                        // Left in place (a restart catches up again) if it cannot go.
+                        Write::CaughtUp(mark) => {
+                            if let Err(e) = std::fs::remove_file(&mark) {
+                                tracing::warn!("replication: {}: {e}", mark.display());
+                            }
+                            Ok(())
                         }
                     };
                     if result.is_err() {
@@ -449,6 +458,17 @@ impl Task {
                             return;
                         }
                     }
+                    NodeOutput::CaughtUp => {
+                        tracing::info!(
+                            "replication: node {} has caught up: it votes as any member",
+                            self.node.id()
+                        );
+                        let mark = self.data_path.join(CATCHING_UP_NAME);
+                        if self.writer.send(Write::CaughtUp(mark)).is_err() {
+                            self.fail("the raft log's writer stopped");
+                            return;
+                        }
+                    }
                     NodeOutput::Leading { term } => {
                         tracing::info!("replication: node {} leads (term {term})", self.node.id());
                     }
@@ -567,6 +587,7 @@ pub async fn open(
     std::fs::create_dir_all(data_path)?;
     let compact_bytes = args.raft_snapshot_bytes.max(4096);
     let (opened, disk) = RaftLog::open(data_path, compact_bytes)?;
+    let catching_up = catching_up(data_path, disk.is_empty())?;
     let voters: Vec<u64> = peers.iter().map(|(id, _)| *id).collect();
     let disk = starting_disk(disk, &voters, args.raft_join);
     // Written (durably) before anything else, as the base of a new generation.
@@ -576,8 +597,16 @@ pub async fn open(
         max_backlog_bytes: args
             .raft_max_backlog_bytes
             .unwrap_or_else(|| machine_memory() / 4),
+        catching_up,
         ..NodeConfig::new(me, opts, now)
     };
+    if catching_up {
+        tracing::info!(
+            "replication: node {me} starts with nothing on its disk: until it has caught up \
+             with a leader it votes only for candidates with no history (a node that lost its \
+             disk must not help elect one lacking what it had acknowledged)"
+        );
+    }
     match cfg.max_backlog_bytes {
         0 => tracing::info!("replication: no limit on the backlog kept in memory"),
         max => tracing::info!(
@@ -613,6 +642,29 @@ fn disk_low(dir: &std::path::Path, log: u64) -> Option<String> {
     (free < kept).then(|| {
         format!("too little room on disk: {free} bytes free, {kept} kept for the raft log")
     })
+}
+
+/// The data path's mark that its node started with nothing on its disk and has not caught
+/// up since ([`nsqlab_core::replica::NodeConfig::catching_up`]).
+pub const CATCHING_UP_NAME: &str = "raft.catching-up";
+
+/// Whether the node in `dir` is catching up: it is when its log is `empty` (the mark is then
+/// made, durably, before anything else is written), or the mark is still there.
+fn catching_up(dir: &std::path::Path, empty: bool) -> std::io::Result<bool> {
+    let mark = dir.join(CATCHING_UP_NAME);
+    if !empty {
+        return Ok(mark.exists());
+    }
+    let mut f = std::fs::File::create(&mark)?;
+    std::io::Write::write_all(
+        &mut f,
+        b"This node started with nothing on its disk (new, or its disk was lost) and has not \
+          caught up with a leader since: until it has, it votes only for candidates with no \
+          history. nsqlab removes this file once it has caught up.\n",
+    )?;
+    f.sync_all()?;
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(true)
 }
 
 /// What a node starts from, given what its raft log holds.
@@ -660,6 +712,22 @@ fn mem_total(meminfo: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use nsqlab_core::replica::raft::prelude::Entry;
+
+    #[test]
+    fn an_empty_data_path_is_marked_catching_up_until_the_mark_is_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mark = dir.path().join(CATCHING_UP_NAME);
+        // A log read back: not catching up, and no mark made.
+        assert!(!catching_up(dir.path(), false).expect("read"));
+        assert!(!mark.exists());
+        // Nothing on the disk: marked first.
+        assert!(catching_up(dir.path(), true).expect("mark"));
+        assert!(mark.exists());
+        // Restarted before it caught up: still catching up, its log not empty any more.
+        assert!(catching_up(dir.path(), false).expect("read"));
+        std::fs::remove_file(&mark).expect("caught up");
+        assert!(!catching_up(dir.path(), false).expect("read"));
+    }
 
     #[test]
     fn a_new_group_starts_from_its_bootstrap_snapshot_written_first() {
