@@ -958,6 +958,13 @@ fn a_node_back_empty_under_its_old_id_does_not_elect_one_lacking_what_it_acknowl
         "node {lost} never said it was catching up"
     );
     assert!(nodes[&lost].1.path().join("raft.catching-up").exists());
+    let metrics = nodes[&lost].0.http("GET", "/metrics", b"").text();
+    assert!(
+        metrics.contains("\nnsqlab_raft_catching_up 1\n"),
+        "{metrics}"
+    );
+    let text = nodes[&lost].0.http("GET", "/stats", b"").text();
+    assert!(text.contains(" (catching up)\n"), "{text}");
     nodes.insert(leader, (start(leader, old_dir.path()), old_dir));
     let (id, _) = serving(&nodes, Duration::from_secs(30));
     consume_all(&nodes[&id].0, &acked, Duration::from_secs(30));
@@ -969,6 +976,11 @@ fn a_node_back_empty_under_its_old_id_does_not_elect_one_lacking_what_it_acknowl
         assert!(Instant::now() < deadline, "node {lost} never caught up");
         std::thread::sleep(Duration::from_millis(50));
     }
+    let metrics = nodes[&lost].0.http("GET", "/metrics", b"").text();
+    assert!(
+        metrics.contains("\nnsqlab_raft_catching_up 0\n"),
+        "{metrics}"
+    );
     // Now it votes as any member: without the leader (or, should `lost` lead, another), the
     // other two elect one of themselves.
     let (id, _) = serving(&nodes, Duration::from_secs(20));

@@ -145,6 +145,11 @@ pub(super) async fn metrics(State(s): State<AppState>) -> ApiResult {
                 r.serving as u64,
             ),
             (
+                "nsqlab_raft_catching_up",
+                "1 while this node, started with nothing on its disk, has not caught up with a leader.",
+                r.catching_up as u64,
+            ),
+            (
                 "nsqlab_raft_voters",
                 "Voters in the group.",
                 r.voters.len() as u64,

@@ -2,12 +2,13 @@
 //! paths: 404 `NOT_FOUND`):
 //!
 //! - `GET /raft/status`: this node's view of its group: term, role, leader, voters, commit
-//!   and applied index, the index its log starts after (`snapshot`), and (on the leader) how
-//!   far each voter's log matches (`lag`).
+//!   and applied index, the index its log starts after (`snapshot`), whether it is still
+//!   catching up after starting with nothing on its disk (`catching_up`), and (on the
+//!   leader) how far each voter's log matches (`lag`).
 //! - `POST /raft/add?id=<node-id>&address=<host>:<port>`: on the leader, add a voter that
 //!   reaches the group at `address` (its `--raft-address`; start it with `--raft-join`).
 //! - `POST /raft/remove?id=<node-id>`: on the leader, remove a voter (one whose machine or
-//!   disk is gone: it must not come back under that id).
+//!   disk is gone, replaced by a node with a new id).
 //!
 //! Errors are `{"message":"CODE"}`: 400 `MISSING_ARG_ID` / `INVALID_ARG_ID`, 503
 //! `NOT_LEADER` (with `leader`, the node that leads if known), 409 `CHANGE_PENDING`.

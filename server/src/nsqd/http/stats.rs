@@ -127,8 +127,15 @@ pub(super) async fn stats(
         use std::fmt::Write;
         let _ = writeln!(
             text,
-            "\nReplication: node {} {} term {} leader {} voters {:?} commit {} applied {}",
-            r.id, r.role, r.term, r.leader, r.voters, r.commit, r.applied
+            "\nReplication: node {} {} term {} leader {} voters {:?} commit {} applied {}{}",
+            r.id,
+            r.role,
+            r.term,
+            r.leader,
+            r.voters,
+            r.commit,
+            r.applied,
+            if r.catching_up { " (catching up)" } else { "" }
         );
         for p in &r.peers {
             let _ = writeln!(
