@@ -699,7 +699,7 @@ impl Node {
                     log.committed
                 };
                 m.commit = m.commit.min(upto);
-                if target.is_none() {
+                if target.is_none() && m.term >= raft.term {
                     // No append yet: a leader that remembers what this node's old disk had
                     // sends none (it believes it has everything). A rejection naming where
                     // this log ends tells it otherwise.
