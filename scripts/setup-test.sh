@@ -56,10 +56,12 @@ if [ ! -d "$TOOLS_DIR/node_modules/playwright-core" ] || [ ! -f "$TOOLS_DIR/node
   (cd "$TOOLS_DIR" && npm init -y >/dev/null && npm install --silent --no-audit --no-fund playwright-core axe-core@4)
 fi
 
-# Debian's chromium and its driver for the page tests.
+# Debian's chromium and its driver for the page tests, and a font with Chinese glyphs (5 MB)
+# so that the Chinese pages' screenshots show their text, not boxes.
 debs=()
 command -v chromium >/dev/null 2>&1 || debs+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || debs+=(chromium-driver)
+dpkg -s fonts-wqy-microhei >/dev/null 2>&1 || debs+=(fonts-wqy-microhei)
 if [ ${#debs[@]} -gt 0 ]; then
   log "installing Debian's ${debs[*]}"
   apt-get update -qq

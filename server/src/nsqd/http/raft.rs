@@ -38,7 +38,7 @@ pub(super) struct Status {
     pub leader: u64,
     pub serving: bool,
     /// It started with nothing on its disk and has not caught up with a leader since: it
-    /// votes only for candidates with no history (see docs/replication.md).
+    /// votes only for candidates with no history or catching up too (docs/replication.md).
     pub catching_up: bool,
     pub voters: Vec<u64>,
     pub commit: u64,

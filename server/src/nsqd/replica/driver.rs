@@ -603,7 +603,7 @@ pub async fn open(
     if catching_up {
         tracing::info!(
             "replication: node {me} starts with nothing on its disk: until it has caught up \
-             with a leader it votes only for candidates with no history (a node that lost its \
+             with a leader it votes only for candidates as new as itself (a node that lost its \
              disk must not help elect one lacking what it had acknowledged)"
         );
     }
@@ -653,14 +653,14 @@ pub const CATCHING_UP_NAME: &str = "raft.catching-up";
 fn catching_up(dir: &std::path::Path, empty: bool) -> std::io::Result<bool> {
     let mark = dir.join(CATCHING_UP_NAME);
     if !empty {
-        return Ok(mark.exists());
+        return mark.try_exists();
     }
     let mut f = std::fs::File::create(&mark)?;
     std::io::Write::write_all(
         &mut f,
         b"This node started with nothing on its disk (new, or its disk was lost) and has not \
-          caught up with a leader since: until it has, it votes only for candidates with no \
-          history. nsqlab removes this file once it has caught up.\n",
+          caught up with a leader since: until it has, it votes only for candidates as new as \
+          itself. nsqlab removes this file once it has caught up.\n",
     )?;
     f.sync_all()?;
     std::fs::File::open(dir)?.sync_all()?;
