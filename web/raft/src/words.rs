@@ -227,7 +227,7 @@ pub const WORDS: &[(&str, &str, &str)] = &[
     (
         "rp.what.two",
         "{a} and {b}",
-        "{a}和{b}",
+        "{a} 和 {b}",
     ),
     (
         "rp.wire.prevote",
@@ -712,5 +712,11 @@ mod tests {
             render(&nested, false),
             "an empty entry of the new term and PUB #1"
         );
+        // A space between Chinese and a Latin word, none between two Chinese words.
+        assert_eq!(render(&nested, true), "新任期的空条目和 PUB #1");
+        let both = Say::new("rp.what.two")
+            .nest("a", Say::new("rp.what.conf"))
+            .nest("b", Say::new("rp.what.empty"));
+        assert_eq!(render(&both, true), "成员变更和新任期的空条目");
     }
 }
