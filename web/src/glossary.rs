@@ -394,6 +394,17 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     None
 }
 
+/// How many bytes at the start of `after` (the text right after a term) are closing
+/// punctuation, which must not begin a line ("，", "。", "：", a Latin comma...): a term is a
+/// button, and a line may break on either side of one, so these are drawn with it, unbroken.
+pub fn glued_punctuation(after: &str) -> usize {
+    after
+        .char_indices()
+        .take_while(|(_, c)| "，。：；、）！？」』,.:;)!?".contains(*c))
+        .last()
+        .map_or(0, |(i, c)| i + c.len_utf8())
+}
+
 /// An entry by key.
 pub fn term(key: &str) -> Option<&'static Term> {
     TERMS.iter().find(|t| t.key == key)
@@ -402,6 +413,16 @@ pub fn term(key: &str) -> Option<&'static Term> {
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closing_punctuation_after_a_term_is_kept_with_it() {
+        assert_eq!(glued_punctuation("，堆顶永远是"), "，".len());
+        assert_eq!(glued_punctuation("）：在"), "）：".len());
+        assert_eq!(glued_punctuation(", then"), 1);
+        assert_eq!(glued_punctuation(" and"), 0);
+        assert_eq!(glued_punctuation("的"), 0);
+        assert_eq!(glued_punctuation(""), 0);
+    }
 
     #[test]
     fn terms_are_found_once_as_whole_words() {

@@ -726,42 +726,42 @@ function __wbg_get_imports() {
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 14, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2615);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2618);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 858, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7195);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_7200);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000003: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("KeyboardEvent")], shim_idx: 14, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2615_3);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2618_3);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000004: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [NamedExternref("MessageEvent")], shim_idx: 851, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5898);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5903);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000005: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Ref(NamedExternref("Event"))], shim_idx: 749, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5166);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_5171);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000006: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 15, ret: Unit, inner_ret: Some(Unit) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2614);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2617);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000007: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 16, ret: Externref, inner_ret: Some(Externref) }, mutable: false }) -> Externref`.
-            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2613);
+            const ret = makeClosure(arg0, arg1, __wasm_bindgen_func_elem_2616);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000008: function(arg0, arg1) {
             // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [], shim_idx: 850, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5897);
+            const ret = makeMutClosure(arg0, arg1, __wasm_bindgen_func_elem_5902);
             return addHeapObject(ret);
         },
         __wbindgen_generic_0000000000000009: function(arg0) {
@@ -788,43 +788,43 @@ function __wbg_get_imports() {
     };
 }
 
-function __wasm_bindgen_func_elem_2614(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_2614(arg0, arg1);
+function __wasm_bindgen_func_elem_2617(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_2617(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_5897(arg0, arg1) {
-    wasm.__wasm_bindgen_func_elem_5897(arg0, arg1);
+function __wasm_bindgen_func_elem_5902(arg0, arg1) {
+    wasm.__wasm_bindgen_func_elem_5902(arg0, arg1);
 }
 
-function __wasm_bindgen_func_elem_2613(arg0, arg1) {
-    const ret = wasm.__wasm_bindgen_func_elem_2613(arg0, arg1);
+function __wasm_bindgen_func_elem_2616(arg0, arg1) {
+    const ret = wasm.__wasm_bindgen_func_elem_2616(arg0, arg1);
     return takeObject(ret);
 }
 
-function __wasm_bindgen_func_elem_2615(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2615(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2618(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2618(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_2615_3(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_2615_3(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_2618_3(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_2618_3(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5898(arg0, arg1, arg2) {
-    wasm.__wasm_bindgen_func_elem_5898(arg0, arg1, addHeapObject(arg2));
+function __wasm_bindgen_func_elem_5903(arg0, arg1, arg2) {
+    wasm.__wasm_bindgen_func_elem_5903(arg0, arg1, addHeapObject(arg2));
 }
 
-function __wasm_bindgen_func_elem_5166(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_5171(arg0, arg1, arg2) {
     try {
-        wasm.__wasm_bindgen_func_elem_5166(arg0, arg1, addBorrowedObject(arg2));
+        wasm.__wasm_bindgen_func_elem_5171(arg0, arg1, addBorrowedObject(arg2));
     } finally {
         heap[stack_pointer++] = undefined;
     }
 }
 
-function __wasm_bindgen_func_elem_7195(arg0, arg1, arg2) {
+function __wasm_bindgen_func_elem_7200(arg0, arg1, arg2) {
     try {
         const retptr = wasm.__wbindgen_add_to_stack_pointer(-16);
-        wasm.__wasm_bindgen_func_elem_7195(retptr, arg0, arg1, addHeapObject(arg2));
+        wasm.__wasm_bindgen_func_elem_7200(retptr, arg0, arg1, addHeapObject(arg2));
         var r0 = getDataViewMemory0().getInt32(retptr + 4 * 0, true);
         var r1 = getDataViewMemory0().getInt32(retptr + 4 * 1, true);
         if (r1) {

@@ -3,7 +3,7 @@
 //! glossary. Each takes plain data as props.
 
 use crate::forms::Field;
-use crate::glossary::{pieces, term, Piece, TERMS};
+use crate::glossary::{glued_punctuation, pieces, term, Piece, TERMS};
 use crate::i18n::{t, Lang, Text};
 use crate::lab::{Admin, Answer};
 use crate::model::Knob;
