@@ -40,7 +40,6 @@ impl Lang {
         }
     }
 
-    /// The other one (the page's switch).
     /// Its code in an HTML `lang` attribute (what a browser picks fonts by).
     pub fn html_lang(self) -> &'static str {
         match self {
@@ -49,6 +48,7 @@ impl Lang {
         }
     }
 
+    /// The other one (the page's switch).
     pub fn other(self) -> Lang {
         match self {
             Lang::En => Lang::Zh,

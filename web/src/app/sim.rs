@@ -639,7 +639,7 @@ pub fn sim_app() -> Html {
         </nav>
         <header>
           <h1>{"nsqlab"}<span class="sub">{t(l, "ui.sub")}</span>
-            <button type="button" class="lang" data-testid="lang" lang={if l == Lang::En { "zh-CN" } else { "en" }}
+            <button type="button" class="lang" data-testid="lang"
                     title={t(l, "ui.lang.title")} lang={l.other().html_lang()} onclick={click(Action::SetLang(l.other()))}>{t(l, "sym.lang.other")}</button></h1>
           <nav class="scenarios" aria-label={t(l, "ui.scenarios")}>
             { for SCENARIOS.iter().map(|s| html! {
